@@ -1,0 +1,119 @@
+package ytstore
+
+import "go.ytsaurus.tech/yt/go/schema"
+
+// Names of the data tables that jobs read and write in their epoch transactions.
+// They live directly under the pipeline path.
+const (
+	// TableInputMessages is the full dedup index of transform inputs.
+	TableInputMessages = "input_messages"
+	// TableCompactInputMessages is the compact dedup index (one binary key per message).
+	TableCompactInputMessages = "compact_input_messages"
+	// TableOutputMessages is the output store: the transactional outbox of every partition.
+	TableOutputMessages = "output_messages"
+	// TableStates holds per-key user states.
+	TableStates = "states"
+	// TablePartitionStates holds per-partition states: source offsets, sink progress.
+	TablePartitionStates = "partition_states"
+	// TableTimers holds the user timers of keyed computations.
+	TableTimers = "timers"
+	// TablePartitionTransactions holds, per partition, the start timestamp of its last
+	// committed epoch transaction; it makes commit retries safe.
+	TablePartitionTransactions = "partition_transactions"
+)
+
+func keyCol(name string, t schema.Type) schema.Column {
+	return schema.Column{Name: name, Type: t, Required: true, SortOrder: schema.SortAscending}
+}
+
+func valCol(name string, t schema.Type) schema.Column {
+	return schema.Column{Name: name, Type: t}
+}
+
+func sorted(cols ...schema.Column) schema.Schema {
+	return schema.Schema{UniqueKeys: true, Columns: cols}
+}
+
+// dataTables lists the internal tables owned by the job side. CreatePipeline creates
+// them next to the coordination tables. All are sorted dynamic tables.
+//
+// Keys of user data ("key" columns) are the canonical binary YSON of the group-by key
+// (a YSON list); "key_hash" is the routing hash of that key (the value that the layout's
+// [lower_key, upper_key) ranges partition). Payloads and states are YSON bytes.
+func dataTables() []tableDef {
+	return []tableDef{
+		{
+			name: TableInputMessages,
+			schema: sorted(
+				keyCol("computation_id", schema.TypeBytes),
+				keyCol("key", schema.TypeBytes),
+				keyCol("message_id", schema.TypeBytes),
+				valCol("system_timestamp", schema.TypeUint64),
+			),
+		},
+		{
+			name: TableCompactInputMessages,
+			schema: sorted(
+				keyCol("deduplication_message_key", schema.TypeBytes),
+				valCol("system_timestamp", schema.TypeUint64),
+			),
+		},
+		{
+			// One row per (producing partition, destination, message): destination is the
+			// reading computation id or the sink id. A row is deleted once that destination
+			// has acknowledged (computations) or delivered (async sinks) the message.
+			name: TableOutputMessages,
+			schema: sorted(
+				keyCol("partition_id", schema.TypeBytes),
+				keyCol("destination", schema.TypeBytes),
+				keyCol("message_id", schema.TypeBytes),
+				valCol("stream_id", schema.TypeBytes),
+				valCol("key", schema.TypeBytes),
+				valCol("key_hash", schema.TypeUint64),
+				valCol("payload", schema.TypeBytes),
+				valCol("event_timestamp", schema.TypeUint64),
+				valCol("system_timestamp", schema.TypeUint64),
+				valCol("sequence_number", schema.TypeInt64),
+			),
+		},
+		{
+			name: TableStates,
+			schema: sorted(
+				keyCol("computation_id", schema.TypeBytes),
+				keyCol("key_hash", schema.TypeUint64),
+				keyCol("key", schema.TypeBytes),
+				keyCol("name", schema.TypeBytes),
+				valCol("state", schema.TypeBytes),
+			),
+		},
+		{
+			name: TablePartitionStates,
+			schema: sorted(
+				keyCol("partition_id", schema.TypeBytes),
+				keyCol("name", schema.TypeBytes),
+				valCol("state", schema.TypeBytes),
+			),
+		},
+		{
+			name: TableTimers,
+			schema: sorted(
+				keyCol("computation_id", schema.TypeBytes),
+				keyCol("key_hash", schema.TypeUint64),
+				keyCol("key", schema.TypeBytes),
+				keyCol("message_id", schema.TypeBytes),
+				valCol("stream_id", schema.TypeBytes),
+				valCol("system_timestamp", schema.TypeUint64),
+				valCol("event_timestamp", schema.TypeUint64),
+				valCol("trigger_timestamp", schema.TypeUint64),
+				valCol("payload", schema.TypeBytes),
+			),
+		},
+		{
+			name: TablePartitionTransactions,
+			schema: sorted(
+				keyCol("partition_id", schema.TypeBytes),
+				valCol("last_transaction_start_timestamp", schema.TypeUint64),
+			),
+		},
+	}
+}
