@@ -1,0 +1,120 @@
+package flow
+
+import "errors"
+
+// Row is one payload: column name to a YSON-compatible Go value (int64, uint64, float64, bool,
+// string, []byte, nil, or a composite of lists and maps).
+type Row map[string]any
+
+// Key holds the group-by key values of a keyed computation, in group_by_schema column order,
+// computed columns included. It is nil for source computations, whose state is per partition.
+type Key []any
+
+// Message is one input message of an invocation.
+type Message struct {
+	// StreamID names the stream the message belongs to.
+	StreamID string
+	// MessageID is unique; for one producer, string order equals production order.
+	MessageID string
+	// Key is the message's group-by key in this computation (nil for source messages).
+	Key Key
+	// Payload holds the message columns.
+	Payload Row
+	// EventTimestamp is the business time in microseconds since the epoch; 0 means unknown.
+	EventTimestamp uint64
+	// SystemTimestamp is the creation time in microseconds since the epoch.
+	SystemTimestamp uint64
+}
+
+// Timer is a per-key delayed call. In Invocation.Timers it is a timer that is due; in
+// Result.Timers it is a timer to set.
+type Timer struct {
+	// StreamID names the timer stream, one of the computation's timer_streams.
+	StreamID string
+	// Key is the key the timer belongs to. For timers set through a Context it is the
+	// invocation's key.
+	Key Key
+	// Trigger is the time in microseconds at which the timer fires, once the governing time
+	// of its stream (event watermark, system watermark or wall clock) reaches it.
+	Trigger uint64
+	// Payload is optional user data handed back when the timer fires.
+	Payload Row
+	// MessageID identifies a due timer; the runtime assigns it, and outputs of the timer
+	// handler name it as their parent. It is ignored in Result.Timers.
+	MessageID string
+	// EventTimestamp is the event time carried by the timer, in microseconds; 0 lets the
+	// runtime derive it from the lineage (the minimum over the parents).
+	EventTimestamp uint64
+}
+
+// Output is one message produced by an invocation.
+type Output struct {
+	// StreamID is the output stream.
+	StreamID string
+	// Payload holds the output columns.
+	Payload Row
+	// ParentIDs narrows the lineage to these input message or timer ids; empty means all
+	// inputs of the invocation.
+	ParentIDs []string
+	// EventTimestamp is the output's event time in microseconds; 0 lets the runtime derive it
+	// from the parents (their minimum).
+	EventTimestamp uint64
+}
+
+// Invocation is what the runtime hands to a Function: one key (nil for source or partition
+// level) within one epoch. Timers come first, then messages, exactly as the runtime passes them.
+type Invocation struct {
+	// Key is the key of all timers and messages of the invocation.
+	Key Key
+	// Timers are the due timers of this key.
+	Timers []Timer
+	// Messages are the input messages of this key, in arrival order.
+	Messages []Message
+	// State maps a state name to its YSON bytes as stored; an absent name means no state.
+	// The function must not modify it.
+	State map[string][]byte
+	// Parameters are the processing_function_parameters (static merged with dynamic).
+	Parameters Row
+	// Now is the current time in microseconds, supplied by the runtime. User code reads the
+	// time only from here, never from the clock.
+	Now uint64
+}
+
+// Result is what one invocation produced.
+type Result struct {
+	// Outputs are the output messages in the order they were added.
+	Outputs []Output
+	// Timers are the new timers to set.
+	Timers []Timer
+	// StateWrites holds the changed states only: name to new YSON bytes; a nil value means the
+	// state was cleared and its row is deleted.
+	StateWrites map[string][]byte
+}
+
+// Function is a process function as stored by Register and called by the runtime.
+//
+// Invoke must not retain inv or anything reachable from it after it returns. It recovers a panic
+// in user code into an error wrapping ErrUserPanic (with the stack), so that one bad message never
+// kills a worker. An error means the invocation produced nothing: the runtime must not apply any
+// part of a failed invocation's result.
+type Function interface {
+	Invoke(inv *Invocation) (*Result, error)
+}
+
+var (
+	// ErrUnknownFunction is wrapped by Lookup when no function is registered under a name.
+	ErrUnknownFunction = errors.New("unknown process function")
+	// ErrUserPanic is wrapped by the error of an invocation whose user code panicked.
+	ErrUserPanic = errors.New("process function panicked")
+	// ErrBadState is wrapped when a state's stored bytes do not decode into the requested type,
+	// or a value to store does not encode.
+	ErrBadState = errors.New("bad state value")
+	// ErrBadParameters is wrapped when the parameters do not decode into the requested type.
+	ErrBadParameters = errors.New("bad processing function parameters")
+	// ErrNoHandler is wrapped when an invocation carries timers or messages that the function
+	// has no handler for (a spec that does not match the function).
+	ErrNoHandler = errors.New("no handler")
+	// ErrUnknownParent is wrapped when WithParentIDs names an id that is not an input of the
+	// invocation.
+	ErrUnknownParent = errors.New("parent is not an input of the invocation")
+)
