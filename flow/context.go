@@ -1,0 +1,142 @@
+package flow
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Context is what a handler sees of its invocation: the key, parameters and time, the output
+// collector, and the key's state (see StateOf).
+//
+// A Context is valid only while the handler that received it runs. It is not safe for
+// concurrent use: the runtime calls the handlers of one invocation one after another.
+type Context struct {
+	inv     *Invocation
+	run     *run
+	parents []string // nil = default lineage of the handler's inputs
+	eventTS uint64   // 0 = derived by the runtime
+}
+
+// run is the part of an invocation shared by a Context and every Context derived from it.
+type run struct {
+	res    Result
+	states map[string]*stateSlot
+	err    error           // first misuse or bad state; fails the invocation
+	inputs map[string]bool // ids of the invocation's messages and timers, built on first use
+}
+
+func newContext(inv *Invocation) *Context {
+	return &Context{inv: inv, run: &run{}}
+}
+
+// Key returns the invocation's key; nil in source computations.
+func (c *Context) Key() Key { return c.inv.Key }
+
+// Parameters returns the processing function parameters (static merged with dynamic). The row
+// belongs to the runtime: do not modify it. See ParamsOf for a typed view.
+func (c *Context) Parameters() Row { return c.inv.Parameters }
+
+// Now returns the epoch's time in microseconds since the epoch, as supplied by the runtime.
+// It is the only clock user code may read: a swift stage recomputed after a restart must produce
+// the same outputs.
+func (c *Context) Now() uint64 { return c.inv.Now }
+
+// AddMessage adds an output message with the given payload to stream. Its lineage is the
+// Context's parents: by default the message being processed (per-message handlers), the timer
+// (timer handlers) or the whole batch (batch handlers). AddMessage takes ownership of payload:
+// do not modify the row afterwards.
+func (c *Context) AddMessage(stream string, payload Row) {
+	c.run.res.Outputs = append(c.run.res.Outputs, Output{
+		StreamID:       stream,
+		Payload:        payload,
+		ParentIDs:      c.parents,
+		EventTimestamp: c.eventTS,
+	})
+}
+
+// AddTimer sets a timer for the invocation's key on the timer stream; it fires once the stream's
+// governing time reaches trigger (microseconds), and its handler gets payload (which may be nil)
+// back. The timer carries the Context's event timestamp, if one was set.
+func (c *Context) AddTimer(stream string, trigger uint64, payload Row) {
+	c.run.res.Timers = append(c.run.res.Timers, Timer{
+		StreamID:       stream,
+		Key:            c.inv.Key,
+		Trigger:        trigger,
+		Payload:        payload,
+		EventTimestamp: c.eventTS,
+	})
+}
+
+// WithParentIDs returns a Context whose outputs have exactly the given parents, which must be ids
+// of the invocation's messages or due timers (the invocation fails with ErrUnknownParent
+// otherwise). With no ids, outputs go back to having all inputs of the invocation as parents.
+// State accessed through either Context is the same.
+func (c *Context) WithParentIDs(ids ...string) *Context {
+	for _, id := range ids {
+		if !c.isInput(id) {
+			c.fail(fmt.Errorf("WithParentIDs(%q): %w", id, ErrUnknownParent))
+		}
+	}
+	d := *c
+	d.parents = slices.Clone(ids)
+	return &d
+}
+
+// WithEventTimestamp returns a Context whose outputs and timers carry the event timestamp ts
+// (microseconds) instead of the one derived from their parents.
+func (c *Context) WithEventTimestamp(ts uint64) *Context {
+	d := *c
+	d.eventTS = ts
+	return &d
+}
+
+func (c *Context) isInput(id string) bool {
+	r := c.run
+	if r.inputs == nil {
+		r.inputs = make(map[string]bool, len(c.inv.Messages)+len(c.inv.Timers))
+		for i := range c.inv.Messages {
+			r.inputs[c.inv.Messages[i].MessageID] = true
+		}
+		for i := range c.inv.Timers {
+			if id := c.inv.Timers[i].MessageID; id != "" {
+				r.inputs[id] = true
+			}
+		}
+	}
+	return r.inputs[id]
+}
+
+// fail records the first error of the invocation; the invocation then fails even if the handler
+// returns nil.
+func (c *Context) fail(err error) {
+	if c.run.err == nil {
+		c.run.err = err
+	}
+}
+
+// withParents is the Context for a handler with default lineage ids (nil = all inputs).
+func (c *Context) withParents(ids []string) *Context {
+	d := *c
+	d.parents = ids
+	return &d
+}
+
+// result finishes the invocation: the first recorded error, or the outputs, timers and changed
+// states.
+func (c *Context) result() (*Result, error) {
+	r := c.run
+	if r.err != nil {
+		return nil, r.err
+	}
+	res := r.res
+	for name, s := range r.states {
+		if !s.changed() {
+			continue
+		}
+		if res.StateWrites == nil {
+			res.StateWrites = make(map[string][]byte)
+		}
+		res.StateWrites[name] = s.cur
+	}
+	return &res, nil
+}

@@ -1,0 +1,125 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"go.ytsaurus.tech/yt/go/yson"
+)
+
+// MessageFunc handles one input message. The message is valid only during the call.
+type MessageFunc func(ctx *Context, msg *Message) error
+
+// BatchFunc handles all input messages of one key in one epoch at once, in arrival order. The
+// slice is valid only during the call.
+type BatchFunc func(ctx *Context, msgs []Message) error
+
+// TimerFunc handles one due timer. The timer is valid only during the call.
+type TimerFunc func(ctx *Context, t *Timer) error
+
+// Process is a Function assembled from handlers. For each invocation it calls OnTimer for every
+// due timer, then either OnMessage for every message or OnMessages once with all of them.
+//
+// Default lineage: outputs of OnMessage have the message as their parent, outputs of OnTimer the
+// timer, outputs of OnMessages all messages of the batch; Context.WithParentIDs narrows it.
+//
+// An error returned by a handler stops the invocation and is returned wrapped with the key and
+// the input being handled; a panic becomes an error wrapping ErrUserPanic. Either way the
+// invocation's outputs, timers and state changes are discarded.
+type Process struct {
+	// OnMessage handles messages one at a time. At most one of OnMessage and OnMessages may be
+	// set; with neither, an invocation carrying messages fails with ErrNoHandler.
+	OnMessage MessageFunc
+	// OnMessages handles all messages of the invocation at once.
+	OnMessages BatchFunc
+	// OnTimer handles due timers; without it an invocation carrying timers fails with
+	// ErrNoHandler.
+	OnTimer TimerFunc
+}
+
+// PerMessage returns a Function calling fn for each input message.
+func PerMessage(fn MessageFunc) Process { return Process{OnMessage: fn} }
+
+// Batch returns a Function calling fn once per invocation with all input messages of the key.
+func Batch(fn BatchFunc) Process { return Process{OnMessages: fn} }
+
+// PerTimer returns a Function calling fn for each due timer.
+func PerTimer(fn TimerFunc) Process { return Process{OnTimer: fn} }
+
+// Invoke runs the handlers for one invocation; see Process.
+func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
+	ctx := newContext(inv)
+	input := "" // what is being handled, for errors
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, &PanicError{Value: r, Stack: debug.Stack()})
+		}
+	}()
+	if p.OnMessage != nil && p.OnMessages != nil {
+		return nil, errors.New("flow.Process: both OnMessage and OnMessages are set")
+	}
+	if len(inv.Timers) > 0 && p.OnTimer == nil {
+		return nil, fmt.Errorf("key %v: %d due timers on stream %q: %w for timers", inv.Key, len(inv.Timers), inv.Timers[0].StreamID, ErrNoHandler)
+	}
+	if len(inv.Messages) > 0 && p.OnMessage == nil && p.OnMessages == nil {
+		return nil, fmt.Errorf("key %v: %d messages on stream %q: %w for messages", inv.Key, len(inv.Messages), inv.Messages[0].StreamID, ErrNoHandler)
+	}
+
+	for i := range inv.Timers {
+		t := &inv.Timers[i]
+		input = fmt.Sprintf("timer %q at %d", t.StreamID, t.Trigger)
+		var parents []string
+		if t.MessageID != "" {
+			parents = []string{t.MessageID}
+		}
+		if err := p.OnTimer(ctx.withParents(parents), t); err != nil {
+			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, err)
+		}
+	}
+
+	switch {
+	case len(inv.Messages) == 0:
+	case p.OnMessages != nil:
+		input = fmt.Sprintf("batch of %d messages", len(inv.Messages))
+		var parents []string     // all inputs ...
+		if len(inv.Timers) > 0 { // ... unless the timers are inputs too
+			parents = make([]string, len(inv.Messages))
+			for i := range inv.Messages {
+				parents[i] = inv.Messages[i].MessageID
+			}
+		}
+		if err := p.OnMessages(ctx.withParents(parents), inv.Messages); err != nil {
+			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, err)
+		}
+	default:
+		for i := range inv.Messages {
+			m := &inv.Messages[i]
+			input = "message " + m.MessageID
+			if err := p.OnMessage(ctx.withParents([]string{m.MessageID}), m); err != nil {
+				return nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, err)
+			}
+		}
+	}
+
+	input = "finishing"
+	if res, err = ctx.result(); err != nil {
+		return nil, fmt.Errorf("key %v: %w", inv.Key, err)
+	}
+	return res, nil
+}
+
+// ParamsOf decodes the processing function parameters into a P (a struct with yson tags, or a
+// map). The error wraps ErrBadParameters and names the type.
+func ParamsOf[P any](ctx *Context) (P, error) {
+	var p P
+	b, err := yson.Marshal(ctx.inv.Parameters)
+	if err == nil {
+		err = yson.Unmarshal(b, &p)
+	}
+	if err != nil {
+		var zero P
+		return zero, fmt.Errorf("decode parameters as %T: %w: %w", p, ErrBadParameters, err)
+	}
+	return p, nil
+}

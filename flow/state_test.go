@@ -1,0 +1,138 @@
+package flow
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.ytsaurus.tech/yt/go/yson"
+)
+
+func mustYSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := yson.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// invokeState runs body as a per-message handler over one message with the given stored states.
+func invokeState(key Key, stored map[string][]byte, body func(ctx *Context)) (*Result, error) {
+	f := PerMessage(func(ctx *Context, m *Message) error {
+		body(ctx)
+		return nil
+	})
+	return f.Invoke(&Invocation{Key: key, State: stored, Messages: msgs("a")})
+}
+
+func TestStateGetSetClear(t *testing.T) {
+	stored := map[string][]byte{"count": mustYSON(t, int64(4)), "other": mustYSON(t, "x")}
+	res, err := invokeState(Key{"k"}, stored, func(ctx *Context) {
+		count := StateOf[int64](ctx, "count")
+		n, ok := count.Get()
+		if !ok || n != 4 {
+			t.Errorf("Get() = %v, %v; want 4, true", n, ok)
+		}
+		count.Set(n + 1)
+		if n, _ := StateOf[int64](ctx, "count").Get(); n != 5 {
+			t.Errorf("second accessor sees %d, want 5", n)
+		}
+		if _, ok := StateOf[string](ctx, "missing").Get(); ok {
+			t.Error("absent state reported present")
+		}
+		StateOf[string](ctx, "other").Clear()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"count": mustYSON(t, int64(5)), "other": nil}
+	if !reflect.DeepEqual(res.StateWrites, want) {
+		t.Errorf("state writes = %q, want %q", res.StateWrites, want)
+	}
+	if string(stored["count"]) != "4" {
+		t.Errorf("invocation state modified: %q", stored["count"])
+	}
+}
+
+type session struct {
+	Sum    int64   `yson:"sum"`
+	Events []int64 `yson:"events"`
+}
+
+type window struct{ Open bool }
+
+func (w window) IsEmpty() bool { return !w.Open }
+
+func TestStateEmptyIsAbsent(t *testing.T) {
+	stored := map[string][]byte{
+		"n": mustYSON(t, int64(1)), "s": mustYSON(t, session{Sum: 1}), "m": mustYSON(t, map[string]int64{"a": 1}),
+		"w": mustYSON(t, window{Open: true}),
+	}
+	res, err := invokeState(nil, stored, func(ctx *Context) {
+		StateOf[int64](ctx, "n").Set(0)
+		StateOf[session](ctx, "s").Set(session{})
+		StateOf[map[string]int64](ctx, "m").Set(map[string]int64{})
+		StateOf[window](ctx, "w").Set(window{})
+		StateOf[string](ctx, "never").Set("") // absent stays absent: no write
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"n": nil, "s": nil, "m": nil, "w": nil}
+	if !reflect.DeepEqual(res.StateWrites, want) {
+		t.Errorf("state writes = %q, want all four deleted", res.StateWrites)
+	}
+}
+
+func TestStateUnchangedIsNotWritten(t *testing.T) {
+	stored := map[string][]byte{"s": mustYSON(t, session{Sum: 2, Events: []int64{1, 1}})}
+	res, err := invokeState(Key{"k"}, stored, func(ctx *Context) {
+		st := StateOf[session](ctx, "s")
+		v, _ := st.Get()
+		st.Set(v)
+		StateOf[int64](ctx, "absent").Clear()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.StateWrites) != 0 {
+		t.Errorf("state writes = %q, want none", res.StateWrites)
+	}
+}
+
+func TestPartitionStateForSources(t *testing.T) {
+	// A source invocation has a nil key; its state is the partition's, with the same API.
+	res, err := invokeState(nil, nil, func(ctx *Context) {
+		StateOf[map[string]uint64](ctx, "offsets").Set(map[string]uint64{"p0": 12})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]uint64
+	if err := yson.Unmarshal(res.StateWrites["offsets"], &got); err != nil || got["p0"] != 12 {
+		t.Errorf("partition state written = %q (%v)", res.StateWrites["offsets"], err)
+	}
+}
+
+func TestStateDecodeErrorFailsInvocation(t *testing.T) {
+	stored := map[string][]byte{"count": []byte(`"not a number"`)}
+	res, err := invokeState(Key{"k"}, stored, func(ctx *Context) {
+		if n, ok := StateOf[int64](ctx, "count").Get(); ok || n != 0 {
+			t.Errorf("Get() = %v, %v on undecodable state; want 0, false", n, ok)
+		}
+	})
+	if res != nil || !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), `"count"`) {
+		t.Errorf("Invoke = %v, %v; want ErrBadState naming the state", res, err)
+	}
+}
+
+func TestStateEncodeErrorFailsInvocation(t *testing.T) {
+	_, err := invokeState(Key{"k"}, nil, func(ctx *Context) {
+		StateOf[chan int](ctx, "ch").Set(make(chan int))
+	})
+	if !errors.Is(err, ErrBadState) {
+		t.Errorf("error = %v, want ErrBadState", err)
+	}
+}
