@@ -1,0 +1,415 @@
+package ytstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+)
+
+// Names of the coordination tables under the pipeline path.
+const (
+	// TableWorkers has one row per registered worker.
+	TableWorkers = "workers"
+	// TableJobs is the layout: a job exists iff its row exists.
+	TableJobs = "jobs"
+	// TablePartitions lists the partitions of every computation.
+	TablePartitions = "partitions"
+	// TableJobStatus holds what workers report about their jobs.
+	TableJobStatus = "job_status"
+	// TableControllerLogs is the ordered public log of the controller.
+	TableControllerLogs = "controller_logs"
+)
+
+// Partition states.
+const (
+	PartitionActive    = "active"
+	PartitionDraining  = "draining"
+	PartitionCompleted = "completed"
+)
+
+// Job status states.
+const (
+	JobRunning   = "running"
+	JobFailed    = "failed"
+	JobCompleted = "completed"
+)
+
+// Worker is a row of the workers table, written by the worker itself.
+type Worker struct {
+	WorkerID string `yson:"worker_id"`
+	// Address is host:port of the worker's inter-job HTTP endpoint.
+	Address string `yson:"address"`
+	// SessionTx is the worker's session transaction; the worker is alive iff it is.
+	SessionTx string `yson:"session_tx"`
+	// StartTime and HeartbeatTime are microseconds since the epoch.
+	StartTime     uint64 `yson:"start_time"`
+	HeartbeatTime uint64 `yson:"heartbeat_time"`
+}
+
+// Job is a row of the jobs table (the layout), written by the controller.
+type Job struct {
+	JobID         string `yson:"job_id"`
+	ComputationID string `yson:"computation_id"`
+	PartitionID   string `yson:"partition_id"`
+	WorkerID      string `yson:"worker_id"`
+	// LeaseID is the job's lease transaction; every epoch commit of the job
+	// lists it as a prerequisite.
+	LeaseID string `yson:"lease_id"`
+	// LowerKey and UpperKey bound the hash range [LowerKey, UpperKey) of keyed
+	// computations; UpperKey 0 means 2^64.
+	LowerKey uint64 `yson:"lower_key"`
+	UpperKey uint64 `yson:"upper_key"`
+	// SourcePartition is the queue tablet index for source computations, -1 otherwise.
+	SourcePartition int64  `yson:"source_partition"`
+	CreatedAt       uint64 `yson:"created_at"`
+}
+
+// Partition is a row of the partitions table, written by the controller.
+type Partition struct {
+	PartitionID     string `yson:"partition_id"`
+	ComputationID   string `yson:"computation_id"`
+	LowerKey        uint64 `yson:"lower_key"`
+	UpperKey        uint64 `yson:"upper_key"`
+	SourcePartition int64  `yson:"source_partition"`
+	// State is one of Partition*.
+	State string `yson:"state"`
+}
+
+// JobStatus is a row of the job_status table, written by the worker running
+// the job and deleted by the controller with the job.
+type JobStatus struct {
+	JobID    string `yson:"job_id"`
+	WorkerID string `yson:"worker_id"`
+	// State is one of Job*.
+	State string `yson:"state"`
+	// Error says what failed and where; it never holds secrets.
+	Error        string `yson:"error"`
+	Epoch        int64  `yson:"epoch"`
+	LastCommitTS uint64 `yson:"last_commit_ts"`
+	InputLag     int64  `yson:"input_lag"`
+	UpdatedAt    uint64 `yson:"updated_at"`
+}
+
+// LogRecord is a row of controller_logs.
+type LogRecord struct {
+	// Time is microseconds since the epoch.
+	Time uint64 `yson:"time"`
+	Host string `yson:"host"`
+	Data string `yson:"data"`
+}
+
+func coordTables() []tableDef {
+	return []tableDef{
+		{name: TableWorkers, schema: coordSorted(
+			coordKey("worker_id", schema.TypeBytes),
+			coordVal("address", schema.TypeBytes),
+			coordVal("session_tx", schema.TypeBytes),
+			coordVal("start_time", schema.TypeUint64),
+			coordVal("heartbeat_time", schema.TypeUint64),
+		)},
+		{name: TableJobs, schema: coordSorted(
+			coordKey("job_id", schema.TypeBytes),
+			coordVal("computation_id", schema.TypeBytes),
+			coordVal("partition_id", schema.TypeBytes),
+			coordVal("worker_id", schema.TypeBytes),
+			coordVal("lease_id", schema.TypeBytes),
+			coordVal("lower_key", schema.TypeUint64),
+			coordVal("upper_key", schema.TypeUint64),
+			coordVal("source_partition", schema.TypeInt64),
+			coordVal("created_at", schema.TypeUint64),
+		)},
+		{name: TablePartitions, schema: coordSorted(
+			coordKey("partition_id", schema.TypeBytes),
+			coordVal("computation_id", schema.TypeBytes),
+			coordVal("lower_key", schema.TypeUint64),
+			coordVal("upper_key", schema.TypeUint64),
+			coordVal("source_partition", schema.TypeInt64),
+			coordVal("state", schema.TypeBytes),
+		)},
+		{name: TableJobStatus, schema: coordSorted(
+			coordKey("job_id", schema.TypeBytes),
+			coordVal("worker_id", schema.TypeBytes),
+			coordVal("state", schema.TypeBytes),
+			coordVal("error", schema.TypeBytes),
+			coordVal("epoch", schema.TypeInt64),
+			coordVal("last_commit_ts", schema.TypeUint64),
+			coordVal("input_lag", schema.TypeInt64),
+			coordVal("updated_at", schema.TypeUint64),
+		)},
+		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
+			coordVal("time", schema.TypeUint64),
+			coordVal("host", schema.TypeBytes),
+			coordVal("data", schema.TypeBytes),
+		}}},
+	}
+}
+
+func coordKey(name string, t schema.Type) schema.Column {
+	return schema.Column{Name: name, Type: t, Required: true, SortOrder: schema.SortAscending}
+}
+
+func coordVal(name string, t schema.Type) schema.Column {
+	return schema.Column{Name: name, Type: t}
+}
+
+func coordSorted(cols ...schema.Column) schema.Schema {
+	return schema.Schema{UniqueKeys: true, Columns: cols}
+}
+
+// selectAll reads every row of table matching where (a query-language
+// predicate, "" for all rows).
+func selectAll[T any](ctx context.Context, s *Store, table, where string) ([]T, error) {
+	q := "* from [" + s.child(table).String() + "]"
+	if where != "" {
+		q += " where " + where
+	}
+	r, err := s.yc.SelectRows(ctx, q, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: read %s: %w", s.child(table), classify(err))
+	}
+	defer func() { _ = r.Close() }()
+	var rows []T
+	for r.Next() {
+		var row T
+		if err := r.Scan(&row); err != nil {
+			return nil, fmt.Errorf("ytstore: read %s: decode row: %w", s.child(table), err)
+		}
+		rows = append(rows, row)
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("ytstore: read %s: %w", s.child(table), classify(err))
+	}
+	return rows, nil
+}
+
+// Workers reads the workers table.
+func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
+	return selectAll[Worker](ctx, s, TableWorkers, "")
+}
+
+// Jobs reads the whole layout.
+func (s *Store) Jobs(ctx context.Context) ([]Job, error) {
+	return selectAll[Job](ctx, s, TableJobs, "")
+}
+
+// JobsOfWorker reads the jobs assigned to one worker.
+func (s *Store) JobsOfWorker(ctx context.Context, workerID string) ([]Job, error) {
+	return selectAll[Job](ctx, s, TableJobs, "worker_id = "+strconv.Quote(workerID))
+}
+
+// Partitions reads the partitions table.
+func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
+	return selectAll[Partition](ctx, s, TablePartitions, "")
+}
+
+// JobStatuses reads the job_status table.
+func (s *Store) JobStatuses(ctx context.Context) ([]JobStatus, error) {
+	return selectAll[JobStatus](ctx, s, TableJobStatus, "")
+}
+
+// ControllerLogs reads the last limit records of controller_logs (all when
+// limit <= 0), oldest first.
+func (s *Store) ControllerLogs(ctx context.Context, limit int) ([]LogRecord, error) {
+	recs, err := selectAll[LogRecord](ctx, s, TableControllerLogs, "")
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && len(recs) > limit {
+		recs = recs[len(recs)-limit:]
+	}
+	return recs, nil
+}
+
+// PutWorker inserts or replaces a worker's row. The write is conditional on
+// the worker's session (w.SessionTx): a worker whose session died gets
+// ErrLeaseLost and cannot resurrect its row.
+func (s *Store) PutWorker(ctx context.Context, w Worker) error {
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.abort()
+	if err := tx.insert(ctx, TableWorkers, []any{w}); err != nil {
+		return err
+	}
+	return tx.commit(ctx, w.SessionTx)
+}
+
+// DeleteWorker removes a worker's row (unconditionally).
+func (s *Store) DeleteWorker(ctx context.Context, workerID string) error {
+	keys := []any{map[string]any{"worker_id": workerID}}
+	if err := s.yc.DeleteRows(ctx, s.child(TableWorkers), keys, nil); err != nil {
+		return fmt.Errorf("ytstore: delete worker %s: %w", workerID, classify(err))
+	}
+	return nil
+}
+
+// PutJobStatus writes a job's status. When lease is not empty the write is
+// conditional on it, so a fenced job gets ErrLeaseLost and writes nothing.
+func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) error {
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.abort()
+	if err := tx.insert(ctx, TableJobStatus, []any{st}); err != nil {
+		return err
+	}
+	if lease == "" {
+		return tx.commit(ctx)
+	}
+	return tx.commit(ctx, lease)
+}
+
+// LayoutChange is one atomic update of the coordination tables by the leader.
+type LayoutChange struct {
+	PutPartitions    []Partition
+	DeletePartitions []string // partition ids
+	PutJobs          []Job
+	DeleteJobs       []string // job ids; their job_status rows are deleted too
+	DeleteWorkers    []string // worker ids of dead workers
+}
+
+// Empty reports whether the change writes nothing.
+func (c *LayoutChange) Empty() bool {
+	return len(c.PutPartitions) == 0 && len(c.DeletePartitions) == 0 && len(c.PutJobs) == 0 &&
+		len(c.DeleteJobs) == 0 && len(c.DeleteWorkers) == 0
+}
+
+// ApplyLayout applies c in one tablet transaction conditional on the leader's
+// session: a deposed leader gets ErrLeaseLost and changes nothing.
+func (s *Store) ApplyLayout(ctx context.Context, leader *Session, c LayoutChange) error {
+	if c.Empty() {
+		return nil
+	}
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.abort()
+	if err := tx.insert(ctx, TablePartitions, toAny(c.PutPartitions)); err != nil {
+		return err
+	}
+	if err := tx.delete(ctx, TablePartitions, keysOf("partition_id", c.DeletePartitions)); err != nil {
+		return err
+	}
+	if err := tx.insert(ctx, TableJobs, toAny(c.PutJobs)); err != nil {
+		return err
+	}
+	if err := tx.delete(ctx, TableJobs, keysOf("job_id", c.DeleteJobs)); err != nil {
+		return err
+	}
+	if err := tx.delete(ctx, TableJobStatus, keysOf("job_id", c.DeleteJobs)); err != nil {
+		return err
+	}
+	if err := tx.delete(ctx, TableWorkers, keysOf("worker_id", c.DeleteWorkers)); err != nil {
+		return err
+	}
+	return tx.commit(ctx, leader.ID())
+}
+
+// AppendControllerLog appends records to controller_logs.
+func (s *Store) AppendControllerLog(ctx context.Context, recs ...LogRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := s.yc.InsertRows(ctx, s.child(TableControllerLogs), toAny(recs), nil); err != nil {
+		return fmt.Errorf("ytstore: append to %s: %w", s.child(TableControllerLogs), classify(err))
+	}
+	return nil
+}
+
+func toAny[T any](rows []T) []any {
+	out := make([]any, len(rows))
+	for i := range rows {
+		out[i] = rows[i]
+	}
+	return out
+}
+
+func keysOf(column string, ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = map[string]any{column: id}
+	}
+	return out
+}
+
+// tableTx is a tablet transaction that can be committed with prerequisite
+// master transactions (the SDK's TabletTx cannot carry prerequisites). Use it
+// from one goroutine; abort after commit is a no-op.
+type tableTx struct {
+	s    *Store
+	id   yt.TxID
+	done bool
+}
+
+func (s *Store) beginTabletTx(ctx context.Context) (*tableTx, error) {
+	id, err := s.yc.StartTabletTx(ctx, &yt.StartTabletTxOptions{Type: yt.TxTypeTablet, Sticky: true})
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: start tablet transaction: %w", classify(err))
+	}
+	return &tableTx{s: s, id: id}, nil
+}
+
+func (t *tableTx) opts() *yt.TransactionOptions {
+	return &yt.TransactionOptions{TransactionID: t.id}
+}
+
+func (t *tableTx) path(table string) ypath.Path { return t.s.child(table) }
+
+func (t *tableTx) insert(ctx context.Context, table string, rows []any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	err := t.s.yc.InsertRows(ctx, t.path(table), rows, &yt.InsertRowsOptions{TransactionOptions: t.opts()})
+	if err != nil {
+		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
+	}
+	return nil
+}
+
+func (t *tableTx) delete(ctx context.Context, table string, keys []any) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := t.s.yc.DeleteRows(ctx, t.path(table), keys, &yt.DeleteRowsOptions{TransactionOptions: t.opts()})
+	if err != nil {
+		return fmt.Errorf("ytstore: delete from %s: %w", t.path(table), classify(err))
+	}
+	return nil
+}
+
+// commit commits with the given prerequisite transactions. A malformed
+// prerequisite id gives ErrLeaseLost (it cannot name a live transaction).
+func (t *tableTx) commit(ctx context.Context, prerequisites ...string) error {
+	ids := make([]yt.TxID, 0, len(prerequisites))
+	for _, p := range prerequisites {
+		id, err := parseTxID(p)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	opts := &yt.CommitTxOptions{Sticky: true}
+	if len(ids) > 0 {
+		opts.PrerequisiteOptions = &yt.PrerequisiteOptions{TransactionIDs: ids}
+	}
+	t.done = true
+	if err := t.s.yc.CommitTx(ctx, t.id, opts); err != nil {
+		return fmt.Errorf("ytstore: commit tablet transaction %s: %w", guidString(t.id), classifyCommit(err))
+	}
+	return nil
+}
+
+func (t *tableTx) abort() {
+	if t.done {
+		return
+	}
+	t.done = true
+	_ = t.s.yc.AbortTx(context.Background(), t.id, &yt.AbortTxOptions{Sticky: true})
+}

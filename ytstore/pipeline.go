@@ -1,0 +1,284 @@
+package ytstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.ytsaurus.tech/yt/go/migrate"
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yson"
+	"go.ytsaurus.tech/yt/go/yt"
+)
+
+// PipelineFormatVersion is the value of @pipeline_format_version that
+// CreatePipeline sets; it changes when the internal tables change incompatibly.
+const PipelineFormatVersion = 1
+
+// LeaderLockNode is the child node the leader controller locks exclusively.
+const LeaderLockNode = "leader_controller_lock"
+
+// Target states (@target_state), set by lifecycle commands.
+const (
+	TargetWorking = "working"
+	TargetStopped = "stopped"
+	TargetPaused  = "paused"
+)
+
+// Pipeline states (@pipeline_state), moved by the controller.
+const (
+	StateWorking   = "working"
+	StateDraining  = "draining"
+	StateStopped   = "stopped"
+	StatePausing   = "pausing"
+	StatePaused    = "paused"
+	StateCompleted = "completed"
+)
+
+// tableDef describes one internal dynamic table of the pipeline.
+type tableDef struct {
+	// name is the table node name under the pipeline path.
+	name string
+	// schema is the table schema; sorted tables have key columns first.
+	schema schema.Schema
+	// ordered makes an ordered (queue-like) table; otherwise it is sorted.
+	ordered bool
+	// attributes are extra creation attributes (e.g. tablet_count); may be nil.
+	attributes map[string]any
+}
+
+// tables is the full list CreatePipeline creates.
+func tables() []tableDef {
+	return slices.Concat(coordTables(), dataTables())
+}
+
+// Exists reports whether the pipeline node exists.
+func (s *Store) Exists(ctx context.Context) (bool, error) {
+	ok, err := s.yc.NodeExists(ctx, s.path, nil)
+	if err != nil {
+		return false, fmt.Errorf("ytstore: check pipeline %s: %w", s.path, classify(err))
+	}
+	return ok, nil
+}
+
+// CreatePipeline creates the pipeline map node (with
+// @pipeline_format_version), the leader lock node and all internal tables, and
+// mounts the tables, waiting until they are mounted. It is idempotent: what
+// already exists is kept (a table with another schema is an error), what is
+// missing is created, unmounted tables are mounted.
+func (s *Store) CreatePipeline(ctx context.Context) error {
+	_, err := s.yc.CreateNode(ctx, s.path, yt.NodeMap, &yt.CreateNodeOptions{
+		Recursive:      true,
+		IgnoreExisting: true,
+		Attributes:     map[string]any{"pipeline_format_version": PipelineFormatVersion},
+	})
+	if err != nil {
+		return fmt.Errorf("ytstore: create pipeline node %s: %w", s.path, classify(err))
+	}
+	var version int64
+	if err := s.yc.GetNode(ctx, s.path.Attr("pipeline_format_version"), &version, nil); err != nil {
+		if !errors.Is(classify(err), ErrNotFound) {
+			return fmt.Errorf("ytstore: read %s/@pipeline_format_version: %w", s.path, classify(err))
+		}
+		// An existing plain map node becomes a pipeline only if it is empty.
+		var children []string
+		if err := s.yc.ListNode(ctx, s.path, &children, nil); err != nil {
+			return fmt.Errorf("ytstore: list %s: %w", s.path, classify(err))
+		}
+		if len(children) > 0 {
+			return fmt.Errorf("ytstore: create pipeline: %s exists, is not empty and is not a pipeline (no @pipeline_format_version)", s.path)
+		}
+		if err := s.yc.SetNode(ctx, s.path.Attr("pipeline_format_version"), PipelineFormatVersion, nil); err != nil {
+			return fmt.Errorf("ytstore: set %s/@pipeline_format_version: %w", s.path, classify(err))
+		}
+	} else if version != PipelineFormatVersion {
+		return fmt.Errorf("ytstore: create pipeline: %s has pipeline_format_version %d, this build uses %d", s.path, version, PipelineFormatVersion)
+	}
+	_, err = s.yc.CreateNode(ctx, s.child(LeaderLockNode), yt.NodeMap, &yt.CreateNodeOptions{IgnoreExisting: true})
+	if err != nil {
+		return fmt.Errorf("ytstore: create %s: %w", s.child(LeaderLockNode), classify(err))
+	}
+	for _, t := range tables() {
+		if err := s.createTable(ctx, t); err != nil {
+			return err
+		}
+	}
+	for _, t := range tables() {
+		if err := s.mountTable(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) createTable(ctx context.Context, t tableDef) error {
+	p := s.child(t.name)
+	attrs := map[string]any{"dynamic": true, "schema": t.schema}
+	for k, v := range t.attributes {
+		attrs[k] = v
+	}
+	_, err := s.yc.CreateNode(ctx, p, yt.NodeTable, &yt.CreateNodeOptions{IgnoreExisting: true, Attributes: attrs})
+	if err != nil {
+		return fmt.Errorf("ytstore: create table %s: %w", p, classify(err))
+	}
+	var have schema.Schema
+	if err := s.yc.GetNode(ctx, p.Attr("schema"), &have, nil); err != nil {
+		return fmt.Errorf("ytstore: read schema of %s: %w", p, classify(err))
+	}
+	if !sameColumns(have, t.schema) {
+		return fmt.Errorf("ytstore: table %s exists with another schema (columns %v, want %v)", p, columnNames(have), columnNames(t.schema))
+	}
+	return nil
+}
+
+func (s *Store) mountTable(ctx context.Context, t tableDef) error {
+	p := s.child(t.name)
+	var state string
+	if err := s.yc.GetNode(ctx, p.Attr("tablet_state"), &state, nil); err != nil {
+		return fmt.Errorf("ytstore: read tablet state of %s: %w", p, classify(err))
+	}
+	if state == yt.TabletMounted {
+		return nil
+	}
+	if err := migrate.MountAndWait(ctx, s.yc, p); err != nil {
+		return fmt.Errorf("ytstore: mount %s: %w", p, classify(err))
+	}
+	return nil
+}
+
+func sameColumns(a, b schema.Schema) bool {
+	return slices.EqualFunc(a.Columns, b.Columns, func(x, y schema.Column) bool {
+		return x.Name == y.Name && x.SortOrder == y.SortOrder
+	})
+}
+
+func columnNames(s schema.Schema) []string {
+	names := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Attributes are the pipeline node attributes the runtime reads.
+type Attributes struct {
+	// FormatVersion is @pipeline_format_version.
+	FormatVersion int64 `yson:"pipeline_format_version"`
+	// Spec is @spec, the static spec as YSON (nil when unset); parse it with
+	// spec.ParsePipeline.
+	Spec yson.RawValue `yson:"spec"`
+	// DynamicSpec is @dynamic_spec as YSON (nil when unset); parse it with
+	// spec.ParseDynamic.
+	DynamicSpec yson.RawValue `yson:"dynamic_spec"`
+	// SpecVersion is @spec_version, 0 when no spec was ever set.
+	SpecVersion int64 `yson:"spec_version"`
+	// DynamicSpecVersion is @dynamic_spec_version, 0 when unset.
+	DynamicSpecVersion int64 `yson:"dynamic_spec_version"`
+	// TargetState is @target_state (Target*), "" when never started.
+	TargetState string `yson:"target_state"`
+	// PipelineState is @pipeline_state (State*), "" before the first controller.
+	PipelineState string `yson:"pipeline_state"`
+	// LeaderControllerAddress is @leader_controller_address, "" when none.
+	LeaderControllerAddress string `yson:"leader_controller_address"`
+}
+
+var attributeNames = []string{
+	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
+	"target_state", "pipeline_state", "leader_controller_address",
+}
+
+// Attributes reads the pipeline attributes in one request. A pipeline that does
+// not exist gives ErrNotFound.
+func (s *Store) Attributes(ctx context.Context) (*Attributes, error) {
+	var a Attributes
+	err := s.yc.GetNode(ctx, s.path.Attrs(), &a, &yt.GetNodeOptions{Attributes: attributeNames})
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: read attributes of %s: %w", s.path, classify(err))
+	}
+	return &a, nil
+}
+
+// SetSpecs stores the static and the dynamic spec (YSON map nodes) with their
+// versions and the target state in one master transaction, so that a
+// controller never sees a half-applied start. A nil spec leaves that spec and
+// its version unchanged; an empty target leaves the target unchanged.
+func (s *Store) SetSpecs(ctx context.Context, u SpecUpdate) error {
+	tx, err := s.yc.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ytstore: set specs of %s: begin: %w", s.path, classify(err))
+	}
+	defer func() { _ = tx.Abort() }()
+	set := func(name string, v any) error {
+		if err := tx.SetNode(ctx, s.path.Attr(name), v, nil); err != nil {
+			return fmt.Errorf("ytstore: set %s/@%s: %w", s.path, name, classify(err))
+		}
+		return nil
+	}
+	if u.Spec != nil {
+		if err := set("spec", u.Spec); err != nil {
+			return err
+		}
+		if err := set("spec_version", u.SpecVersion); err != nil {
+			return err
+		}
+	}
+	if u.DynamicSpec != nil {
+		if err := set("dynamic_spec", u.DynamicSpec); err != nil {
+			return err
+		}
+		if err := set("dynamic_spec_version", u.DynamicSpecVersion); err != nil {
+			return err
+		}
+	}
+	if u.TargetState != "" {
+		if err := set("target_state", u.TargetState); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ytstore: set specs of %s: commit: %w", s.path, classifyCommit(err))
+	}
+	return nil
+}
+
+// SpecUpdate is what SetSpecs writes.
+type SpecUpdate struct {
+	Spec               yson.RawValue
+	SpecVersion        int64
+	DynamicSpec        yson.RawValue
+	DynamicSpecVersion int64
+	TargetState        string
+}
+
+// SetTargetState sets @target_state (one of Target*).
+func (s *Store) SetTargetState(ctx context.Context, target string) error {
+	switch target {
+	case TargetWorking, TargetStopped, TargetPaused:
+	default:
+		return fmt.Errorf("ytstore: set target state of %s: unknown state %q", s.path, target)
+	}
+	if err := s.yc.SetNode(ctx, s.path.Attr("target_state"), target, nil); err != nil {
+		return fmt.Errorf("ytstore: set %s/@target_state: %w", s.path, classify(err))
+	}
+	return nil
+}
+
+// SetControllerAttributes publishes @pipeline_state and
+// @leader_controller_address on behalf of the leader: the write carries the
+// leader's session as a prerequisite, so a deposed leader gets ErrLeaseLost
+// and changes nothing. Empty values are not written.
+func (s *Store) SetControllerAttributes(ctx context.Context, leader *Session, pipelineState, address string) error {
+	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
+	if pipelineState != "" {
+		if err := s.yc.SetNode(ctx, s.path.Attr("pipeline_state"), pipelineState, opts); err != nil {
+			return fmt.Errorf("ytstore: set %s/@pipeline_state: %w", s.path, classify(err))
+		}
+	}
+	if address != "" {
+		if err := s.yc.SetNode(ctx, s.path.Attr("leader_controller_address"), address, opts); err != nil {
+			return fmt.Errorf("ytstore: set %s/@leader_controller_address: %w", s.path, classify(err))
+		}
+	}
+	return nil
+}

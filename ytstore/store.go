@@ -1,0 +1,85 @@
+package ytstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/library/go/core/log/nop"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yt/ythttp"
+)
+
+// Config says which cluster and pipeline a Store works on.
+type Config struct {
+	// Proxy is the HTTP proxy address, "host:port" or a URL. Required.
+	Proxy string
+	// Token authenticates requests; empty means no authentication. It is never
+	// logged or printed.
+	Token string
+	// Path is the pipeline node, e.g. "//home/me/pipe". Required.
+	Path string
+	// Logger receives the SDK's and the store's structured logs; nil discards them.
+	Logger log.Structured
+	// PingPeriod is how often the SDK pings sessions (StartSession). Default 1s;
+	// it must be well below the shortest session timeout.
+	PingPeriod time.Duration
+}
+
+// Store gives access to one pipeline on one cluster. It is safe for concurrent
+// use. Close releases the client and aborts the sessions it started.
+type Store struct {
+	yc     yt.Client
+	path   ypath.Path
+	logger log.Structured
+}
+
+// Open connects to the cluster. It does not check that the pipeline exists
+// (see Exists and CreatePipeline).
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Proxy == "" {
+		return nil, errors.New("ytstore: open: proxy is empty")
+	}
+	if cfg.Path == "" {
+		return nil, errors.New("ytstore: open: pipeline path is empty")
+	}
+	path := ypath.Path(cfg.Path)
+	if _, err := ypath.Parse(cfg.Path); err != nil {
+		return nil, fmt.Errorf("ytstore: open: pipeline path %q: %w", cfg.Path, err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = (&nop.Logger{}).Structured()
+	}
+	yc, err := ythttp.NewClient(&yt.Config{
+		Proxy:        cfg.Proxy,
+		Token:        cfg.Token,
+		Logger:       logger,
+		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
+	}
+	_ = ctx // reserved: connecting is lazy in the SDK
+	return &Store{yc: yc, path: path, logger: logger}, nil
+}
+
+// Path returns the pipeline node path.
+func (s *Store) Path() string { return s.path.String() }
+
+// Close stops the client; transactions started through it with BeginTx
+// (sessions) are aborted. Leases are not: they are plain transactions that
+// outlive the store until aborted or expired. Close is idempotent.
+func (s *Store) Close() {
+	s.yc.Stop()
+}
+
+// Now returns the wall clock in microseconds, the unit of every *_time column.
+func Now() uint64 { return uint64(time.Now().UnixMicro()) }
+
+// child returns the path of a node under the pipeline.
+func (s *Store) child(name string) ypath.Path { return s.path.Child(name) }
