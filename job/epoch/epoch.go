@@ -1,0 +1,342 @@
+package epoch
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/ytflow/yt-flow/flow"
+)
+
+// DestKind says how outputs reach a destination.
+type DestKind int
+
+const (
+	// ToComputation: an internal stream read by a downstream computation. Outputs are stored
+	// in the output store in the epoch commit and pushed to the owning job after it, until
+	// that job acknowledges them.
+	ToComputation DestKind = iota
+	// ToSyncSink: written to the target inside the epoch transaction.
+	ToSyncSink
+	// ToAsyncSink: stored in the output store in the epoch commit and delivered after it with
+	// target-side deduplication.
+	ToAsyncSink
+	// ToBestEffortSink: an asynchronous sink with at_most_once_strategy: handed to a bounded
+	// in-memory queue after the commit, never stored.
+	ToBestEffortSink
+)
+
+// Destination is one reader of an output stream.
+type Destination struct {
+	// ID is the downstream computation id or the sink id.
+	ID   string
+	Kind DestKind
+}
+
+// Keyer computes the key of payload in the downstream computation dest (its group-by
+// columns, computed columns included). It must be a pure function of its arguments.
+type Keyer func(dest string, payload flow.Row) (flow.Key, error)
+
+// Config describes the job the core works for. It does not change during a job's life.
+type Config struct {
+	// ComputationID and PartitionID name the job's computation and partition.
+	ComputationID, PartitionID string
+	// Dedup enables input deduplication (exactly_once); false is at_least_once_consistent.
+	Dedup bool
+	// Source marks a source computation: one invocation per source row with a nil key, and
+	// output ids derived from source offsets.
+	Source bool
+	// Routes maps an output stream id to its readers. Outputs of a stream without readers
+	// are dropped.
+	Routes map[string][]Destination
+	// Keyer computes keys for ToComputation destinations; required when such routes exist.
+	Keyer Keyer
+}
+
+// Input is a message received from an upstream job, keyed for this computation.
+type Input struct {
+	Message flow.Message
+}
+
+// DueTimer is a stored timer: its id (Timer.MessageID) and key hash identify its row.
+type DueTimer struct {
+	Timer   flow.Timer
+	KeyHash uint64
+}
+
+// SourcePartition names one partition of one source.
+type SourcePartition struct {
+	SourceID  string
+	Partition int64
+}
+
+// SourceRow is one row read from a source partition at Offset.
+type SourceRow struct {
+	SourcePartition
+	Offset          int64
+	Payload         flow.Row
+	SystemTimestamp uint64
+	EventTimestamp  uint64
+}
+
+// Batch is what one epoch fetched.
+type Batch struct {
+	// Now is the epoch time in microseconds; outputs get it as their system timestamp.
+	Now uint64
+	// SeqNo is unique among all epochs of all jobs and grows over time (a cluster
+	// timestamp). Transform output ids and new timer ids are built from it.
+	SeqNo   uint64
+	Inputs  []Input
+	Timers  []DueTimer
+	Sources []SourceRow
+}
+
+// Group is one invocation: one key with its timers first, then its messages.
+type Group struct {
+	Key      flow.Key
+	KeyHash  uint64
+	Timers   []flow.Timer
+	Messages []flow.Message
+	// timerHashes and source are bookkeeping for BuildCommit.
+	timers []DueTimer
+	source *SourceRow
+}
+
+// Plan is the epoch's work after deduplication.
+type Plan struct {
+	// Groups are the invocations to run, in order: keys in order of first appearance.
+	Groups []*Group
+	// Duplicates are input ids already committed (or repeated within the batch): the driver
+	// acknowledges them at once and drops them.
+	Duplicates []string
+	// Fresh are the inputs that will be processed; they are registered in the dedup index
+	// in the commit and acknowledged after it.
+	Fresh []Input
+}
+
+// PlanEpoch groups the batch into invocations. committed reports whether an input is
+// already in the dedup index; it is not called when cfg.Dedup is false.
+//
+// Invariant: duplicates are dropped and acknowledged (TestPlanDropsDuplicates); timers come
+// before messages per key (TestPlanGroupsTimersFirst).
+func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
+	p := &Plan{}
+	byKey := map[string]*Group{}
+	group := func(k flow.Key) *Group {
+		enc := string(EncodeKey(k))
+		g, ok := byKey[enc]
+		if !ok {
+			g = &Group{Key: k, KeyHash: KeyHash(k)}
+			byKey[enc] = g
+			p.Groups = append(p.Groups, g)
+		}
+		return g
+	}
+	for _, t := range b.Timers {
+		g := group(t.Timer.Key)
+		g.Timers = append(g.Timers, t.Timer)
+		g.timers = append(g.timers, t)
+	}
+	seen := map[string]bool{}
+	for _, in := range b.Inputs {
+		id := in.Message.MessageID
+		if seen[id] || (cfg.Dedup && committed(in)) {
+			p.Duplicates = append(p.Duplicates, id)
+			continue
+		}
+		seen[id] = true
+		p.Fresh = append(p.Fresh, in)
+		g := group(in.Message.Key)
+		g.Messages = append(g.Messages, in.Message)
+	}
+	for i := range b.Sources {
+		r := &b.Sources[i]
+		m := flow.Message{
+			StreamID:        r.SourceID,
+			MessageID:       SourceMessageID(r.SourcePartition, r.Offset),
+			Payload:         r.Payload,
+			SystemTimestamp: r.SystemTimestamp,
+			EventTimestamp:  r.EventTimestamp,
+		}
+		p.Groups = append(p.Groups, &Group{Messages: []flow.Message{m}, source: r})
+	}
+	return p
+}
+
+// StateWrite changes one named state of one key; a nil Value deletes it.
+type StateWrite struct {
+	Key     flow.Key
+	KeyHash uint64
+	Name    string
+	Value   []byte
+}
+
+// Out is one output message addressed to one destination. Message.Key is the key in the
+// destination computation (nil for sinks).
+type Out struct {
+	Destination Destination
+	Message     flow.Message
+	KeyHash     uint64
+}
+
+// Commit is the write set of one epoch and the effects to apply once it committed.
+type Commit struct {
+	// Register are the inputs to add to the dedup index (empty without Dedup).
+	Register []Input
+	// Acks are the input ids to acknowledge upstream after the commit.
+	Acks []string
+	// States are the state changes.
+	States []StateWrite
+	// TimersFired are deleted, TimersSet inserted.
+	TimersFired, TimersSet []DueTimer
+	// Stored go to the output store (ToComputation, ToAsyncSink); Sync to sync sinks in the
+	// transaction; BestEffort to at-most-once sinks after the commit.
+	Stored, Sync, BestEffort []Out
+	// Offsets are the new exclusive offsets of the source partitions read in this epoch.
+	Offsets map[SourcePartition]int64
+}
+
+// Empty reports whether the commit writes nothing (the driver still commits one every
+// lease check period to notice a lost lease).
+func (c *Commit) Empty() bool {
+	return len(c.Register) == 0 && len(c.Acks) == 0 && len(c.States) == 0 &&
+		len(c.TimersFired) == 0 && len(c.TimersSet) == 0 && len(c.Stored) == 0 &&
+		len(c.Sync) == 0 && len(c.BestEffort) == 0 && len(c.Offsets) == 0
+}
+
+// BuildCommit turns the invocation results (results[i] belongs to p.Groups[i]) into the
+// epoch's write set, assigning output ids and timestamps.
+//
+// Invariant: fired timers are deleted in the commit holding their results
+// (TestTimerDeletedWithResults); ids follow TransformMessageID / SourceOutputID
+// (TestTransformIDsOrdered, TestSourceIDsDeterministic).
+func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
+	if len(results) != len(p.Groups) {
+		return nil, fmt.Errorf("epoch: build commit of %s/%s: %d results for %d invocations", cfg.ComputationID, cfg.PartitionID, len(results), len(p.Groups))
+	}
+	c := &Commit{Acks: make([]string, 0, len(p.Fresh))}
+	for _, in := range p.Fresh {
+		c.Acks = append(c.Acks, in.Message.MessageID)
+	}
+	if cfg.Dedup {
+		c.Register = p.Fresh
+	}
+	outIndex, timerIndex := uint64(0), uint64(0)
+	for gi, g := range p.Groups {
+		res := results[gi]
+		c.TimersFired = append(c.TimersFired, g.timers...)
+		if g.source != nil {
+			sp := g.source.SourcePartition
+			if c.Offsets == nil {
+				c.Offsets = map[SourcePartition]int64{}
+			}
+			if next := g.source.Offset + 1; next > c.Offsets[sp] {
+				c.Offsets[sp] = next
+			}
+		}
+		if res == nil {
+			continue
+		}
+		for _, name := range sortedNames(res.StateWrites) {
+			c.States = append(c.States, StateWrite{Key: g.Key, KeyHash: g.KeyHash, Name: name, Value: res.StateWrites[name]})
+		}
+		for _, t := range res.Timers {
+			if t.Key == nil {
+				t.Key = g.Key
+			}
+			t.MessageID = fmt.Sprintf("%016x-timer:%s", b.SeqNo, LexUint(timerIndex))
+			timerIndex++
+			if t.EventTimestamp == 0 {
+				t.EventTimestamp = minEventTimestamp(g, nil)
+			}
+			c.TimersSet = append(c.TimersSet, DueTimer{Timer: t, KeyHash: KeyHash(t.Key)})
+		}
+		perStream := map[string]uint64{}
+		for _, o := range res.Outputs {
+			var id string
+			if cfg.Source {
+				parent := g.Messages[0].MessageID
+				id = SourceOutputID(parent, o.StreamID, perStream[o.StreamID])
+				perStream[o.StreamID]++
+			} else {
+				id = TransformMessageID(b.SeqNo, outIndex)
+				outIndex++
+			}
+			ev := o.EventTimestamp
+			if ev == 0 {
+				ev = minEventTimestamp(g, o.ParentIDs)
+			}
+			for _, d := range cfg.Routes[o.StreamID] {
+				m := flow.Message{StreamID: o.StreamID, MessageID: id, Payload: o.Payload, EventTimestamp: ev, SystemTimestamp: b.Now}
+				out := Out{Destination: d, Message: m}
+				switch d.Kind {
+				case ToComputation:
+					if cfg.Keyer == nil {
+						return nil, fmt.Errorf("epoch: computation %s: stream %s goes to computation %s but no keyer is configured", cfg.ComputationID, o.StreamID, d.ID)
+					}
+					k, err := cfg.Keyer(d.ID, o.Payload)
+					if err != nil {
+						return nil, fmt.Errorf("epoch: computation %s: key of output %s on stream %s for computation %s: %w", cfg.ComputationID, id, o.StreamID, d.ID, err)
+					}
+					out.Message.Key, out.KeyHash = k, KeyHash(k)
+					c.Stored = append(c.Stored, out)
+				case ToAsyncSink:
+					c.Stored = append(c.Stored, out)
+				case ToSyncSink:
+					c.Sync = append(c.Sync, out)
+				case ToBestEffortSink:
+					c.BestEffort = append(c.BestEffort, out)
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+// minEventTimestamp is the minimum non-zero event timestamp of the invocation's inputs named
+// by parents (all inputs when parents is empty); 0 when none is known.
+func minEventTimestamp(g *Group, parents []string) uint64 {
+	want := map[string]bool{}
+	for _, id := range parents {
+		want[id] = true
+	}
+	best := uint64(math.MaxUint64)
+	consider := func(id string, ts uint64) {
+		if ts != 0 && (len(want) == 0 || want[id]) && ts < best {
+			best = ts
+		}
+	}
+	for _, t := range g.Timers {
+		consider(t.MessageID, t.EventTimestamp)
+	}
+	for _, m := range g.Messages {
+		consider(m.MessageID, m.EventTimestamp)
+	}
+	if best == math.MaxUint64 {
+		return 0
+	}
+	return best
+}
+
+// LexUint encodes v so that string order equals numeric order: one hex digit holding the
+// number of hex digits minus one, then the hex digits (0 → "00", 123 → "17b").
+func LexUint(v uint64) string {
+	h := strconv.FormatUint(v, 16)
+	return strconv.FormatUint(uint64(len(h)-1), 16) + h
+}
+
+// TransformMessageID is the id of the index-th output of the epoch with sequence number
+// seqNo. Ids of one producer sort in production order because SeqNo grows across epochs.
+func TransformMessageID(seqNo, index uint64) string {
+	return fmt.Sprintf("%016x-%s", seqNo, LexUint(index))
+}
+
+// SourceMessageID is the id of the source row at offset of sp; it depends on nothing else.
+func SourceMessageID(sp SourcePartition, offset int64) string {
+	return fmt.Sprintf("%s:%s:%s", sp.SourceID, LexUint(uint64(sp.Partition)), LexUint(uint64(offset)))
+}
+
+// SourceOutputID is the id of the index-th output on stream of the source message parent.
+func SourceOutputID(parent, stream string, index uint64) string {
+	return fmt.Sprintf("%s-%s:%s", parent, stream, LexUint(index))
+}

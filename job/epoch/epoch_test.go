@@ -1,0 +1,295 @@
+package epoch
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/flow"
+)
+
+func msg(id string, key ...any) Input {
+	return Input{Message: flow.Message{StreamID: "in", MessageID: id, Key: flow.Key(key), Payload: flow.Row{"id": id}}}
+}
+
+func ids(ms []flow.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.MessageID)
+	}
+	return out
+}
+
+func TestPlanDropsDuplicates(t *testing.T) {
+	cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: true}
+	b := &Batch{Inputs: []Input{msg("a", "k"), msg("b", "k"), msg("a", "k"), msg("c", "j")}}
+	committed := map[string]bool{"b": true}
+	p := PlanEpoch(cfg, b, func(in Input) bool { return committed[in.Message.MessageID] })
+
+	assert.Equal(t, []string{"b", "a"}, p.Duplicates, "committed and repeated ids are duplicates")
+	require.Len(t, p.Groups, 2)
+	assert.Equal(t, []string{"a"}, ids(p.Groups[0].Messages))
+	assert.Equal(t, []string{"c"}, ids(p.Groups[1].Messages))
+
+	c, err := BuildCommit(cfg, b, p, []*flow.Result{nil, nil})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "c"}, c.Acks, "only processed inputs are acknowledged after the commit")
+	assert.Len(t, c.Register, 2, "processed inputs are registered in the dedup index")
+}
+
+func TestAtLeastOnceSkipsDedup(t *testing.T) {
+	cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: false}
+	b := &Batch{Inputs: []Input{msg("a", "k"), msg("b", "k")}}
+	p := PlanEpoch(cfg, b, func(Input) bool { t.Fatal("dedup index consulted in at_least_once_consistent mode"); return false })
+	assert.Empty(t, p.Duplicates)
+	c, err := BuildCommit(cfg, b, p, []*flow.Result{{StateWrites: map[string][]byte{"n": []byte("2")}}})
+	require.NoError(t, err)
+	assert.Empty(t, c.Register, "nothing registered in the dedup index")
+	assert.Equal(t, []string{"a", "b"}, c.Acks, "inputs are still acknowledged after the commit")
+	assert.Len(t, c.States, 1, "state stays consistent: written in the commit")
+}
+
+func TestPlanGroupsTimersFirst(t *testing.T) {
+	cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: true}
+	b := &Batch{
+		Inputs: []Input{msg("m1", "x"), msg("m2", "y"), msg("m3", "x")},
+		Timers: []DueTimer{{Timer: flow.Timer{StreamID: "t", Key: flow.Key{"y"}, Trigger: 5, MessageID: "t1"}}},
+	}
+	p := PlanEpoch(cfg, b, func(Input) bool { return false })
+	require.Len(t, p.Groups, 2)
+	y, x := p.Groups[0], p.Groups[1]
+	assert.Equal(t, flow.Key{"y"}, y.Key)
+	assert.Len(t, y.Timers, 1)
+	assert.Equal(t, []string{"m2"}, ids(y.Messages))
+	assert.Equal(t, flow.Key{"x"}, x.Key)
+	assert.Equal(t, []string{"m1", "m3"}, ids(x.Messages), "arrival order within a key")
+}
+
+func TestTransformIDsOrdered(t *testing.T) {
+	var prev string
+	seen := map[string]bool{}
+	for _, seq := range []uint64{1, 2, 0x1000, 1 << 40} {
+		for i := uint64(0); i < 300; i += 7 {
+			id := TransformMessageID(seq, i)
+			assert.False(t, seen[id], "id %s repeats", id)
+			seen[id] = true
+			assert.Less(t, prev, id, "ids sort in production order")
+			prev = id
+		}
+	}
+	assert.Equal(t, "00", LexUint(0))
+	assert.Equal(t, "17b", LexUint(123))
+	assert.Equal(t, "2320", LexUint(800))
+}
+
+func TestSourceIDsDeterministic(t *testing.T) {
+	cfg := &Config{ComputationID: "src", PartitionID: "p0", Source: true,
+		Routes: map[string][]Destination{"out": {{ID: "sink", Kind: ToSyncSink}}}}
+	run := func(seq uint64) []string {
+		b := &Batch{Now: seq, SeqNo: seq, Sources: []SourceRow{
+			{SourcePartition: SourcePartition{"q", 3}, Offset: 9, Payload: flow.Row{"v": 1}},
+			{SourcePartition: SourcePartition{"q", 3}, Offset: 10, Payload: flow.Row{"v": 2}},
+		}}
+		p := PlanEpoch(cfg, b, nil)
+		res := make([]*flow.Result, len(p.Groups))
+		for i, g := range p.Groups {
+			res[i] = &flow.Result{Outputs: []flow.Output{{StreamID: "out", Payload: g.Messages[0].Payload}, {StreamID: "out"}}}
+		}
+		c, err := BuildCommit(cfg, b, p, res)
+		require.NoError(t, err)
+		assert.Equal(t, map[SourcePartition]int64{{"q", 3}: 11}, c.Offsets, "offset advances past the last row read")
+		var out []string
+		for _, o := range c.Sync {
+			out = append(out, o.Message.MessageID)
+		}
+		return out
+	}
+	first, second := run(100), run(200)
+	assert.Equal(t, first, second, "a recomputation with another SeqNo gives the same ids")
+	assert.True(t, sort.StringsAreSorted(first), "ids sort in production order: %v", first)
+	assert.Len(t, first, 4)
+}
+
+func TestTimerDeletedWithResults(t *testing.T) {
+	cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: true,
+		Routes: map[string][]Destination{"out": {{ID: "down", Kind: ToComputation}, {ID: "q", Kind: ToAsyncSink}}},
+		Keyer:  func(dest string, row flow.Row) (flow.Key, error) { return flow.Key{row["w"]}, nil },
+	}
+	timer := DueTimer{Timer: flow.Timer{StreamID: "t", Key: flow.Key{"k"}, Trigger: 5, MessageID: "t1", EventTimestamp: 7}}
+	b := &Batch{Now: 10, SeqNo: 42, Timers: []DueTimer{timer}}
+	p := PlanEpoch(cfg, b, nil)
+	res := []*flow.Result{{
+		Outputs:     []flow.Output{{StreamID: "out", Payload: flow.Row{"w": "x"}}},
+		Timers:      []flow.Timer{{StreamID: "t", Trigger: 20}},
+		StateWrites: map[string][]byte{"s": nil},
+	}}
+	c, err := BuildCommit(cfg, b, p, res)
+	require.NoError(t, err)
+	assert.Equal(t, []DueTimer{timer}, c.TimersFired, "the fired timer is deleted in this commit")
+	require.Len(t, c.TimersSet, 1)
+	assert.Equal(t, flow.Key{"k"}, c.TimersSet[0].Timer.Key, "a new timer defaults to the invocation key")
+	assert.Equal(t, uint64(7), c.TimersSet[0].Timer.EventTimestamp)
+	require.Len(t, c.Stored, 2, "one stored row per reader")
+	assert.Equal(t, flow.Key{"x"}, c.Stored[0].Message.Key, "keyed for the downstream computation")
+	assert.Equal(t, uint64(7), c.Stored[0].Message.EventTimestamp, "event time is the parents' minimum")
+	assert.Equal(t, uint64(10), c.Stored[0].Message.SystemTimestamp)
+	assert.Equal(t, c.Stored[0].Message.MessageID, c.Stored[1].Message.MessageID, "readers see one id")
+	assert.Equal(t, []StateWrite{{Key: flow.Key{"k"}, KeyHash: KeyHash(flow.Key{"k"}), Name: "s"}}, c.States)
+
+	ts := NewTimerSet([]DueTimer{timer})
+	assert.Len(t, ts.Due(10, 0), 1)
+	ts.Apply(c)
+	assert.Empty(t, ts.Due(10, 0), "fired timer gone after the commit")
+	assert.Len(t, ts.Due(20, 0), 1)
+}
+
+func TestBuildCommitKeyerError(t *testing.T) {
+	cfg := &Config{ComputationID: "c", Routes: map[string][]Destination{"out": {{ID: "down", Kind: ToComputation}}},
+		Keyer: func(string, flow.Row) (flow.Key, error) { return nil, fmt.Errorf("column word is missing") }}
+	b := &Batch{Inputs: []Input{msg("a", "k")}}
+	p := PlanEpoch(cfg, b, nil)
+	_, err := BuildCommit(cfg, b, p, []*flow.Result{{Outputs: []flow.Output{{StreamID: "out"}}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "column word is missing")
+	assert.Contains(t, err.Error(), "computation down")
+}
+
+func TestKeyHash(t *testing.T) {
+	assert.Equal(t, uint64(77), KeyHash(flow.Key{uint64(77), "w"}), "a leading uint64 column is the hash")
+	assert.Equal(t, KeyHash(flow.Key{"a", int64(1)}), KeyHash(flow.Key{"a", int64(1)}))
+	assert.NotEqual(t, KeyHash(flow.Key{"a"}), KeyHash(flow.Key{"b"}))
+	k, err := DecodeKey(EncodeKey(flow.Key{"a", int64(1), uint64(2)}))
+	require.NoError(t, err)
+	assert.Equal(t, flow.Key{"a", int64(1), uint64(2)}, k)
+	assert.True(t, InRange(5, 0, 0))
+	assert.False(t, InRange(5, 6, 0))
+	assert.False(t, InRange(9, 0, 9))
+}
+
+func TestAfterCommit(t *testing.T) {
+	assert.Equal(t, Proceed, AfterCommit(Committed))
+	assert.Equal(t, Stop, AfterCommit(LeaseLost), "a zombie stops at once")
+	assert.Equal(t, Recheck, AfterCommit(Unknown), "unknown is resolved by re-reading")
+	assert.Equal(t, Retry, AfterCommit(Rejected))
+	assert.Equal(t, Proceed, AfterRecheck(5, 5, true))
+	assert.Equal(t, Retry, AfterRecheck(5, 4, true))
+	assert.Equal(t, Retry, AfterRecheck(5, 0, false))
+	assert.True(t, NeedCommit(&Commit{}, 0, 100, 0, 50), "lease check period elapsed")
+	assert.False(t, NeedCommit(&Commit{}, 0, 10, 0, 50))
+	assert.True(t, NeedCommit(&Commit{}, 1, 10, 0, 50), "pending outbox deletions")
+}
+
+// TestSimulationExactlyOnce runs a keyed counter through the core against an in-memory model
+// of the durable tables, with random duplicate deliveries, unknown commit outcomes (applied
+// or not) and restarts that lose all in-memory state. Every input must be counted exactly
+// once. A failing seed is printed.
+func TestSimulationExactlyOnce(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		if err := simulate(seed); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+type durable struct {
+	dedup map[string]bool
+	state map[string]int
+	token uint64
+}
+
+func simulate(seed int64) error {
+	rng := rand.New(rand.NewSource(seed))
+	cfg := &Config{ComputationID: "count", PartitionID: "p", Dedup: true}
+	db := &durable{dedup: map[string]bool{}, state: map[string]int{}}
+	const total = 60
+	var pending []Input // the sender's unacknowledged messages
+	for i := 0; i < total; i++ {
+		pending = append(pending, msg(fmt.Sprintf("m%03d", i), fmt.Sprintf("k%d", i%5)))
+	}
+	seq := uint64(0)
+	for round := 0; len(pending) > 0; round++ {
+		if round > 10000 {
+			return fmt.Errorf("no progress")
+		}
+		// Deliver a random prefix, with random repeats (retransmissions).
+		n := 1 + rng.Intn(len(pending))
+		batch := append([]Input(nil), pending[:n]...)
+		for r := rng.Intn(3); r > 0; r-- {
+			batch = append(batch, pending[rng.Intn(n)])
+		}
+		seq++
+		b := &Batch{Now: seq, SeqNo: seq, Inputs: batch}
+		p := PlanEpoch(cfg, b, func(in Input) bool { return db.dedup[in.Message.MessageID] })
+		acked := map[string]bool{}
+		for _, id := range p.Duplicates {
+			if db.dedup[id] {
+				acked[id] = true
+			}
+		}
+		res := make([]*flow.Result, len(p.Groups))
+		for i, g := range p.Groups {
+			k := string(EncodeKey(g.Key))
+			res[i] = &flow.Result{StateWrites: map[string][]byte{"n": []byte(fmt.Sprint(db.state[k] + len(g.Messages)))}}
+		}
+		c, err := BuildCommit(cfg, b, p, res)
+		if err != nil {
+			return err
+		}
+		apply := func() {
+			for _, in := range c.Register {
+				db.dedup[in.Message.MessageID] = true
+			}
+			for _, s := range c.States {
+				var v int
+				fmt.Sscan(string(s.Value), &v)
+				db.state[string(EncodeKey(s.Key))] = v
+			}
+			db.token = seq
+		}
+		outcome := Outcome(rng.Intn(4))
+		applied := outcome == Committed || (outcome == Unknown && rng.Intn(2) == 0)
+		if applied {
+			apply()
+		}
+		next := AfterCommit(outcome)
+		if next == Recheck {
+			next = AfterRecheck(seq, db.token, db.token != 0)
+		}
+		switch next {
+		case Proceed:
+			if !applied {
+				return fmt.Errorf("round %d: proceeding with an epoch that did not apply", round)
+			}
+			for _, id := range c.Acks {
+				acked[id] = true
+			}
+		case Stop, Retry:
+			if applied {
+				return fmt.Errorf("round %d: epoch applied but next=%v would redo it", round, next)
+			}
+			// Lost lease or retry: the job restarts from durable state; nothing is acked.
+		}
+		var left []Input
+		for _, in := range pending {
+			if !acked[in.Message.MessageID] {
+				left = append(left, in)
+			}
+		}
+		pending = left
+	}
+	sum := 0
+	for _, v := range db.state {
+		sum += v
+	}
+	if sum != total {
+		var b strings.Builder
+		fmt.Fprint(&b, db.state)
+		return fmt.Errorf("counted %d of %d inputs: %s", sum, total, b.String())
+	}
+	return nil
+}

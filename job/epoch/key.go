@@ -1,0 +1,64 @@
+package epoch
+
+import (
+	"sort"
+
+	farm "github.com/dgryski/go-farm"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+)
+
+// EncodeKey is the canonical byte form of a key: binary YSON of the list of its values.
+// Equal keys encode equally; it is how keys are stored in the states, timers and dedup tables.
+func EncodeKey(k flow.Key) []byte {
+	if k == nil {
+		k = flow.Key{}
+	}
+	b, err := yson.MarshalFormat([]any(k), yson.FormatBinary)
+	if err != nil {
+		// Keys hold YSON-compatible scalars by contract; anything else is a programming error
+		// upstream, and encoding its description keeps keys distinct enough to surface it.
+		b, _ = yson.MarshalFormat(err.Error(), yson.FormatBinary)
+	}
+	return b
+}
+
+// DecodeKey is the inverse of EncodeKey.
+func DecodeKey(b []byte) (flow.Key, error) {
+	var vals []any
+	if err := yson.Unmarshal(b, &vals); err != nil {
+		return nil, err
+	}
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	return flow.Key(vals), nil
+}
+
+// KeyHash is the routing hash of a key, the value the layout's [lower_key, upper_key) ranges
+// partition: the first key column when it is a uint64 (a farm_hash computed column), else the
+// FarmHash fingerprint of the encoded key. A nil key hashes to 0.
+func KeyHash(k flow.Key) uint64 {
+	if len(k) == 0 {
+		return 0
+	}
+	if h, ok := k[0].(uint64); ok {
+		return h
+	}
+	return farm.Fingerprint64(EncodeKey(k))
+}
+
+// InRange reports whether hash lies in [lower, upper), upper 0 meaning 2^64.
+func InRange(hash, lower, upper uint64) bool {
+	return hash >= lower && (upper == 0 || hash < upper)
+}
+
+func sortedNames(m map[string][]byte) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

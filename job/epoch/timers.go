@@ -1,0 +1,55 @@
+package epoch
+
+import (
+	"sort"
+)
+
+// TimerSet is the in-memory copy of a job's stored timers. It is owned by one goroutine.
+type TimerSet struct {
+	byID map[string]DueTimer
+}
+
+// NewTimerSet returns a set holding timers.
+func NewTimerSet(timers []DueTimer) *TimerSet {
+	s := &TimerSet{byID: map[string]DueTimer{}}
+	for _, t := range timers {
+		s.byID[t.Timer.MessageID] = t
+	}
+	return s
+}
+
+// Len is the number of stored timers.
+func (s *TimerSet) Len() int { return len(s.byID) }
+
+// Due returns up to limit timers with Trigger <= now, ordered by trigger then id, so that
+// within one stream and key timers fire in trigger order.
+func (s *TimerSet) Due(now uint64, limit int) []DueTimer {
+	var due []DueTimer
+	for _, t := range s.byID {
+		if t.Timer.Trigger <= now {
+			due = append(due, t)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		a, b := due[i].Timer, due[j].Timer
+		if a.Trigger != b.Trigger {
+			return a.Trigger < b.Trigger
+		}
+		return a.MessageID < b.MessageID
+	})
+	if limit > 0 && len(due) > limit {
+		due = due[:limit]
+	}
+	return due
+}
+
+// Apply records a committed epoch: fired timers leave, new ones join. Call it only after
+// the commit is durable.
+func (s *TimerSet) Apply(c *Commit) {
+	for _, t := range c.TimersFired {
+		delete(s.byID, t.Timer.MessageID)
+	}
+	for _, t := range c.TimersSet {
+		s.byID[t.Timer.MessageID] = t
+	}
+}
