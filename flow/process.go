@@ -82,8 +82,9 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 	case len(inv.Messages) == 0:
 	case p.OnMessages != nil:
 		input = fmt.Sprintf("batch of %d messages", len(inv.Messages))
-		var parents []string     // all inputs ...
-		if len(inv.Timers) > 0 { // ... unless the timers are inputs too
+		// Outputs default to all inputs of the invocation, unless timers are among them.
+		var parents []string
+		if len(inv.Timers) > 0 {
 			parents = make([]string, len(inv.Messages))
 			for i := range inv.Messages {
 				parents[i] = inv.Messages[i].MessageID
