@@ -1,0 +1,466 @@
+package ytql
+
+import (
+	"math"
+	"strings"
+)
+
+type nodeKind int
+
+const (
+	nLiteral     nodeKind = iota // value
+	nColumn                      // name
+	nPlaceholder                 // name
+	nTuple                       // args
+	nUnary                       // op ("-", "+", "not"), args[0]
+	nBinary                      // op, args[0], args[1]
+	nIn                          // args[0] IN list; not
+	nBetween                     // args[0] BETWEEN args[1] AND args[2]; not
+	nIsNull                      // args[0] IS [NOT] NULL; not
+	nFunc                        // name (lower case), args
+	nAggregate                   // name, args[0] (nil for count(*)); slot
+)
+
+// node is one parsed expression; pos is its byte offset in the text.
+type node struct {
+	kind  nodeKind
+	pos   int
+	op    string
+	name  string
+	value any
+	args  []*node
+	list  []*node // nIn: the items
+	not   bool
+	slot  int // nAggregate: index into the group's aggregate states
+}
+
+// constant reports whether the value of n is fixed by the text (literals,
+// placeholders and arithmetic on them). Constant integers adapt their type to
+// the other operand like YTsaurus literals do (1 compares with a uint64).
+func (n *node) constant() bool {
+	switch n.kind {
+	case nLiteral, nPlaceholder:
+		return true
+	case nUnary:
+		return n.args[0].constant()
+	case nTuple:
+		for _, a := range n.args {
+			if !a.constant() {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+var keywords = map[string]bool{
+	"and": true, "or": true, "not": true, "in": true, "between": true, "is": true,
+	"null": true, "as": true, "from": true, "where": true, "group": true, "by": true,
+	"order": true, "having": true, "limit": true, "offset": true, "asc": true,
+	"desc": true, "true": true, "false": true, "select": true, "with": true,
+	"totals": true, "join": true, "left": true, "on": true, "using": true,
+}
+
+var aggregateNames = map[string]bool{"sum": true, "min": true, "max": true, "count": true, "avg": true}
+
+type parser struct {
+	toks []token
+	i    int
+	// aggregates collects aggregate calls when they are allowed (select list,
+	// ORDER BY of a grouped query); nil means they are rejected.
+	aggregates *[]*node
+	depth      int
+}
+
+// maxDepth bounds nesting so that hostile input cannot exhaust the stack.
+const maxDepth = 200
+
+func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) next() token {
+	t := p.toks[p.i]
+	if t.kind != tokEOF {
+		p.i++
+	}
+	return t
+}
+
+func (p *parser) isPunct(s string) bool {
+	t := p.peek()
+	return t.kind == tokPunct && t.text == s
+}
+
+func (p *parser) isKeyword(kw string) bool {
+	t := p.peek()
+	return t.kind == tokIdent && strings.EqualFold(t.text, kw)
+}
+
+func (p *parser) acceptPunct(s string) bool {
+	if p.isPunct(s) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) acceptKeyword(kw string) bool {
+	if p.isKeyword(kw) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectPunct(s string) error {
+	if !p.acceptPunct(s) {
+		t := p.peek()
+		return parseErrorf(t.pos, "expected %q, found %v", s, t)
+	}
+	return nil
+}
+
+func (p *parser) expectKeyword(kw string) error {
+	if !p.acceptKeyword(kw) {
+		t := p.peek()
+		return parseErrorf(t.pos, "expected %s, found %v", strings.ToUpper(kw), t)
+	}
+	return nil
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return parseErrorf(p.peek().pos, "expression nested deeper than %d", maxDepth)
+	}
+	return nil
+}
+
+func (p *parser) leave() { p.depth-- }
+
+func (p *parser) parseExpr() (*node, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	return p.parseOr()
+}
+
+func (p *parser) parseOr() (*node, error) {
+	l, err := p.parseAnd()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("or") {
+		t := p.next()
+		r, err := p.parseAnd()
+		if err != nil {
+			return nil, err
+		}
+		l = &node{kind: nBinary, pos: t.pos, op: "or", args: []*node{l, r}}
+	}
+	return l, nil
+}
+
+func (p *parser) parseAnd() (*node, error) {
+	l, err := p.parseNot()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("and") {
+		t := p.next()
+		r, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		l = &node{kind: nBinary, pos: t.pos, op: "and", args: []*node{l, r}}
+	}
+	return l, nil
+}
+
+func (p *parser) parseNot() (*node, error) {
+	if p.isKeyword("not") {
+		t := p.next()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		defer p.leave()
+		x, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: nUnary, pos: t.pos, op: "not", args: []*node{x}}, nil
+	}
+	return p.parseRelation()
+}
+
+var comparisonOps = map[string]string{"=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+func (p *parser) parseRelation() (*node, error) {
+	l, err := p.parseAdditive()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.peek()
+		if op, ok := comparisonOps[t.text]; ok && t.kind == tokPunct {
+			p.next()
+			r, err := p.parseAdditive()
+			if err != nil {
+				return nil, err
+			}
+			l = &node{kind: nBinary, pos: t.pos, op: op, args: []*node{l, r}}
+			continue
+		}
+		not := false
+		if p.isKeyword("not") {
+			nt := p.toks[p.i+1]
+			if nt.kind == tokIdent && (strings.EqualFold(nt.text, "in") || strings.EqualFold(nt.text, "between")) {
+				p.next()
+				not = true
+			}
+		}
+		switch {
+		case p.isKeyword("in"):
+			p.next()
+			list, err := p.parseInList()
+			if err != nil {
+				return nil, err
+			}
+			l = &node{kind: nIn, pos: t.pos, args: []*node{l}, list: list, not: not}
+		case p.isKeyword("between"):
+			p.next()
+			lo, err := p.parseAdditive()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectKeyword("and"); err != nil {
+				return nil, err
+			}
+			hi, err := p.parseAdditive()
+			if err != nil {
+				return nil, err
+			}
+			l = &node{kind: nBetween, pos: t.pos, args: []*node{l, lo, hi}, not: not}
+		case p.isKeyword("is"):
+			p.next()
+			isNot := p.acceptKeyword("not")
+			if err := p.expectKeyword("null"); err != nil {
+				return nil, err
+			}
+			l = &node{kind: nIsNull, pos: t.pos, args: []*node{l}, not: isNot}
+		default:
+			return l, nil
+		}
+	}
+}
+
+// parseInList parses "( item, … )"; an item is any expression, typically a
+// literal, a tuple of literals or a placeholder.
+func (p *parser) parseInList() ([]*node, error) {
+	if err := p.expectPunct("("); err != nil {
+		return nil, err
+	}
+	var list []*node
+	if p.acceptPunct(")") {
+		return list, nil
+	}
+	for {
+		item, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, item)
+		if p.acceptPunct(")") {
+			return list, nil
+		}
+		if err := p.expectPunct(","); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (p *parser) parseAdditive() (*node, error) {
+	l, err := p.parseMultiplicative()
+	if err != nil {
+		return nil, err
+	}
+	for p.isPunct("+") || p.isPunct("-") {
+		t := p.next()
+		r, err := p.parseMultiplicative()
+		if err != nil {
+			return nil, err
+		}
+		l = &node{kind: nBinary, pos: t.pos, op: t.text, args: []*node{l, r}}
+	}
+	return l, nil
+}
+
+func (p *parser) parseMultiplicative() (*node, error) {
+	l, err := p.parseUnary()
+	if err != nil {
+		return nil, err
+	}
+	for p.isPunct("*") || p.isPunct("/") || p.isPunct("%") {
+		t := p.next()
+		r, err := p.parseUnary()
+		if err != nil {
+			return nil, err
+		}
+		l = &node{kind: nBinary, pos: t.pos, op: t.text, args: []*node{l, r}}
+	}
+	return l, nil
+}
+
+func (p *parser) parseUnary() (*node, error) {
+	if p.isPunct("-") || p.isPunct("+") {
+		t := p.next()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		defer p.leave()
+		// -<integer literal> is one literal so that the int64 minimum parses.
+		if nt := p.peek(); t.text == "-" && nt.kind == tokInt {
+			p.next()
+			u := nt.val.(uint64)
+			if u > 1<<63 {
+				return nil, parseErrorf(nt.pos, "integer literal -%s out of int64 range", nt.text)
+			}
+			return &node{kind: nLiteral, pos: t.pos, value: int64(-u)}, nil
+		}
+		x, err := p.parseUnary()
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: nUnary, pos: t.pos, op: t.text, args: []*node{x}}, nil
+	}
+	return p.parsePrimary()
+}
+
+func (p *parser) parsePrimary() (*node, error) {
+	t := p.next()
+	switch t.kind {
+	case tokInt:
+		u := t.val.(uint64)
+		if u > math.MaxInt64 {
+			return nil, parseErrorf(t.pos, "integer literal %s out of int64 range (use %su for uint64)", t.text, t.text)
+		}
+		return &node{kind: nLiteral, pos: t.pos, value: int64(u)}, nil
+	case tokUint, tokDouble, tokBool:
+		return &node{kind: nLiteral, pos: t.pos, value: t.val}, nil
+	case tokString:
+		return &node{kind: nLiteral, pos: t.pos, value: t.text}, nil
+	case tokNull:
+		return &node{kind: nLiteral, pos: t.pos, value: nil}, nil
+	case tokPlaceholder:
+		return &node{kind: nPlaceholder, pos: t.pos, name: t.text}, nil
+	case tokQuotedIdent:
+		return &node{kind: nColumn, pos: t.pos, name: t.text}, nil
+	case tokIdent:
+		lower := strings.ToLower(t.text)
+		switch lower {
+		case "true":
+			return &node{kind: nLiteral, pos: t.pos, value: true}, nil
+		case "false":
+			return &node{kind: nLiteral, pos: t.pos, value: false}, nil
+		case "null":
+			return &node{kind: nLiteral, pos: t.pos, value: nil}, nil
+		}
+		if p.isPunct("(") {
+			return p.parseCall(t, lower)
+		}
+		if keywords[lower] {
+			return nil, parseErrorf(t.pos, "unexpected keyword %s", strings.ToUpper(t.text))
+		}
+		return &node{kind: nColumn, pos: t.pos, name: t.text}, nil
+	case tokPunct:
+		if t.text == "(" {
+			if err := p.enter(); err != nil {
+				return nil, err
+			}
+			defer p.leave()
+			first, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			if p.acceptPunct(")") {
+				return first, nil
+			}
+			tuple := &node{kind: nTuple, pos: t.pos, args: []*node{first}}
+			for p.acceptPunct(",") {
+				x, err := p.parseExpr()
+				if err != nil {
+					return nil, err
+				}
+				tuple.args = append(tuple.args, x)
+			}
+			if err := p.expectPunct(")"); err != nil {
+				return nil, err
+			}
+			return tuple, nil
+		}
+	}
+	return nil, parseErrorf(t.pos, "unexpected %v", t)
+}
+
+func (p *parser) parseCall(name token, lower string) (*node, error) {
+	p.next() // (
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	if aggregateNames[lower] {
+		return p.parseAggregate(name, lower)
+	}
+	spec, ok := functions[lower]
+	if !ok {
+		return nil, parseErrorf(name.pos, "unknown function %q", name.text)
+	}
+	call := &node{kind: nFunc, pos: name.pos, name: lower}
+	if !p.acceptPunct(")") {
+		for {
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			call.args = append(call.args, x)
+			if p.acceptPunct(")") {
+				break
+			}
+			if err := p.expectPunct(","); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(call.args) < spec.minArgs || (spec.maxArgs >= 0 && len(call.args) > spec.maxArgs) {
+		return nil, parseErrorf(name.pos, "function %s takes %s, got %d", lower, spec.arity(), len(call.args))
+	}
+	return call, nil
+}
+
+func (p *parser) parseAggregate(name token, lower string) (*node, error) {
+	if p.aggregates == nil {
+		return nil, parseErrorf(name.pos, "aggregate function %s is not allowed here", lower)
+	}
+	agg := &node{kind: nAggregate, pos: name.pos, name: lower}
+	if lower == "count" && p.acceptPunct("*") {
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+	} else {
+		// Aggregates do not nest: hide the collector while parsing the argument.
+		saved := p.aggregates
+		p.aggregates = nil
+		x, err := p.parseExpr()
+		p.aggregates = saved
+		if err != nil {
+			return nil, err
+		}
+		agg.args = []*node{x}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+	}
+	agg.slot = len(*p.aggregates)
+	*p.aggregates = append(*p.aggregates, agg)
+	return agg, nil
+}
