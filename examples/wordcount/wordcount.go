@@ -1,0 +1,65 @@
+// Package wordcount holds the process functions of the word count example
+// (examples/word_count): SplitWords turns lines of text into words, CountWords keeps a running
+// count per word. Importing the package registers both under those names.
+package wordcount
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/ytflow/yt-flow/flow"
+)
+
+func init() {
+	flow.Register("SplitWords", flow.PerMessage(SplitWords))
+	flow.Register("CountWords", flow.Batch(CountWords))
+}
+
+// SplitWords reads the string column text of a source message and emits one message {word} to
+// stream words per word, in order: the text is lower-cased and split on every rune that is
+// neither a letter nor a digit. A null text has no words.
+func SplitWords(ctx *flow.Context, msg *flow.Message) error {
+	var text string
+	switch v := msg.Payload["text"].(type) {
+	case nil:
+		return nil
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("column text: want a string, got %T", v)
+	}
+	for _, w := range words(text) {
+		ctx.AddMessage("words", flow.Row{"word": w})
+	}
+	return nil
+}
+
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// CountWords handles all messages of one word (key [hash, word], hash = farm_hash(word)) at once:
+// it adds their number to the int64 state "count" and emits the new total as {hash, word, count}
+// to stream counts — one output per key per invocation.
+func CountWords(ctx *flow.Context, msgs []flow.Message) error {
+	key := ctx.Key()
+	if len(key) != 2 {
+		return fmt.Errorf("key %v: want [hash, word]", key)
+	}
+	hash, ok1 := key[0].(uint64)
+	word, ok2 := key[1].(string)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("key %v: want [hash uint64, word string], got [%T, %T]", key, key[0], key[1])
+	}
+	count := flow.StateOf[int64](ctx, "count")
+	n, _ := count.Get()
+	n += int64(len(msgs))
+	count.Set(n)
+	ctx.AddMessage("counts", flow.Row{"hash": hash, "word": word, "count": n})
+	return nil
+}

@@ -1,0 +1,105 @@
+package wordcount
+
+import (
+	"errors"
+	"testing"
+
+	farm "github.com/dgryski/go-farm"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/flow/flowtest"
+)
+
+func text(s any) flow.Message { return flowtest.Msg("queue", nil, flow.Row{"text": s}) }
+
+// keyOf is the counter's group-by key: [farm_hash(word), word].
+func keyOf(word string) flow.Key { return flow.Key{farm.Fingerprint64([]byte(word)), word} }
+
+func TestSplitWords(t *testing.T) {
+	h := flowtest.New(t, "SplitWords", flowtest.Options{})
+	r := h.Run(flowtest.Epoch{Messages: []flow.Message{
+		text("Hello, world! HELLO"),
+		text("naïve café—x2 ... 42"),
+		text(""),
+		text(nil),
+		text([]byte("bytes too")),
+	}})
+	var got []any
+	for _, row := range r.Payloads("words") {
+		got = append(got, row["word"])
+	}
+	assert.Equal(t, []any{"hello", "world", "hello", "naïve", "café", "x2", "42", "bytes", "too"}, got)
+
+	// Each word names the line it came from, so a swift source has exactly one parent per output.
+	first := r.Invocations[0].Messages[0].MessageID
+	for _, o := range r.Outputs[:3] {
+		assert.Equal(t, []string{first}, o.ParentIDs)
+	}
+	assert.Empty(t, h.Keys(), "SplitWords keeps no state")
+}
+
+func TestSplitWordsRejectsNonStringText(t *testing.T) {
+	h := flowtest.New(t, "SplitWords", flowtest.Options{})
+	_, err := h.TryRun(flowtest.Epoch{Messages: []flow.Message{text(int64(5))}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SplitWords")
+	assert.Contains(t, err.Error(), "column text")
+	assert.Empty(t, h.Outputs())
+}
+
+func TestCountWordsKeepsRunningCount(t *testing.T) {
+	split := flowtest.New(t, "SplitWords", flowtest.Options{})
+	count := flowtest.New(t, "CountWords", flowtest.Options{})
+
+	// feed runs one epoch of lines through SplitWords and its words through CountWords, keyed
+	// as the counter's group_by_schema would key them.
+	feed := func(lines ...string) *flowtest.EpochResult {
+		var in []flow.Message
+		for _, l := range lines {
+			in = append(in, text(l))
+		}
+		var ws []flow.Message
+		for _, row := range split.Run(flowtest.Epoch{Messages: in}).Payloads("words") {
+			w := row["word"].(string)
+			ws = append(ws, flowtest.Msg("words", keyOf(w), row))
+		}
+		return count.Run(flowtest.Epoch{Messages: ws})
+	}
+
+	r := feed("the cat and the hat", "The end")
+	assert.Equal(t, []flow.Row{
+		{"hash": keyOf("the")[0], "word": "the", "count": int64(3)},
+		{"hash": keyOf("cat")[0], "word": "cat", "count": int64(1)},
+		{"hash": keyOf("and")[0], "word": "and", "count": int64(1)},
+		{"hash": keyOf("hat")[0], "word": "hat", "count": int64(1)},
+		{"hash": keyOf("end")[0], "word": "end", "count": int64(1)},
+	}, r.Payloads("counts"), "one output per word with its total")
+
+	r = feed("cat, cat; the")
+	assert.Equal(t, []flow.Row{
+		{"hash": keyOf("cat")[0], "word": "cat", "count": int64(3)},
+		{"hash": keyOf("the")[0], "word": "the", "count": int64(4)},
+	}, r.Payloads("counts"))
+
+	n, ok := flowtest.Get[int64](count, keyOf("the"), "count")
+	assert.True(t, ok)
+	assert.Equal(t, int64(4), n)
+	n, _ = flowtest.Get[int64](count, keyOf("hat"), "count")
+	assert.Equal(t, int64(1), n, "untouched keys keep their state")
+	assert.Len(t, count.Keys(), 5)
+	assert.Empty(t, count.PendingTimers())
+}
+
+func TestCountWordsRejectsBadKey(t *testing.T) {
+	h := flowtest.New(t, "CountWords", flowtest.Options{})
+	_, err := h.TryRun(flowtest.Epoch{Messages: []flow.Message{flowtest.Msg("words", flow.Key{"the"}, flow.Row{"word": "the"})}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want [hash, word]")
+
+	_, err = h.TryRun(flowtest.Epoch{Messages: []flow.Message{flowtest.Msg("words", flow.Key{int64(1), "the"}, flow.Row{"word": "the"})}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "int64")
+	assert.False(t, errors.Is(err, flow.ErrUserPanic))
+}
