@@ -1,0 +1,422 @@
+package ytstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	farm "github.com/dgryski/go-farm"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+)
+
+// ErrNotApplied wraps an epoch commit that failed before its commit request was sent: the
+// transaction was aborted and nothing of it is visible. The epoch may be retried.
+var ErrNotApplied = errors.New("epoch not applied")
+
+// DedupKey identifies one input message in the dedup index of a computation.
+type DedupKey struct {
+	ComputationID string
+	// Key is the encoded group-by key, KeyHash its routing hash (the first key column when
+	// it is a uint64 hash).
+	Key     []byte
+	KeyHash uint64
+	// MessageID is the message's unique id.
+	MessageID string
+	// Compact selects compact_input_messages instead of input_messages.
+	Compact bool
+}
+
+// compactKey is the compact index row key: computation id, a zero byte, the big-endian key
+// hash and the two big-endian halves of the message id's 128-bit fingerprint.
+func (k DedupKey) compactKey() []byte {
+	b := make([]byte, 0, len(k.ComputationID)+1+8+16)
+	b = append(b, k.ComputationID...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, k.KeyHash)
+	lo, hi := farm.Fingerprint128([]byte(k.MessageID))
+	b = binary.BigEndian.AppendUint64(b, hi)
+	b = binary.BigEndian.AppendUint64(b, lo)
+	return b
+}
+
+type inputMessageRow struct {
+	ComputationID   string `yson:"computation_id"`
+	Key             []byte `yson:"key"`
+	MessageID       string `yson:"message_id"`
+	SystemTimestamp uint64 `yson:"system_timestamp,omitempty"`
+}
+
+type compactInputMessageRow struct {
+	DedupKey        []byte `yson:"deduplication_message_key"`
+	SystemTimestamp uint64 `yson:"system_timestamp,omitempty"`
+}
+
+func (k DedupKey) row(systemTimestamp uint64) any {
+	if k.Compact {
+		return compactInputMessageRow{DedupKey: k.compactKey(), SystemTimestamp: systemTimestamp}
+	}
+	return inputMessageRow{ComputationID: k.ComputationID, Key: k.Key, MessageID: k.MessageID, SystemTimestamp: systemTimestamp}
+}
+
+// DedupRow registers one processed input in the dedup index.
+type DedupRow struct {
+	DedupKey
+	// SystemTimestamp is the message's system timestamp; rows below the system watermark
+	// are garbage-collected.
+	SystemTimestamp uint64
+}
+
+// StateRow is one named state of one key; a nil State deletes the row when written.
+type StateRow struct {
+	ComputationID string `yson:"computation_id"`
+	KeyHash       uint64 `yson:"key_hash"`
+	Key           []byte `yson:"key"`
+	Name          string `yson:"name"`
+	State         []byte `yson:"state"`
+}
+
+func (r StateRow) key() any {
+	return map[string]any{"computation_id": r.ComputationID, "key_hash": r.KeyHash, "key": r.Key, "name": r.Name}
+}
+
+// TimerRow is one stored timer.
+type TimerRow struct {
+	ComputationID    string `yson:"computation_id"`
+	KeyHash          uint64 `yson:"key_hash"`
+	Key              []byte `yson:"key"`
+	MessageID        string `yson:"message_id"`
+	StreamID         string `yson:"stream_id"`
+	SystemTimestamp  uint64 `yson:"system_timestamp"`
+	EventTimestamp   uint64 `yson:"event_timestamp"`
+	TriggerTimestamp uint64 `yson:"trigger_timestamp"`
+	Payload          []byte `yson:"payload"`
+}
+
+func (r TimerRow) key() any {
+	return map[string]any{"computation_id": r.ComputationID, "key_hash": r.KeyHash, "key": r.Key, "message_id": r.MessageID}
+}
+
+// OutputRow is one message in the output store, addressed to one destination (a reading
+// computation or an asynchronous sink).
+type OutputRow struct {
+	PartitionID     string `yson:"partition_id"`
+	Destination     string `yson:"destination"`
+	MessageID       string `yson:"message_id"`
+	StreamID        string `yson:"stream_id"`
+	Key             []byte `yson:"key"`
+	KeyHash         uint64 `yson:"key_hash"`
+	Payload         []byte `yson:"payload"`
+	EventTimestamp  uint64 `yson:"event_timestamp"`
+	SystemTimestamp uint64 `yson:"system_timestamp"`
+	// SequenceNumber orders rows for asynchronous queue sinks (producer seqNo); 0 otherwise.
+	SequenceNumber int64 `yson:"sequence_number"`
+}
+
+// OutputKey identifies an output store row.
+type OutputKey struct {
+	PartitionID, Destination, MessageID string
+}
+
+func (k OutputKey) key() any {
+	return map[string]any{"partition_id": k.PartitionID, "destination": k.Destination, "message_id": k.MessageID}
+}
+
+type partitionStateRow struct {
+	PartitionID string `yson:"partition_id"`
+	Name        string `yson:"name"`
+	State       []byte `yson:"state"`
+}
+
+type partitionTransactionRow struct {
+	PartitionID string `yson:"partition_id"`
+	Token       uint64 `yson:"last_transaction_start_timestamp"`
+}
+
+// SinkWrite writes rows to a user table inside the epoch transaction: an insert (upsert for
+// sorted tables, append for ordered tables) or, with Delete, a deletion by key.
+type SinkWrite struct {
+	Path   string
+	Rows   []map[string]any
+	Delete bool
+}
+
+// EpochWrite is everything one epoch commits atomically.
+type EpochWrite struct {
+	// PartitionID is the job's partition; Lease its lease transaction (prerequisite).
+	PartitionID string
+	Lease       string
+	// Token identifies this attempt; it is stored in partition_transactions and compared by
+	// PartitionToken after an unknown outcome. Use a fresh GenerateTimestamp per attempt.
+	Token uint64
+	// Dedup registers processed inputs.
+	Dedup []DedupRow
+	// States: rows with a nil State are deleted, others inserted.
+	States []StateRow
+	// TimersFired are deleted, TimersSet inserted.
+	TimersFired, TimersSet []TimerRow
+	// OutputsAdd are inserted into the output store, OutputsDone deleted from it.
+	OutputsAdd  []OutputRow
+	OutputsDone []OutputKey
+	// PartitionStates: name to new YSON bytes; nil deletes.
+	PartitionStates map[string][]byte
+	// Sinks are synchronous sink writes.
+	Sinks []SinkWrite
+}
+
+// CommitEpoch commits w in one tablet transaction whose prerequisite is the lease.
+//
+// Errors: ErrLeaseLost — the lease is dead (the job must stop, nothing was written);
+// ErrCommitUnknown — the outcome is unknown (call PartitionToken); ErrNotApplied — the
+// transaction failed before the commit request and was aborted; any other error means the
+// commit was rejected and did not apply.
+//
+// Invariant: dedup rows, states, timers, outputs, partition state, sink writes and the
+// partition token commit together or not at all (TestCommitEpochAtomic, TestZombieCommitRejected).
+func (s *Store) CommitEpoch(ctx context.Context, w *EpochWrite) error {
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: partition %s: %w", ErrNotApplied, w.PartitionID, err)
+	}
+	defer tx.abort()
+	if err := s.writeEpoch(ctx, tx, w); err != nil {
+		return fmt.Errorf("%w: partition %s: %w", ErrNotApplied, w.PartitionID, err)
+	}
+	if err := tx.commit(ctx, w.Lease); err != nil {
+		return fmt.Errorf("ytstore: commit epoch of partition %s under lease %s: %w", w.PartitionID, w.Lease, err)
+	}
+	return nil
+}
+
+func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) error {
+	var plain, compact []any
+	for _, d := range w.Dedup {
+		if d.Compact {
+			compact = append(compact, d.row(d.SystemTimestamp))
+		} else {
+			plain = append(plain, d.row(d.SystemTimestamp))
+		}
+	}
+	if err := tx.insert(ctx, TableInputMessages, plain); err != nil {
+		return err
+	}
+	if err := tx.insert(ctx, TableCompactInputMessages, compact); err != nil {
+		return err
+	}
+	var putStates, delStates []any
+	for _, st := range w.States {
+		if st.State == nil {
+			delStates = append(delStates, st.key())
+		} else {
+			putStates = append(putStates, st)
+		}
+	}
+	if err := tx.insert(ctx, TableStates, putStates); err != nil {
+		return err
+	}
+	if err := tx.delete(ctx, TableStates, delStates); err != nil {
+		return err
+	}
+	var firedKeys []any
+	for _, t := range w.TimersFired {
+		firedKeys = append(firedKeys, t.key())
+	}
+	if err := tx.delete(ctx, TableTimers, firedKeys); err != nil {
+		return err
+	}
+	if err := tx.insert(ctx, TableTimers, toAny(w.TimersSet)); err != nil {
+		return err
+	}
+	var doneKeys []any
+	for _, k := range w.OutputsDone {
+		doneKeys = append(doneKeys, k.key())
+	}
+	if err := tx.delete(ctx, TableOutputMessages, doneKeys); err != nil {
+		return err
+	}
+	if err := tx.insert(ctx, TableOutputMessages, toAny(w.OutputsAdd)); err != nil {
+		return err
+	}
+	var putPS, delPS []any
+	for name, st := range w.PartitionStates {
+		if st == nil {
+			delPS = append(delPS, map[string]any{"partition_id": w.PartitionID, "name": name})
+		} else {
+			putPS = append(putPS, partitionStateRow{PartitionID: w.PartitionID, Name: name, State: st})
+		}
+	}
+	if err := tx.insert(ctx, TablePartitionStates, putPS); err != nil {
+		return err
+	}
+	if err := tx.delete(ctx, TablePartitionStates, delPS); err != nil {
+		return err
+	}
+	for _, sw := range w.Sinks {
+		if err := s.writeSink(ctx, tx, sw); err != nil {
+			return err
+		}
+	}
+	return tx.insert(ctx, TablePartitionTransactions, []any{partitionTransactionRow{PartitionID: w.PartitionID, Token: w.Token}})
+}
+
+func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error {
+	if len(sw.Rows) == 0 {
+		return nil
+	}
+	p := ypath.Path(sw.Path)
+	rows := make([]any, len(sw.Rows))
+	for i, r := range sw.Rows {
+		rows[i] = r
+	}
+	if sw.Delete {
+		if err := s.yc.DeleteRows(ctx, p, rows, &yt.DeleteRowsOptions{TransactionOptions: tx.opts()}); err != nil {
+			return fmt.Errorf("ytstore: delete from sink table %s: %w", p, classify(err))
+		}
+		return nil
+	}
+	if err := s.yc.InsertRows(ctx, p, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()}); err != nil {
+		return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
+	}
+	return nil
+}
+
+// PartitionToken reads the token of the partition's last committed epoch; found is false
+// when the partition never committed.
+func (s *Store) PartitionToken(ctx context.Context, partitionID string) (token uint64, found bool, err error) {
+	rows, err := lookup[partitionTransactionRow](ctx, s, TablePartitionTransactions, []any{map[string]any{"partition_id": partitionID}})
+	if err != nil {
+		return 0, false, err
+	}
+	if len(rows) == 0 || rows[0] == nil {
+		return 0, false, nil
+	}
+	return rows[0].Token, true, nil
+}
+
+// GenerateTimestamp returns a fresh cluster timestamp: unique and increasing.
+func (s *Store) GenerateTimestamp(ctx context.Context) (uint64, error) {
+	ts, err := s.yc.GenerateTimestamp(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("ytstore: generate timestamp: %w", classify(err))
+	}
+	return uint64(ts), nil
+}
+
+// lookup reads rows by keys with keep_missing_rows: the result has one entry per key, nil
+// for a missing row.
+func lookup[T any](ctx context.Context, s *Store, table string, keys []any) ([]*T, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	p := s.child(table)
+	r, err := s.yc.LookupRows(ctx, p, keys, &yt.LookupRowsOptions{KeepMissingRows: true})
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: lookup in %s: %w", p, classify(err))
+	}
+	defer func() { _ = r.Close() }()
+	out := make([]*T, 0, len(keys))
+	for r.Next() {
+		var row *T
+		if err := r.Scan(&row); err != nil {
+			return nil, fmt.Errorf("ytstore: lookup in %s: decode row: %w", p, err)
+		}
+		out = append(out, row)
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("ytstore: lookup in %s: %w", p, classify(err))
+	}
+	if len(out) != len(keys) {
+		return nil, fmt.Errorf("ytstore: lookup in %s: %d rows for %d keys", p, len(out), len(keys))
+	}
+	return out, nil
+}
+
+// LookupDedup reports, for each key, whether it is in the dedup index (already processed).
+func (s *Store) LookupDedup(ctx context.Context, keys []DedupKey) ([]bool, error) {
+	found := make([]bool, len(keys))
+	var plain, compact []any
+	var plainAt, compactAt []int
+	for i, k := range keys {
+		if k.Compact {
+			compact = append(compact, map[string]any{"deduplication_message_key": k.compactKey()})
+			compactAt = append(compactAt, i)
+		} else {
+			plain = append(plain, map[string]any{"computation_id": k.ComputationID, "key": k.Key, "message_id": k.MessageID})
+			plainAt = append(plainAt, i)
+		}
+	}
+	rows, err := lookup[inputMessageRow](ctx, s, TableInputMessages, plain)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range rows {
+		found[plainAt[j]] = r != nil
+	}
+	crows, err := lookup[compactInputMessageRow](ctx, s, TableCompactInputMessages, compact)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range crows {
+		found[compactAt[j]] = r != nil
+	}
+	return found, nil
+}
+
+// quote is a query-language string literal.
+func quote(s string) string { return strconv.Quote(s) }
+
+// LoadStates reads all states of the given key hashes of a computation (the caller filters
+// by exact key).
+func (s *Store) LoadStates(ctx context.Context, computationID string, hashes []uint64) ([]StateRow, error) {
+	if len(hashes) == 0 {
+		return nil, nil
+	}
+	var rows []StateRow
+	const chunk = 500
+	for start := 0; start < len(hashes); start += chunk {
+		end := min(start+chunk, len(hashes))
+		lits := make([]string, 0, end-start)
+		for _, h := range hashes[start:end] {
+			lits = append(lits, strconv.FormatUint(h, 10)+"u")
+		}
+		part, err := selectAll[StateRow](ctx, s, TableStates,
+			"computation_id = "+quote(computationID)+" and key_hash in ("+strings.Join(lits, ", ")+")")
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, part...)
+	}
+	return rows, nil
+}
+
+// LoadTimers reads the timers of a computation whose key hash lies in [lower, upper)
+// (upper 0 = 2^64).
+func (s *Store) LoadTimers(ctx context.Context, computationID string, lower, upper uint64) ([]TimerRow, error) {
+	where := "computation_id = " + quote(computationID) + " and key_hash >= " + strconv.FormatUint(lower, 10) + "u"
+	if upper != 0 {
+		where += " and key_hash < " + strconv.FormatUint(upper, 10) + "u"
+	}
+	return selectAll[TimerRow](ctx, s, TableTimers, where)
+}
+
+// LoadPartitionStates reads the states of a partition: name to YSON bytes.
+func (s *Store) LoadPartitionStates(ctx context.Context, partitionID string) (map[string][]byte, error) {
+	rows, err := selectAll[partitionStateRow](ctx, s, TablePartitionStates, "partition_id = "+quote(partitionID))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.State
+	}
+	return out, nil
+}
+
+// LoadOutputs reads the output store rows of a partition (messages not yet acknowledged or
+// delivered), ordered by destination then message id.
+func (s *Store) LoadOutputs(ctx context.Context, partitionID string) ([]OutputRow, error) {
+	return selectAll[OutputRow](ctx, s, TableOutputMessages, "partition_id = "+quote(partitionID))
+}
