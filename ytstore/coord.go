@@ -64,8 +64,19 @@ type Job struct {
 	LowerKey uint64 `yson:"lower_key"`
 	UpperKey uint64 `yson:"upper_key"`
 	// SourcePartition is the queue tablet index for source computations, -1 otherwise.
-	SourcePartition int64  `yson:"source_partition"`
-	CreatedAt       uint64 `yson:"created_at"`
+	SourcePartition int64 `yson:"source_partition"`
+	// SourceID is the source (its stream id) a source job reads, "" otherwise.
+	SourceID  string `yson:"source_id"`
+	CreatedAt uint64 `yson:"created_at"`
+	// Draining asks the job to finish: a source job stops reading its source,
+	// no job fires timers any more; input that arrives is still processed and
+	// outputs are still delivered. Set by the controller while the pipeline (or
+	// the computation) drains; the job echoes it in JobStatus.Draining.
+	Draining bool `yson:"draining"`
+	// Retiring marks a job whose partition is being replaced (repartitioning):
+	// upstream jobs route no new messages to it and it accepts none; it delivers
+	// its outbox and then reports InFlight 0. Implies Draining.
+	Retiring bool `yson:"retiring"`
 }
 
 // Partition is a row of the partitions table, written by the controller.
@@ -75,6 +86,7 @@ type Partition struct {
 	LowerKey        uint64 `yson:"lower_key"`
 	UpperKey        uint64 `yson:"upper_key"`
 	SourcePartition int64  `yson:"source_partition"`
+	SourceID        string `yson:"source_id"`
 	// State is one of Partition*.
 	State string `yson:"state"`
 }
@@ -92,6 +104,14 @@ type JobStatus struct {
 	LastCommitTS uint64 `yson:"last_commit_ts"`
 	InputLag     int64  `yson:"input_lag"`
 	UpdatedAt    uint64 `yson:"updated_at"`
+	// InFlight counts messages the job still holds: received but not
+	// committed, and committed outputs not yet acknowledged downstream or
+	// delivered by an async sink. 0 with Draining set means the job is drained.
+	InFlight int64 `yson:"in_flight"`
+	// Draining echoes the job row's Draining/Retiring once the job has applied
+	// it (its source reads and timers have stopped; a retiring job accepts no
+	// input).
+	Draining bool `yson:"draining"`
 }
 
 // LogRecord is a row of controller_logs.
@@ -120,7 +140,10 @@ func coordTables() []tableDef {
 			coordVal("lower_key", schema.TypeUint64),
 			coordVal("upper_key", schema.TypeUint64),
 			coordVal("source_partition", schema.TypeInt64),
+			coordVal("source_id", schema.TypeBytes),
 			coordVal("created_at", schema.TypeUint64),
+			coordVal("draining", schema.TypeBoolean),
+			coordVal("retiring", schema.TypeBoolean),
 		)},
 		{name: TablePartitions, schema: coordSorted(
 			coordKey("partition_id", schema.TypeBytes),
@@ -128,6 +151,7 @@ func coordTables() []tableDef {
 			coordVal("lower_key", schema.TypeUint64),
 			coordVal("upper_key", schema.TypeUint64),
 			coordVal("source_partition", schema.TypeInt64),
+			coordVal("source_id", schema.TypeBytes),
 			coordVal("state", schema.TypeBytes),
 		)},
 		{name: TableJobStatus, schema: coordSorted(
@@ -139,6 +163,8 @@ func coordTables() []tableDef {
 			coordVal("last_commit_ts", schema.TypeUint64),
 			coordVal("input_lag", schema.TypeInt64),
 			coordVal("updated_at", schema.TypeUint64),
+			coordVal("in_flight", schema.TypeInt64),
+			coordVal("draining", schema.TypeBoolean),
 		)},
 		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
 			coordVal("time", schema.TypeUint64),
