@@ -2,7 +2,11 @@ package wordcount
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"unicode"
 
 	farm "github.com/dgryski/go-farm"
 	"github.com/stretchr/testify/assert"
@@ -102,4 +106,48 @@ func TestCountWordsRejectsBadKey(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "int64")
 	assert.False(t, errors.Is(err, flow.ErrUserPanic))
+}
+
+// FuzzSplitWords checks that every word is a non-empty, lower-cased run of letters and digits,
+// and that the words are exactly the text's letter/digit runs.
+func FuzzSplitWords(f *testing.F) {
+	for _, s := range []string{"", "Hello, world!", "naïve café—x2", "ΣΊΣΥΦΟΣ", "a\x00b\xffc", "İstanbul"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ws := words(s)
+		for _, w := range ws {
+			if w == "" {
+				t.Fatalf("empty word from %q", s)
+			}
+			for _, r := range w {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					t.Fatalf("word %q from %q contains %q", w, s, r)
+				}
+			}
+			if strings.ToLower(w) != w {
+				t.Fatalf("word %q from %q is not lower-cased", w, s)
+			}
+		}
+		// Splitting again changes nothing: the words are fixed points.
+		if again := words(strings.Join(ws, " ")); !slices.Equal(again, ws) {
+			t.Fatalf("words(join(words(%q))) = %q, want %q", s, again, ws)
+		}
+	})
+}
+
+func BenchmarkCountWordsInvoke(b *testing.B) {
+	fn, err := flow.Lookup("CountWords")
+	require.NoError(b, err)
+	msgs := make([]flow.Message, 10)
+	for i := range msgs {
+		msgs[i] = flow.Message{StreamID: "words", MessageID: fmt.Sprintf("m%02d", i), Payload: flow.Row{"word": "the"}}
+	}
+	inv := &flow.Invocation{Key: keyOf("the"), Messages: msgs, State: map[string][]byte{"count": []byte("41")}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fn.Invoke(inv); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
