@@ -1,0 +1,90 @@
+package ytql
+
+import (
+	"testing"
+)
+
+var fuzzSeeds = []string{
+	"farm_hash(word)",
+	"farm_hash(a, [$tablet_index], `b c`) % 16",
+	"a = 1 AND b <> 'x' OR NOT c",
+	"(a, b) IN ((1, 'x'), (2, 'y')) AND c BETWEEN 1u AND 5u",
+	"is_null(a) OR a IS NOT NULL",
+	"if(a > 0, lower(s), concat(s, '!'))",
+	"-9223372036854775808 / -1",
+	"'\\x41\\n' = \"a\\\"\"",
+	"{p} + 1.5e3 - .5",
+	"%true AND %false OR # IS NULL",
+	"* FROM [//t] WHERE k IN (1, 2) ORDER BY a DESC LIMIT 10 OFFSET 2",
+	"SELECT a, sum(b) AS s, count(*) FROM [//t] WHERE c > {x} GROUP BY a HAVING s > 1 ORDER BY s LIMIT 5",
+	"h, max(v) FROM [//t] GROUP BY farm_hash(k) % 2u AS h LIMIT 3",
+	"((((((a))))))",
+	"a NOT IN () AND b NOT BETWEEN 1 AND 2",
+}
+
+var fuzzRow = map[string]any{
+	"a": int64(1), "b": "x", "c": true, "k": uint64(7), "s": "Str", "v": 2.5,
+	"word": "abc", "$tablet_index": int64(0), "b c": nil,
+}
+
+// FuzzParseExpression: parsing and evaluating arbitrary text never panics,
+// every error is a positioned *Error, and the canonical form of a parsed
+// expression parses back to the same canonical form.
+func FuzzParseExpression(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		e, err := ParseExpression(text)
+		if err != nil {
+			checkError(t, text, err)
+			return
+		}
+		canon := format(e.root)
+		e2, err := ParseExpression(canon)
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", canon, text, err)
+		}
+		if again := format(e2.root); again != canon {
+			t.Fatalf("canonical form not stable: %q -> %q", canon, again)
+		}
+		if _, err := e.EvalWith(fuzzRow, map[string]any{"p": int64(1), "x": []any{1, "a"}}); err != nil {
+			checkError(t, text, err)
+		}
+	})
+}
+
+// FuzzParseQuery: parsing and executing arbitrary query text never panics
+// and every error is a positioned *Error.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	rowsIn := []map[string]any{fuzzRow, {"a": int64(2), "b": nil, "k": uint64(1)}, {}}
+	f.Fuzz(func(t *testing.T, text string) {
+		q, err := ParseQuery(text)
+		if err != nil {
+			checkError(t, text, err)
+			return
+		}
+		out, err := q.Execute(map[string]any{"x": int64(0), "p": "s"}, table(rowsIn, nil))
+		if err != nil {
+			checkError(t, text, err)
+			return
+		}
+		if n, ok := q.Limit(); ok && int64(len(out)) > n {
+			t.Fatalf("%q returned %d rows over LIMIT %d", text, len(out), n)
+		}
+	})
+}
+
+func checkError(t *testing.T, text string, err error) {
+	t.Helper()
+	e, ok := err.(*Error)
+	if !ok {
+		t.Fatalf("%q: error %v (%T) is not *Error", text, err, err)
+	}
+	if e.Pos > len(text) {
+		t.Fatalf("%q: error position %d beyond the text: %v", text, e.Pos, err)
+	}
+}

@@ -1,0 +1,248 @@
+package ytql
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// table returns a scan function over rows that counts how many rows were read.
+func table(rows []map[string]any, read *int) func(func(map[string]any) bool) {
+	return func(yield func(map[string]any) bool) {
+		for _, r := range rows {
+			if read != nil {
+				*read++
+			}
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+var people = []map[string]any{
+	{"id": int64(1), "name": "ann", "city": "oslo", "age": int64(30), "score": 1.5},
+	{"id": int64(2), "name": "bob", "city": "rome", "age": int64(25), "score": nil},
+	{"id": int64(3), "name": "cid", "city": "oslo", "age": int64(41), "score": 2.5},
+	{"id": int64(4), "name": "dan", "city": nil, "age": int64(25), "score": 4.0},
+	{"id": int64(5), "name": "eve", "city": "rome", "age": nil, "score": 1.0},
+}
+
+type rows = []map[string]any
+
+func TestExecute(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		ph   map[string]any
+		want rows
+	}{
+		{"* FROM [//t] WHERE id = 1", nil, rows{people[0]}},
+		{"SELECT name FROM [//t] WHERE age > 28", nil, rows{{"name": "ann"}, {"name": "cid"}}},
+		{"name, age + 1 AS next FROM [//t] WHERE id IN (1, 2)", nil,
+			rows{{"name": "ann", "next": int64(31)}, {"name": "bob", "next": int64(26)}}},
+		{"age + 1 FROM [//t] WHERE id = 2", nil, rows{{"age + 1": int64(26)}}},
+		{"name FROM [//t] WHERE city IS NULL", nil, rows{{"name": "dan"}}},
+		{"name FROM [//t] WHERE (city, age) > ('oslo', 30)", nil,
+			rows{{"name": "bob"}, {"name": "cid"}, {"name": "eve"}}},
+		{"name FROM [//t] WHERE id BETWEEN {lo} AND {hi}", map[string]any{"lo": 2, "hi": 3},
+			rows{{"name": "bob"}, {"name": "cid"}}},
+		{"name FROM [//t] WHERE (id, name) IN ({a}, {b})", map[string]any{"a": []any{1, "ann"}, "b": []any{2, "xxx"}},
+			rows{{"name": "ann"}}},
+		{"name FROM [//t] LIMIT 2", nil, rows{{"name": "ann"}, {"name": "bob"}}},
+		{"name FROM [//t] OFFSET 3 LIMIT 10", nil, rows{{"name": "dan"}, {"name": "eve"}}},
+		{"name FROM [//t] LIMIT 1 OFFSET 1", nil, rows{{"name": "bob"}}},
+		{"name FROM [//t] LIMIT 0", nil, rows{}},
+		{"name FROM [//t] ORDER BY age DESC, name LIMIT 10", nil,
+			rows{{"name": "cid"}, {"name": "ann"}, {"name": "bob"}, {"name": "dan"}, {"name": "eve"}}},
+		{"name FROM [//t] ORDER BY score LIMIT 2", nil, rows{{"name": "bob"}, {"name": "eve"}}},
+		{"name, age * 2 AS a2 FROM [//t] ORDER BY a2 DESC LIMIT 1", nil, rows{{"name": "cid", "a2": int64(82)}}},
+		{"name FROM [//t] ORDER BY id DESC OFFSET 1 LIMIT 2", nil, rows{{"name": "dan"}, {"name": "cid"}}},
+		{"city, sum(age) AS total, count(*) AS n FROM [//t] GROUP BY city", nil, rows{
+			{"city": "oslo", "total": int64(71), "n": int64(2)},
+			{"city": "rome", "total": int64(25), "n": int64(2)},
+			{"city": nil, "total": int64(25), "n": int64(1)},
+		}},
+		{"city, min(name) AS lo, max(name) AS hi, avg(score) AS s FROM [//t] WHERE city != # GROUP BY city ORDER BY city DESC LIMIT 5", nil, rows{
+			{"city": "rome", "lo": "bob", "hi": "eve", "s": 1.0},
+			{"city": "oslo", "lo": "ann", "hi": "cid", "s": 2.0},
+		}},
+		{"sum(age) AS total, count(score) AS scored FROM [//t] GROUP BY 1", nil, rows{
+			{"total": int64(121), "scored": int64(4)},
+		}},
+		{"b, count(*) AS n FROM [//t] GROUP BY id % 2 AS b ORDER BY n LIMIT 5", nil, rows{
+			{"b": int64(0), "n": int64(2)},
+			{"b": int64(1), "n": int64(3)},
+		}},
+		{"id % 2, count(*) AS n FROM [//t] GROUP BY id % 2", nil, rows{
+			{"id % 2": int64(1), "n": int64(3)},
+			{"id % 2": int64(0), "n": int64(2)},
+		}},
+		{"city, count(*) AS n FROM [//t] GROUP BY city HAVING n > 1 AND city IS NOT NULL", nil, rows{
+			{"city": "oslo", "n": int64(2)},
+			{"city": "rome", "n": int64(2)},
+		}},
+		{"city FROM [//t] GROUP BY city HAVING sum(age) > 30", nil, rows{{"city": "oslo"}}},
+		{"city, count(*) AS n FROM [//t] GROUP BY city LIMIT 1", nil, rows{{"city": "oslo", "n": int64(2)}}},
+		{"h, count(*) AS n FROM [//t] GROUP BY farm_hash(city) % 2u AS h ORDER BY h LIMIT 9", nil, nil}, // checked below
+		{"`name` FROM [//t] WHERE [id] = 5", nil, rows{{"name": "eve"}}},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			q, err := ParseQuery(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Table() != "//t" {
+				t.Errorf("Table() = %q", q.Table())
+			}
+			got, err := q.Execute(tc.ph, table(people, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				return
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExecuteFarmHashGroups(t *testing.T) {
+	q, err := ParseQuery("h, count(*) AS n FROM [//t] GROUP BY farm_hash(city) % 2u AS h ORDER BY h LIMIT 9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Execute(nil, table(people, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]int64{}
+	for _, r := range people {
+		want[FarmHash(r["city"])%2]++
+	}
+	total := int64(0)
+	for i, r := range got {
+		h, n := r["h"].(uint64), r["n"].(int64)
+		if want[h] != n {
+			t.Errorf("group %d: n = %d, want %d", h, n, want[h])
+		}
+		if i > 0 && got[i-1]["h"].(uint64) >= h {
+			t.Errorf("groups not ordered by h: %v", got)
+		}
+		total += n
+	}
+	if total != int64(len(people)) {
+		t.Errorf("groups cover %d rows, want %d", total, len(people))
+	}
+}
+
+func TestExecuteStopsScanAtLimit(t *testing.T) {
+	q, err := ParseQuery("id FROM [//t] WHERE age >= 25 LIMIT 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	got, err := q.Execute(nil, table(people, &read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || read != 2 {
+		t.Errorf("got %d rows after reading %d, want 2 and 2", len(got), read)
+	}
+}
+
+func TestQueryAccessors(t *testing.T) {
+	q, err := ParseQuery("select a, b + 1 AS c, farm_hash(d) from [ //home/t ] where e > 1 order by a limit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Table() != "//home/t" {
+		t.Errorf("Table() = %q", q.Table())
+	}
+	if got, want := q.ResultColumns(), []string{"a", "c", "farm_hash(d)"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ResultColumns() = %v, want %v", got, want)
+	}
+	if got, want := q.Columns(), []string{"a", "b", "d", "e"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Columns() = %v, want %v", got, want)
+	}
+	if n, ok := q.Limit(); n != 3 || !ok {
+		t.Errorf("Limit() = %d, %v", n, ok)
+	}
+	star, err := ParseQuery("* FROM [//t]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if star.ResultColumns() != nil {
+		t.Errorf("ResultColumns() of * = %v, want nil", star.ResultColumns())
+	}
+	if _, ok := star.Limit(); ok {
+		t.Error("Limit() reported a limit for a query without LIMIT")
+	}
+}
+
+func TestParseQueryErrors(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		kind error
+		pos  int
+		msg  string
+	}{
+		{"a FROM [//t] ORDER BY a", ErrQuery, 13, "ORDER BY used without LIMIT"},
+		{"a FROM [//t] OFFSET 2", ErrQuery, 13, "OFFSET used without LIMIT"},
+		{"sum(a) FROM [//t]", ErrQuery, 0, "used without GROUP BY"},
+		{"a FROM [//t] GROUP BY b", ErrQuery, 0, `column "a" is neither grouped nor aggregated`},
+		{"b FROM [//t] GROUP BY b ORDER BY c LIMIT 1", ErrQuery, 33, `column "c" is neither grouped`},
+		{"a FROM [//t] HAVING a > 1", ErrQuery, 13, "HAVING used without GROUP BY"},
+		{"* FROM [//t] GROUP BY a", ErrQuery, 0, "SELECT * cannot be used with GROUP BY"},
+		{"a, a FROM [//t]", ErrQuery, 3, `duplicate output column "a"`},
+		{"a FROM //t", ErrParse, 7, "expected a table path"},
+		{"a [//t]", ErrParse, 2, "expected FROM"},
+		{"a FROM [//t] WHERE sum(a) > 1", ErrParse, 19, "aggregate function sum is not allowed here"},
+		{"a FROM [//t] GROUP BY count(a)", ErrParse, 22, "not allowed here"},
+		{"sum(max(a)) FROM [//t] GROUP BY 1", ErrParse, 4, "not allowed here"},
+		{"a FROM [//t] LIMIT -1", ErrParse, 19, "non-negative integer"},
+		{"a FROM [//t] LIMIT 1 LIMIT 2", ErrParse, 21, "unexpected"},
+		{"a FROM [//t] JOIN [//u] USING a", ErrParse, 13, "JOIN is not supported"},
+		{"a FROM [//t] GROUP BY a WITH TOTALS", ErrParse, 24, "WITH TOTALS is not supported"},
+		{"a AS FROM [//t]", ErrParse, 5, "expected a name after AS"},
+		{"a FROM [//t] ORDER a LIMIT 1", ErrParse, 19, "expected BY"},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			_, err := ParseQuery(tc.text)
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("err = %v, want %v", err, tc.kind)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Pos != tc.pos || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v, want position %d and %q", err, tc.pos, tc.msg)
+			}
+		})
+	}
+}
+
+func TestExecuteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		kind error
+		msg  string
+	}{
+		{"id FROM [//t] WHERE id", ErrType, "predicate must be boolean"},
+		{"id FROM [//t] WHERE id / (id - 3) > 0", ErrEval, "division by zero"},
+		{"id FROM [//t] WHERE id = {x}", ErrEval, "no value for placeholder {x}"},
+		{"city, sum(name) AS s FROM [//t] GROUP BY city", ErrType, "sum needs numbers"},
+		{"(id, id) FROM [//t]", ErrType, "tuple cannot be selected"},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			q, err := ParseQuery(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = q.Execute(nil, table(people, nil))
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %v, want %v containing %q", err, tc.kind, tc.msg)
+			}
+		})
+	}
+}
