@@ -5,7 +5,9 @@
 // What it accepts:
 //   - Decode turns one YSON document (text or binary, a single node, optional attributes)
 //     into a *Node tree that keeps map key order and rejects duplicate map keys. Nesting
-//     deeper than MaxDepth is rejected instead of exhausting the stack.
+//     deeper than MaxDepth is rejected instead of exhausting the stack. Text documents may
+//     carry "// …" line and "/* … */" block comments outside quoted strings (YSON itself has
+//     none; they are blanked before the SDK reader sees the bytes).
 //   - Walker visits such a tree and collects every problem with its path
 //     ("computations/count/group_by_schema/0/type") instead of stopping at the first one.
 //     Fields reads one map strictly: every key the caller does not consume is reported as

@@ -136,8 +136,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Path + ": " + e.Message }
 
-// Decode parses one YSON document (a single node) into a tree. Syntax errors, duplicate map
-// keys and excessive nesting are reported as *Error.
+// Decode parses one YSON document (a single node) into a tree. Text documents may carry
+// "// …" and "/* … */" comments outside quoted strings. Syntax errors, duplicate map keys and
+// excessive nesting are reported as *Error.
 func Decode(data []byte) (n *Node, err error) {
 	defer func() {
 		// The SDK reader signals a few impossible states with panics; never let malformed
@@ -146,7 +147,7 @@ func Decode(data []byte) (n *Node, err error) {
 			n, err = nil, &Error{Path: "/", Message: fmt.Sprintf("invalid YSON: %v", r)}
 		}
 	}()
-	r := ytyson.NewReaderKindFromBytes(data, ytyson.StreamNode)
+	r := ytyson.NewReaderKindFromBytes(stripComments(data), ytyson.StreamNode)
 	d := decoder{r: r}
 	n, err = d.node("", 0)
 	if err != nil {

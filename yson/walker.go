@@ -218,6 +218,8 @@ func (w *Walker) Fields(n *Node, path string) *Fields {
 	}
 	if w.expect(n, path, KindMap) {
 		f.node = n
+	} else {
+		f.bad = true
 	}
 	return f
 }
@@ -228,10 +230,11 @@ type Fields struct {
 	path string
 	node *Node
 	used map[string]bool
+	bad  bool // the node exists but is not a map: its problem is already reported
 }
 
-// Valid reports whether the map exists and is a map.
-func (f *Fields) Valid() bool { return f.node != nil }
+// Present reports whether the map exists and is a map.
+func (f *Fields) Present() bool { return f.node != nil }
 
 // Path returns the path of key inside this map.
 func (f *Fields) Path(key string) string { return Join(f.path, key) }
@@ -252,10 +255,11 @@ func (f *Fields) Skip(keys ...string) {
 	}
 }
 
-// Required consumes key and reports it as missing when absent.
+// Required consumes key and reports it as missing when absent. An absent map counts as
+// empty, so its required keys are reported too.
 func (f *Fields) Required(key string) *Node {
 	n := f.Node(key)
-	if n == nil && f.node != nil {
+	if n == nil && !f.bad {
 		f.w.Errorf(f.Path(key), "required")
 	}
 	return n

@@ -146,3 +146,17 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeComments(t *testing.T) {
+	n, err := Decode([]byte("// head\n{a=\"//not a comment\"; /* b=1; */ c=2 // tail\n}"))
+	require.NoError(t, err)
+	assert.Equal(t, "//not a comment", n.Get("a").String)
+	assert.Nil(t, n.Get("b"))
+	assert.Equal(t, int64(2), n.Get("c").Int64)
+	_, err = Decode([]byte("{a=1 /* unterminated"))
+	require.Error(t, err)
+	// An escaped quote does not end the string.
+	n, err = Decode([]byte(`{a="x\"//y"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `x"//y`, n.Get("a").String)
+}

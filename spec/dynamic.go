@@ -1,0 +1,154 @@
+package spec
+
+import (
+	"math"
+	"time"
+
+	"github.com/ytflow/yt-flow/yson"
+)
+
+// pipelineStates are the accepted target_state values (Flow's EPipelineState).
+var pipelineStates = []string{"unknown", "stopped", "paused", "working", "draining", "pausing", "completed"}
+
+// dynamic parses a dynamic spec; a nil node reads as empty.
+func (p *parser) dynamic(n *yson.Node, path string) *DynamicPipeline {
+	d := &DynamicPipeline{Computations: map[string]*DynamicComputation{}}
+	f := p.w.Fields(n, path)
+	d.TargetState = f.Enum("target_state", "unknown", pipelineStates...)
+	if cn := f.Node("computations"); cn != nil {
+		p.w.Each(cn, f.Path("computations"), func(id string, v *yson.Node, path string) {
+			d.Computations[id] = p.dynamicComputation(v, path)
+		})
+	}
+	if rn := f.Node("resources"); rn != nil {
+		p.w.Each(rn, f.Path("resources"), func(_ string, v *yson.Node, path string) {
+			rf := p.w.Fields(v, path)
+			rf.AnyMap("parameters")
+			rf.Close()
+		})
+		d.Resources, _ = rn.Any().(map[string]any)
+	}
+	d.Throttlers = f.AnyMap("throttlers")
+	d.JobManager = f.AnyMap("job_manager")
+	d.JobTracker = f.AnyMap("job_tracker")
+	d.MessageDistributor = f.AnyMap("message_distributor")
+	d.ControllerConnector = f.AnyMap("controller_connector")
+	d.Singletons = f.AnyMap("singletons")
+	d.EnableMermaidGraphDescribe = f.Bool("enable_mermaid_graph_describe", false)
+	d.FlowViewCacheCodec = f.String("flow_view_cache_codec", "zstd_2")
+	f.Close()
+	return d
+}
+
+func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputation {
+	d := DefaultDynamicComputation()
+	f := p.w.Fields(n, path)
+	d.BatchDuration = p.positive(f, "batch_duration", d.BatchDuration)
+	d.MaxRowsPerBatch = int(f.Int("max_rows_per_batch", int64(d.MaxRowsPerBatch), 1, math.MaxInt32))
+	d.MaxBytesPerBatch = f.Size("max_bytes_per_batch", d.MaxBytesPerBatch)
+	d.EmptyBatchBackoff = f.Duration("empty_batch_backoff", d.EmptyBatchBackoff)
+	if d.EmptyBatchBackoff < 100*time.Millisecond {
+		p.errorf(f.Path("empty_batch_backoff"), "must be at least 100ms, got %v", d.EmptyBatchBackoff)
+	}
+	d.Draining = f.Bool("draining", false)
+	d.LeaseCheckPeriod = p.positive(f, "lease_check_period", d.LeaseCheckPeriod)
+	f.AnyMap("retryable_request")
+	f.AnyMap("tracer")
+
+	if pn := f.Node("parameters"); pn != nil {
+		pf := p.w.Fields(pn, f.Path("parameters"))
+		d.Parameters, _ = pn.Any().(map[string]any)
+		pf.Float("weight_multiplier", 1)
+		pf.Float("interrupting_weight_multiplier", 0.1)
+		d.DesiredPartitionCount = int(pf.Int("desired_partition_count", 0, 1, 1<<20))
+		d.MinPartitionCount = int(pf.Int("min_partition_count", 0, 1, 1<<20))
+		d.MaxPartitionCount = int(pf.Int("max_partition_count", 0, 1, 1<<20))
+		if d.MinPartitionCount > 0 && d.MaxPartitionCount > 0 && d.MinPartitionCount > d.MaxPartitionCount {
+			p.errorf(pf.Path("min_partition_count"), "%d exceeds max_partition_count %d", d.MinPartitionCount, d.MaxPartitionCount)
+		}
+		if d.DesiredPartitionCount > 0 {
+			if d.MinPartitionCount > 0 && d.DesiredPartitionCount < d.MinPartitionCount {
+				p.errorf(pf.Path("desired_partition_count"), "%d is below min_partition_count %d", d.DesiredPartitionCount, d.MinPartitionCount)
+			}
+			if d.MaxPartitionCount > 0 && d.DesiredPartitionCount > d.MaxPartitionCount {
+				p.errorf(pf.Path("desired_partition_count"), "%d exceeds max_partition_count %d", d.DesiredPartitionCount, d.MaxPartitionCount)
+			}
+		}
+		pf.Float("sink_channel_multiplier", 1)
+		pf.Float("desired_average_partition_cpu_load", 0)
+		pf.Size("desired_average_partition_memory_used", 0)
+		pf.Float("desired_average_partition_messages_per_second", 0)
+		pf.Float("desired_average_partition_bytes_per_second", 0)
+		pf.Int("desired_average_partition_timer_count", 0, 0, math.MaxInt64)
+		pf.Float("allowed_partition_count_deviation", 0)
+		pf.Duration("partition_count_double_delay", 0)
+		pf.Duration("partition_count_half_delay", 0)
+		d.MaxReadWindow = pf.Duration("max_read_window", d.MaxReadWindow)
+		pf.Close()
+	}
+	d.ProcessingFunctionParameters = f.AnyMap("processing_function_parameters")
+	if sn := f.Node("source_streams"); sn != nil {
+		d.SourceStreams = map[string]*DynamicSource{}
+		p.w.Each(sn, f.Path("source_streams"), func(id string, v *yson.Node, path string) {
+			sf := p.w.Fields(v, path)
+			d.SourceStreams[id] = &DynamicSource{Parameters: sf.AnyMap("parameters"), Draining: sf.Bool("draining", false)}
+			sf.Close()
+		})
+	}
+	if sn := f.Node("sinks"); sn != nil {
+		d.Sinks = map[string]*DynamicSink{}
+		p.w.Each(sn, f.Path("sinks"), func(id string, v *yson.Node, path string) {
+			sf := p.w.Fields(v, path)
+			d.Sinks[id] = &DynamicSink{Parameters: sf.AnyMap("parameters")}
+			sf.Close()
+		})
+	}
+	for _, key := range []string{"key_visitor_streams", "external_state_managers", "external_state_joiners", "state_joiners",
+		"state_manager", "input_store", "timer_store", "output_store"} {
+		f.AnyMap(key)
+	}
+	d.TimerStoreCountLimit = f.Size("timer_store_count_limit", d.TimerStoreCountLimit)
+	d.TimerStoreByteSizeLimit = f.Size("timer_store_byte_size_limit", d.TimerStoreByteSizeLimit)
+	d.OutputStoreCountLimit = f.Size("output_store_count_limit", d.OutputStoreCountLimit)
+	d.OutputStoreByteSizeLimit = f.Size("output_store_byte_size_limit", d.OutputStoreByteSizeLimit)
+	d.BlockedTimeWindow = f.Duration("blocked_time_window", d.BlockedTimeWindow)
+	for _, key := range []string{"input_rows_throttler_id", "input_bytes_throttler_id", "input_rows_throttler_class_id", "input_bytes_throttler_class_id"} {
+		f.String(key, "")
+	}
+	d.SkipIfExpression = f.String("skip_if_expression", "")
+	f.Close()
+	return &d
+}
+
+// positive reads a duration that must be greater than zero.
+func (p *parser) positive(f *yson.Fields, key string, def time.Duration) time.Duration {
+	v := f.Duration(key, def)
+	if v <= 0 {
+		p.errorf(f.Path(key), "must be positive")
+		return def
+	}
+	return v
+}
+
+// crossDynamic checks that the dynamic spec names only entities of the static spec.
+func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
+	cp := yson.Join(path, "computations")
+	for _, id := range sortedKeys(d.Computations) {
+		c, ok := pl.Computations[id]
+		if !ok {
+			p.errorf(yson.Join(cp, id), "no computation %q in spec", id)
+			continue
+		}
+		dc := d.Computations[id]
+		for _, sid := range sortedKeys(dc.SourceStreams) {
+			if _, ok := c.Sources[sid]; !ok {
+				p.errorf(yson.Join(cp, id+"/source_streams/"+sid), "computation %q has no source stream %q", id, sid)
+			}
+		}
+		for _, sid := range sortedKeys(dc.Sinks) {
+			if _, ok := c.Sinks[sid]; !ok {
+				p.errorf(yson.Join(cp, id+"/sinks/"+sid), "computation %q has no sink %q", id, sid)
+			}
+		}
+	}
+}

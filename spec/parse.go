@@ -1,0 +1,527 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/yson"
+)
+
+// ParseConfigFile reads and parses a runner config file (pipeline.yson).
+func ParseConfigFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read runner config %s: %w", path, err)
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig parses and validates a runner config. Problem paths are relative to the
+// document ("spec/computations/count/group_by_schema"). On failure it returns nil and a
+// *ValidationError listing every problem.
+func ParseConfig(data []byte) (*Config, error) {
+	var p parser
+	root, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.config(root)
+	return finish(&p, cfg)
+}
+
+// ParsePipeline parses and validates a static spec; problem paths start at its keys
+// ("computations/count/…").
+func ParsePipeline(data []byte) (*Pipeline, error) {
+	var p parser
+	root, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	pl := p.pipeline(root, "")
+	return finish(&p, pl)
+}
+
+// ParseDynamic parses and validates a dynamic spec on its own (without the static spec,
+// so ids are not cross-checked).
+func ParseDynamic(data []byte) (*DynamicPipeline, error) {
+	var p parser
+	root, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	d := p.dynamic(root, "")
+	return finish(&p, d)
+}
+
+func decode(data []byte) (*yson.Node, error) {
+	root, err := yson.Decode(data)
+	if err != nil {
+		var ye *yson.Error
+		if errors.As(err, &ye) {
+			return nil, &ValidationError{Problems: []Problem{{Path: ye.Path, Message: ye.Message}}}
+		}
+		return nil, &ValidationError{Problems: []Problem{{Path: "/", Message: err.Error()}}}
+	}
+	return root, nil
+}
+
+func finish[T any](p *parser, v *T) (*T, error) {
+	if probs := p.w.Problems(); len(probs) > 0 {
+		return nil, &ValidationError{Problems: probs}
+	}
+	return v, nil
+}
+
+type parser struct {
+	w yson.Walker
+}
+
+func (p *parser) errorf(path, format string, args ...any) { p.w.Errorf(path, format, args...) }
+
+func (p *parser) config(root *yson.Node) *Config {
+	f := p.w.Fields(root, "")
+	cfg := &Config{}
+	cfg.Path = f.RequiredString("path")
+	p.cypressPath(cfg.Path, "path")
+	cfg.Proxy = f.String("proxy", "")
+	cfg.ClusterURL = f.String("cluster_url", "")
+	cfg.ProxyRole = f.String("proxy_role", "")
+	if n := f.Required("spec"); n != nil {
+		cfg.Spec = p.pipeline(n, "spec")
+	}
+	cfg.Dynamic = p.dynamic(f.Node("dynamic_spec"), "dynamic_spec")
+	cfg.AbortOnUnrecognizedOptions = f.Bool("abort_on_unrecognized_options", false)
+	cfg.AbortOnSpecsParseabilityError = f.Bool("abort_on_specs_parseability_error", false)
+	cfg.SetFlowCoreTarget = f.Bool("set_flow_core_target", true)
+	if n := f.Node("vanilla"); n != nil {
+		cfg.Vanilla = p.vanilla(n, "vanilla")
+	}
+	if n := f.Node("direct_controller_commands"); n != nil {
+		dc := p.w.Fields(n, "direct_controller_commands")
+		dc.Bool("enabled", false)
+		dc.Duration("rpc_timeout", 0)
+		dc.Close()
+		cfg.DirectControllerCommands, _ = n.Any().(map[string]any)
+	}
+	cfg.Logging = f.AnyMap("logging")
+	cfg.ClientsCache = f.AnyMap("clients_cache")
+	f.Close()
+	if cfg.Spec != nil && cfg.Dynamic != nil {
+		p.crossDynamic(cfg.Spec, cfg.Dynamic, "dynamic_spec")
+	}
+	return cfg
+}
+
+func (p *parser) cypressPath(s, path string) {
+	if s != "" && !strings.HasPrefix(s, "//") {
+		p.errorf(path, "%q is not an absolute Cypress path (want //…)", s)
+	}
+}
+
+// vanilla checks the keys of Flow's vanilla-operation block, which yt-flow accepts but does
+// not act on.
+func (p *parser) vanilla(n *yson.Node, path string) map[string]any {
+	f := p.w.Fields(n, path)
+	if f.Bool("enable", false) {
+		f.RequiredString("pool")
+		f.Required("worker")
+	} else {
+		f.String("pool", "")
+	}
+	for _, task := range []string{"worker", "controller"} {
+		if tn := f.Node(task); tn != nil {
+			tf := p.w.Fields(tn, f.Path(task))
+			if task == "worker" {
+				tf.Required("count")
+			}
+			tf.Int("count", 0, 0, math.MaxInt32)
+			tf.Size("memory_limit", 0)
+			tf.Float("cpu_limit", 0)
+			tf.Int("port_count", 0, 0, math.MaxInt32)
+			tf.AnyMap("local_files")
+			tf.AnyMap("cypress_files")
+			tf.Strings("layers", false)
+			tf.String("system_layer_path", "")
+			tf.Close()
+		}
+	}
+	for _, k := range []string{"runtime_cluster", "runtime_proxy_role", "cache_path", "solomon_resolver_tag", "alias", "title", "network_project"} {
+		f.String(k, "")
+	}
+	f.Int("max_failed_job_count", 0, 0, math.MaxInt64)
+	f.Duration("wait_timeout", 0)
+	f.AnyMap("proxy_url_aliasing_rules")
+	f.AnyMap("node_config")
+	f.Skip("secret_env")
+	f.Close()
+	m, _ := n.Any().(map[string]any)
+	return m
+}
+
+func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
+	pl := &Pipeline{Computations: map[string]*Computation{}, Streams: map[string]*Stream{}}
+	f := p.w.Fields(n, path)
+	if sn := f.Node("streams"); sn != nil {
+		p.w.Each(sn, f.Path("streams"), func(id string, v *yson.Node, path string) {
+			pl.Streams[id] = p.stream(id, v, path)
+		})
+	}
+	if cn := f.Required("computations"); cn != nil {
+		p.w.Each(cn, f.Path("computations"), func(id string, v *yson.Node, path string) {
+			pl.Computations[id] = p.computation(id, v, path)
+		})
+		if cn.Kind == yson.KindMap && len(cn.Map) == 0 {
+			p.errorf(f.Path("computations"), "at least one computation is required")
+		}
+	}
+	if rn := f.Node("resources"); rn != nil {
+		pl.Resources = map[string]map[string]any{}
+		p.w.Each(rn, f.Path("resources"), func(id string, v *yson.Node, path string) {
+			rf := p.w.Fields(v, path)
+			rf.RequiredString("resource_class_name")
+			rf.AnyMap("parameters")
+			rf.AnyMap("dependencies")
+			if cn := rf.Node("required_capabilities"); cn != nil {
+				p.w.Each(cn, rf.Path("required_capabilities"), func(_ string, v *yson.Node, path string) { p.w.Int(v, path) })
+			}
+			preload := rf.Bool("preload_required", false)
+			alwaysOn := rf.Bool("always_on", false)
+			if preload && alwaysOn {
+				p.errorf(rf.Path("always_on"), "always_on and preload_required are mutually exclusive")
+			}
+			rf.Skip("file_sources")
+			rf.Close()
+			pl.Resources[id], _ = v.Any().(map[string]any)
+		})
+	}
+	pl.ValidateBinaryVersion = f.Bool("validate_binary_version", false)
+	pl.BinaryVersion = f.String("binary_version", "")
+	pl.ValidateBinaryChecksum = f.Bool("validate_binary_checksum", false)
+	pl.BinaryChecksum = f.String("binary_checksum", "")
+	f.Close()
+	if f.Present() {
+		p.validate(pl, path)
+	}
+	return pl
+}
+
+func (p *parser) stream(id string, n *yson.Node, path string) *Stream {
+	s := &Stream{ID: id}
+	f := p.w.Fields(n, path)
+	if sn := f.Required("schema"); sn != nil {
+		s.Schema = p.schema(sn, f.Path("schema"), false)
+	}
+	s.ClassName = f.String("class_name", "")
+	s.MigrationFunction = f.String("migration_function", "")
+	f.Close()
+	return s
+}
+
+var columnTypes = map[string]schema.Type{
+	"int64": schema.TypeInt64, "int32": schema.TypeInt32, "int16": schema.TypeInt16, "int8": schema.TypeInt8,
+	"uint64": schema.TypeUint64, "uint32": schema.TypeUint32, "uint16": schema.TypeUint16, "uint8": schema.TypeUint8,
+	"double": schema.TypeFloat64, "float": schema.TypeFloat32,
+	"string": schema.TypeBytes, "utf8": schema.TypeString,
+	"boolean": schema.TypeBoolean, "bool": schema.TypeBoolean,
+	"any": schema.TypeAny, "yson": schema.TypeAny, "null": schema.TypeNull,
+	"date": schema.TypeDate, "datetime": schema.TypeDatetime, "timestamp": schema.TypeTimestamp, "interval": schema.TypeInterval,
+}
+
+// schema parses a table schema without sort order. computed allows column expressions.
+func (p *parser) schema(n *yson.Node, path string, computed bool) schema.Schema {
+	var s schema.Schema
+	if n.Kind != yson.KindList {
+		p.errorf(path, "want a schema (list of columns), got %s", n.Kind)
+		return s
+	}
+	if n.Attrs != nil {
+		af := p.w.Fields(&yson.Node{Kind: yson.KindMap, Map: n.Attrs}, path)
+		s.Strict = af.OptBool("strict")
+		s.UniqueKeys = af.Bool("unique_keys", false)
+		af.Close()
+	}
+	seen := map[string]bool{}
+	for i, item := range n.List {
+		cp := yson.Join(path, fmt.Sprint(i))
+		f := p.w.Fields(item, cp)
+		var col schema.Column
+		col.Name = f.RequiredString("name")
+		if col.Name != "" {
+			if seen[col.Name] {
+				p.errorf(f.Path("name"), "duplicate column %q", col.Name)
+			}
+			seen[col.Name] = true
+		}
+		if tn := f.Required("type"); tn != nil {
+			if t, ok := p.w.String(tn, f.Path("type")); ok {
+				if ct, known := columnTypes[t]; known {
+					col.Type = ct
+				} else {
+					p.errorf(f.Path("type"), "unknown column type %q", t)
+				}
+			}
+		}
+		col.Required = f.Bool("required", false)
+		if f.Has("expression") {
+			if computed {
+				col.Expression = f.RequiredString("expression")
+			} else {
+				f.Node("expression")
+				p.errorf(f.Path("expression"), "computed columns are not allowed here")
+			}
+		}
+		if f.Has("sort_order") {
+			f.Node("sort_order")
+			p.errorf(f.Path("sort_order"), "sort order is not allowed here")
+		}
+		f.Close()
+		s.Columns = append(s.Columns, col)
+	}
+	return s
+}
+
+func (p *parser) computation(id string, n *yson.Node, path string) *Computation {
+	c := &Computation{ID: id, ProcessingMode: ExactlyOnce, DistributionOrdering: "strict"}
+	f := p.w.Fields(n, path)
+	c.ClassName = f.RequiredString("computation_class_name")
+	cls := computationByName[c.ClassName]
+	if cls == nil && c.ClassName != "" {
+		p.errorf(f.Path("computation_class_name"), "unknown computation class %q (known: %s)",
+			c.ClassName, strings.Join(classNames(computationByName), ", "))
+	}
+	if cls != nil {
+		c.Kind, c.Passthrough = cls.kind, cls.passthrough
+	}
+	c.ProcessingFunction = f.String("processing_function", "")
+	c.ProcessingFunctionParameters = f.AnyMap("processing_function_parameters")
+	paramsNode := f.Node("parameters")
+	directMode := f.Node("processing_mode")
+	directBatching := f.Node("allow_batching_with_relaxed_guarantees")
+	if gn := f.Node("group_by_schema"); gn != nil {
+		c.GroupBy = p.schema(gn, f.Path("group_by_schema"), true)
+	}
+	c.ExperimentalEnableNonUintKey = f.Bool("experimental_enable_non_uint_key", false)
+	c.UseCompactInputMessages = f.OptBool("use_compact_input_messages")
+	c.InputStreamIDs = f.Strings("input_stream_ids", true)
+	c.OutputStreamIDs = f.Strings("output_stream_ids", true)
+	c.Sources = map[string]*Source{}
+	if sn := f.Node("source_streams"); sn != nil {
+		p.w.Each(sn, f.Path("source_streams"), func(sid string, v *yson.Node, path string) {
+			c.Sources[sid] = p.source(sid, v, path)
+		})
+	}
+	c.Sinks = map[string]*Sink{}
+	if sn := f.Node("sinks"); sn != nil {
+		p.w.Each(sn, f.Path("sinks"), func(sid string, v *yson.Node, path string) {
+			c.Sinks[sid] = p.sink(sid, v, path)
+		})
+	}
+	c.Timers = map[string]*Timer{}
+	if tn := f.Node("timer_streams"); tn != nil {
+		p.w.Each(tn, f.Path("timer_streams"), func(tid string, v *yson.Node, path string) {
+			c.Timers[tid] = p.timer(tid, v, path)
+		})
+	}
+	if dn := f.Node("streams_dependency"); dn != nil {
+		c.StreamsDependency = map[string][]string{}
+		p.w.Each(dn, f.Path("streams_dependency"), func(sid string, v *yson.Node, path string) {
+			deps, _ := p.w.Strings(v, path, true)
+			c.StreamsDependency[sid] = sortStrings(deps)
+		})
+	}
+	c.AllowTimerSelfDependency = f.Bool("allow_timer_self_dependency", false)
+	c.DistributionOrdering = f.Enum("distribution_ordering", "strict", "strict", "relaxed")
+	c.WorkerGroup = f.String("worker_group", "")
+	c.KeyVisitorStreams = f.AnyMap("key_visitor_streams")
+	c.WatermarkStrategy = f.AnyMap("watermark_strategy")
+	c.RequiredResourceIDs = f.AnyMap("required_resource_ids")
+	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners"} {
+		if sn := f.Node(key); sn != nil {
+			p.w.Each(sn, f.Path(key), func(name string, _ *yson.Node, path string) { p.externalStateName(name, path) })
+		}
+	}
+	c.ExternalStateManagers = f.AnyMap("external_state_managers")
+	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
+	c.StateJoiners = f.AnyMap("state_joiners")
+	c.HeavyHitters = f.AnyMap("heavy_hitters")
+	c.PivotFinder = f.AnyMap("pivot_finder")
+	c.InputOrdering = f.AnyMap("input_ordering")
+	f.Close()
+
+	// Class parameters. processing_mode and allow_batching_with_relaxed_guarantees may
+	// also be written directly on the computation.
+	pf := p.w.Fields(paramsNode, f.Path("parameters"))
+	if pf.Present() {
+		c.Parameters, _ = paramsNode.Any().(map[string]any)
+	}
+	if mn, mp := p.placed(directMode, f.Path("processing_mode"), pf, "processing_mode"); mn != nil {
+		if m, ok := p.w.String(mn, mp); ok {
+			switch ProcessingMode(m) {
+			case ExactlyOnce, AtLeastOnceConsistent:
+				c.ProcessingMode = ProcessingMode(m)
+			default:
+				p.errorf(mp, "%q is not one of [\"exactly_once\" \"at_least_once_consistent\"]", m)
+			}
+		}
+		if cls != nil && c.Kind != KindTransform {
+			p.errorf(mp, "processing_mode applies to transform computations only, not %s", c.Kind)
+		}
+	}
+	if bn, bp := p.placed(directBatching, f.Path("allow_batching_with_relaxed_guarantees"), pf, "allow_batching_with_relaxed_guarantees"); bn != nil {
+		c.AllowBatchingWithRelaxedGuarantees, _ = p.w.Bool(bn, bp)
+		if cls != nil && c.Kind != KindSwiftMap {
+			p.errorf(bp, "allow_batching_with_relaxed_guarantees applies to swift map computations only, not %s", c.Kind)
+		}
+	}
+	c.InternalStates = pf.Strings("internal_states", true)
+	pf.Close()
+	return c
+}
+
+// placed resolves a setting that may be written directly (direct, at directPath) or inside
+// a parameters map (key of pf). Both placements must agree. It returns the node to use and its path.
+func (p *parser) placed(direct *yson.Node, directPath string, pf *yson.Fields, key string) (*yson.Node, string) {
+	inParams := pf.Node(key)
+	switch {
+	case direct != nil && inParams != nil:
+		if !reflect.DeepEqual(direct.Any(), inParams.Any()) {
+			p.errorf(directPath, "conflicts with %s", pf.Path(key))
+		}
+		return direct, directPath
+	case direct != nil:
+		return direct, directPath
+	case inParams != nil:
+		return inParams, pf.Path(key)
+	}
+	return nil, ""
+}
+
+func (p *parser) externalStateName(name, path string) {
+	if name == "" || name[0] != '/' || name == "/" || strings.HasSuffix(name, "/") || strings.Contains(name, "//") {
+		p.errorf(path, "state name %q must start with /, be non-empty and contain no trailing / or //", name)
+	}
+}
+
+var timerIDPattern = regexp.MustCompile(`^[0-9A-Za-z_-]+$`)
+
+func (p *parser) timer(id string, n *yson.Node, path string) *Timer {
+	t := &Timer{ID: id}
+	if !timerIDPattern.MatchString(id) {
+		p.errorf(path, "timer stream id %q must match [0-9A-Za-z_-]+", id)
+	}
+	f := p.w.Fields(n, path)
+	t.TimeType = f.Enum("time_type", "event_time", "event_time", "system_time", "current_time")
+	t.Streams = f.Strings("streams", true)
+	if sn := f.Node("streams_with_delays"); sn != nil {
+		t.StreamsWithDelays = map[string]time.Duration{}
+		p.w.Each(sn, f.Path("streams_with_delays"), func(sid string, v *yson.Node, path string) {
+			t.StreamsWithDelays[sid], _ = p.w.Duration(v, path)
+		})
+	}
+	t.DeduplicateEqualTimestamps = f.Bool("deduplicate_equal_timestamps", true)
+	f.Close()
+	return t
+}
+
+func (p *parser) source(id string, n *yson.Node, path string) *Source {
+	s := &Source{ID: id}
+	f := p.w.Fields(n, path)
+	s.ClassName = f.RequiredString("source_class_name")
+	paramsNode := f.Node("parameters")
+	f.Close()
+	class, ok := sourceByName[s.ClassName]
+	if !ok {
+		if s.ClassName != "" {
+			p.errorf(f.Path("source_class_name"), "unknown source class %q (known: %s)",
+				s.ClassName, strings.Join(classNames(sourceByName), ", "))
+		}
+		return s
+	}
+	s.Class = class
+	pf := p.w.Fields(paramsNode, f.Path("parameters"))
+	if pf.Present() {
+		s.Parameters, _ = paramsNode.Any().(map[string]any)
+	}
+	p.sourceParams(s, pf)
+	pf.Close()
+	return s
+}
+
+func (p *parser) sink(id string, n *yson.Node, path string) *Sink {
+	s := &Sink{ID: id}
+	f := p.w.Fields(n, path)
+	s.ClassName = f.RequiredString("sink_class_name")
+	if in := f.Required("input_stream_ids"); in != nil {
+		s.InputStreamIDs, _ = p.w.Strings(in, f.Path("input_stream_ids"), true)
+		if in.Kind == yson.KindList && len(in.List) == 0 {
+			p.errorf(f.Path("input_stream_ids"), "at least one input stream is required")
+		}
+	}
+	paramsNode := f.Node("parameters")
+	direct := f.Node("at_most_once_strategy")
+	f.Close()
+	class, ok := sinkByName[s.ClassName]
+	if !ok {
+		if s.ClassName != "" {
+			p.errorf(f.Path("sink_class_name"), "unknown sink class %q (known: %s)",
+				s.ClassName, strings.Join(classNames(sinkByName), ", "))
+		}
+		return s
+	}
+	s.Class = class
+	pf := p.w.Fields(paramsNode, f.Path("parameters"))
+	if pf.Present() {
+		s.Parameters, _ = paramsNode.Any().(map[string]any)
+	}
+	if an, ap := p.placed(direct, f.Path("at_most_once_strategy"), pf, "at_most_once_strategy"); an != nil {
+		switch class {
+		case SinkAsyncQueue, SinkKafka, SinkClickHouse:
+			s.AtMostOnce = p.atMostOnce(an, ap)
+		case SinkAsyncHTTP:
+			p.errorf(ap, "the HTTP sink does not support at_most_once_strategy (it is at-least-once)")
+		default:
+			p.errorf(ap, "at_most_once_strategy applies to asynchronous sinks only, not %s", class)
+		}
+	}
+	p.sinkParams(s, pf)
+	pf.Close()
+	return s
+}
+
+func (p *parser) atMostOnce(n *yson.Node, path string) *AtMostOnceStrategy {
+	f := p.w.Fields(n, path)
+	a := &AtMostOnceStrategy{
+		Enabled:                    f.Bool("enabled", false),
+		TotalQueueBytesLimit:       f.Size("total_queue_bytes_limit", 100<<20),
+		SuspendDestructionDuration: f.Duration("suspend_destruction_duration", 10*time.Second),
+	}
+	f.Close()
+	if !f.Present() {
+		return nil
+	}
+	return a
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

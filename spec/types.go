@@ -1,0 +1,479 @@
+package spec
+
+import (
+	"strings"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/yson"
+)
+
+// Problem is one defect of a spec: Path is its slash-separated YSON path
+// ("spec/computations/counter/sinks/out/parameters/queue_path"; "/" is the document itself).
+type Problem = yson.Problem
+
+// ValidationError lists every problem of a document, sorted by path.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error returns all problems, one "path: message" per line.
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Config is a runner config (pipeline.yson).
+type Config struct {
+	// Path is the pipeline's Cypress node (required).
+	Path string
+	// Proxy is the HTTP proxy address; with ClusterURL also empty the embedded server is used.
+	Proxy string
+	// ClusterURL is Flow's cluster name, optionally "cluster/role".
+	ClusterURL string
+	// ProxyRole selects a proxy role (optional).
+	ProxyRole string
+	Spec      *Pipeline
+	Dynamic   *DynamicPipeline
+
+	// Flow runner settings, accepted for compatibility and kept as written.
+	AbortOnUnrecognizedOptions    bool
+	AbortOnSpecsParseabilityError bool
+	SetFlowCoreTarget             bool // default true
+	// Vanilla, Logging, ClientsCache and DirectControllerCommands hold those blocks in
+	// generic form; nil when absent.
+	Vanilla                  map[string]any
+	Logging                  map[string]any
+	ClientsCache             map[string]any
+	DirectControllerCommands map[string]any
+}
+
+// Pipeline is the static spec.
+type Pipeline struct {
+	Computations map[string]*Computation
+	Streams      map[string]*Stream
+	// Resources maps resource id to its spec in generic form.
+	Resources map[string]map[string]any
+
+	ValidateBinaryVersion  bool
+	BinaryVersion          string
+	ValidateBinaryChecksum bool
+	BinaryChecksum         string
+}
+
+// Stream is a registered output stream.
+type Stream struct {
+	ID     string
+	Schema schema.Schema
+	// ClassName and MigrationFunction are kept as written ("" when absent).
+	ClassName         string
+	MigrationFunction string
+}
+
+// Kind is the canonical computation kind.
+type Kind int
+
+// Computation kinds.
+const (
+	// KindTransform: keyed, persisted outputs, timers, state, sinks.
+	KindTransform Kind = iota + 1
+	// KindSwiftMap: keyed, deterministic, outputs not persisted.
+	KindSwiftMap
+	// KindTransformSource: reads one ordered source, persisted outputs.
+	KindTransformSource
+	// KindSwiftSource: reads one ordered source, outputs not persisted.
+	KindSwiftSource
+)
+
+// String returns the canonical short name of the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindTransform:
+		return "transform"
+	case KindSwiftMap:
+		return "swift_map"
+	case KindTransformSource:
+		return "transform_source"
+	case KindSwiftSource:
+		return "swift_source"
+	}
+	return "unknown"
+}
+
+// Swift reports whether outputs of the kind are recomputed rather than persisted.
+func (k Kind) Swift() bool { return k == KindSwiftMap || k == KindSwiftSource }
+
+// Source reports whether the kind reads a source instead of input streams.
+func (k Kind) Source() bool { return k == KindTransformSource || k == KindSwiftSource }
+
+// ProcessingMode is the input deduplication mode of a transform computation.
+type ProcessingMode string
+
+// Processing modes.
+const (
+	ExactlyOnce           ProcessingMode = "exactly_once"
+	AtLeastOnceConsistent ProcessingMode = "at_least_once_consistent"
+)
+
+// Computation is one computation of the static spec.
+type Computation struct {
+	ID string
+	// ClassName is computation_class_name as written in the spec.
+	ClassName string
+	Kind      Kind
+	// Passthrough classes have no processing_function; they forward inputs to outputs.
+	Passthrough bool
+
+	ProcessingFunction           string
+	ProcessingFunctionParameters map[string]any
+	// Parameters is the class parameters map as written (generic form).
+	Parameters map[string]any
+	// ProcessingMode is ExactlyOnce unless set (transform computations only).
+	ProcessingMode ProcessingMode
+	// AllowBatchingWithRelaxedGuarantees lets a swift map output have several parents.
+	AllowBatchingWithRelaxedGuarantees bool
+	// InternalStates lists parameters.internal_states.
+	InternalStates []string
+
+	// GroupBy is group_by_schema; columns may carry Expression (computed), e.g. farm_hash(word).
+	GroupBy                         schema.Schema
+	InputStreamIDs, OutputStreamIDs []string
+	// Sources maps source stream id to its source.
+	Sources map[string]*Source
+	Sinks   map[string]*Sink
+	// Timers maps timer stream id to its spec (timer_streams).
+	Timers map[string]*Timer
+	// StreamsDependency is streams_dependency as written; DependsOn applies the defaults.
+	StreamsDependency            map[string][]string
+	AllowTimerSelfDependency     bool
+	UseCompactInputMessages      *bool
+	ExperimentalEnableNonUintKey bool
+	DistributionOrdering         string // "strict" (default) | "relaxed"
+	WorkerGroup                  string
+
+	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
+	KeyVisitorStreams     map[string]any
+	WatermarkStrategy     map[string]any
+	RequiredResourceIDs   map[string]any
+	ExternalStateManagers map[string]any
+	ExternalStateJoiners  map[string]any
+	StateJoiners          map[string]any
+	HeavyHitters          map[string]any
+	PivotFinder           map[string]any
+	InputOrdering         map[string]any
+}
+
+// CompactDedup reports whether input deduplication uses compact_input_messages: an explicit
+// use_compact_input_messages wins; otherwise it is chosen when the first group_by column is a
+// uint64 hash and experimental_enable_non_uint_key is off.
+func (c *Computation) CompactDedup() bool {
+	if c.UseCompactInputMessages != nil {
+		return *c.UseCompactInputMessages
+	}
+	if c.ExperimentalEnableNonUintKey || len(c.GroupBy.Columns) == 0 {
+		return false
+	}
+	return c.GroupBy.Columns[0].Type == schema.TypeUint64
+}
+
+// DependsOn returns the streams an output or timer stream may derive from: the explicit
+// streams_dependency entry, or Flow's default (a timer: all inputs and sources; an output: all
+// timers, inputs and sources). Sorted; nil for unknown ids.
+func (c *Computation) DependsOn(id string) []string {
+	if deps, ok := c.StreamsDependency[id]; ok {
+		return deps
+	}
+	_, isTimer := c.Timers[id]
+	isOutput := false
+	for _, o := range c.OutputStreamIDs {
+		isOutput = isOutput || o == id
+	}
+	if !isTimer && !isOutput {
+		return nil
+	}
+	deps := append([]string(nil), c.InputStreamIDs...)
+	deps = append(deps, sortedKeys(c.Sources)...)
+	if isOutput {
+		deps = append(deps, sortedKeys(c.Timers)...)
+	}
+	return sortStrings(deps)
+}
+
+// SourceClass is the canonical source class.
+type SourceClass string
+
+// Source classes.
+const (
+	SourceQueue       SourceClass = "queue"
+	SourceStaticTable SourceClass = "static_table"
+	SourceServiceLog  SourceClass = "service_log"
+	SourceRandom      SourceClass = "random"
+	SourceKafka       SourceClass = "kafka"
+)
+
+// SinkClass is the canonical sink class.
+type SinkClass string
+
+// Sink classes.
+const (
+	SinkSyncQueue         SinkClass = "sync_queue"
+	SinkAsyncQueue        SinkClass = "async_queue"
+	SinkSortedTable       SinkClass = "sorted_table"
+	SinkArrivalOrderTable SinkClass = "arrival_order_table"
+	SinkAsyncHTTP         SinkClass = "async_http"
+	SinkKafka             SinkClass = "kafka"
+	SinkClickHouse        SinkClass = "clickhouse_batching"
+)
+
+// Async reports whether the sink delivers from the output store after the epoch commit.
+func (c SinkClass) Async() bool {
+	switch c {
+	case SinkAsyncQueue, SinkAsyncHTTP, SinkKafka, SinkClickHouse:
+		return true
+	}
+	return false
+}
+
+// Source is one source stream of a source computation.
+type Source struct {
+	ID        string
+	ClassName string // as written
+	Class     SourceClass
+	// Parameters is the parameters map as written (generic form).
+	Parameters map[string]any
+	// Typed parameters; exactly the one of Class is set.
+	Queue       *QueueSourceParams
+	StaticTable *StaticTableSourceParams
+	ServiceLog  *ServiceLogSourceParams
+	Random      *RandomSourceParams
+	Kafka       *KafkaSourceParams
+}
+
+// QueueSourceParams are the parameters of TQueueSource.
+type QueueSourceParams struct {
+	QueuePath, ConsumerPath string // required
+	Finite                  bool
+	TryParseFlowQueueMeta   bool   // default true
+	FlowQueueMetaColumn     string // default "flow_queue_meta"
+	IgnoreMalformedMeta     bool
+	// PartitionFilter lists [begin, end) tablet ranges; nil reads all tablets.
+	PartitionFilter [][2]int64
+}
+
+// StaticTableSourceParams are the parameters of the static table source.
+type StaticTableSourceParams struct {
+	Tables            []string
+	TablesPath        string
+	TableNameFilter   string
+	Finite            bool
+	WatermarkDelay    time.Duration // default 1h
+	IgnoreSymlinks    bool
+	SkipNonTableNodes bool
+}
+
+// ServiceLogSourceParams are the parameters of TServiceLogSource.
+type ServiceLogSourceParams struct {
+	Finite     bool
+	TablePaths []string // table_joiner/fetchers/*/table_path
+}
+
+// RandomSourceParams are the parameters of TRandomSource.
+type RandomSourceParams struct {
+	Finite bool
+}
+
+// KafkaSourceParams are the parameters of TKafkaSource.
+type KafkaSourceParams struct {
+	Topic, GroupID         string // required
+	MaxBufferBytes         int64  // default 64 MiB
+	UseConsumerGroupOffset bool   // default true
+}
+
+// Sink is one sink of a computation.
+type Sink struct {
+	ID, ClassName  string
+	Class          SinkClass
+	InputStreamIDs []string
+	// Parameters is the parameters map as written (generic form).
+	Parameters map[string]any
+	// Typed parameters; the one of Class is set.
+	Queue        *QueueSinkParams
+	SortedTable  *SortedTableSinkParams
+	ArrivalOrder *ArrivalOrderSinkParams
+	HTTP         *HTTPSinkParams
+	Kafka        *KafkaSinkParams
+	ClickHouse   *ClickHouseSinkParams
+	// AtMostOnce is nil unless at_most_once_strategy is configured.
+	AtMostOnce *AtMostOnceStrategy
+}
+
+// QueueSinkParams are the parameters of the queue sinks.
+type QueueSinkParams struct {
+	QueuePath           string // required
+	ProducerPath        string // required for the async sink
+	WriteFlowQueueMeta  bool
+	FlowQueueMetaColumn string
+	ColumnFilter        []string
+	RequireSyncReplica  bool // async sink, default true
+	// Routing (sync sink only).
+	TabletIndexExpression            string
+	TabletIndexRoutingHashExpression string
+	TabletIndexRoutingHashPolicy     string // "range" | "modulo"
+	TabletCount                      int64
+}
+
+// SortedTableSinkParams are the parameters of the sorted dynamic table sink.
+type SortedTableSinkParams struct {
+	TablePath          string // required
+	ColumnFilter       []string
+	AggregateColumns   []string
+	DeleteRows         bool
+	RequireSyncReplica bool // default true
+}
+
+// ArrivalOrderSinkParams are the parameters of TArrivalOrderTableSink.
+type ArrivalOrderSinkParams struct {
+	OutputDirectory  string        // required
+	TablePeriod      time.Duration // default 5m
+	TableTTL         time.Duration // required, at most 40000 periods
+	TableNameFormat  string        // default "%Y-%m-%dT%H:%M:%SZ"
+	DataWeightColumn string
+}
+
+// HTTPSinkParams are the parameters of TAsyncHttpSink.
+type HTTPSinkParams struct {
+	URL, PayloadColumn string // required
+	Headers            map[string]string
+	IdempotencyHeader  string // default "Idempotency-Key"; "" disables
+	KeepAlive          bool   // default true
+	MaxRedirectCount   int64
+	MaxIdleConnections int64 // default 8
+}
+
+// KafkaSinkParams are the parameters of TKafkaSink.
+type KafkaSinkParams struct {
+	Topic           string // required
+	PayloadColumn   string // default "data"
+	KeyColumn       string
+	MessageIDHeader string
+	ExactlyOnce     bool
+}
+
+// ClickHouseSinkParams are the parameters of TClickHouseBatchingSink.
+type ClickHouseSinkParams struct {
+	Host               string
+	Port               int64 // default 9000
+	Hosts              []string
+	Table              string // required
+	Database           string // default "default"
+	User               string // default "default"
+	PasswordEnvVar     string
+	ShardingKeyColumns []string
+	Codec              string // default "lz4"
+	EnableTLS          bool
+}
+
+// AtMostOnceStrategy replaces an async sink's outbox by a bounded in-memory queue that drops
+// messages when full.
+type AtMostOnceStrategy struct {
+	Enabled                    bool
+	TotalQueueBytesLimit       int64         // default 100 MiB
+	SuspendDestructionDuration time.Duration // default 10s
+}
+
+// Timer is one timer stream of a computation.
+type Timer struct {
+	ID string
+	// TimeType is event_time (default), system_time or current_time.
+	TimeType                   string
+	Streams                    []string
+	StreamsWithDelays          map[string]time.Duration
+	DeduplicateEqualTimestamps bool // default true
+}
+
+// DynamicPipeline is the dynamic spec.
+type DynamicPipeline struct {
+	TargetState  string
+	Computations map[string]*DynamicComputation
+	// Blocks accepted as written and not interpreted by the core (generic form).
+	Resources                  map[string]any
+	Throttlers                 map[string]any
+	JobManager                 map[string]any
+	JobTracker                 map[string]any
+	MessageDistributor         map[string]any
+	ControllerConnector        map[string]any
+	Singletons                 map[string]any
+	EnableMermaidGraphDescribe bool
+	FlowViewCacheCodec         string
+}
+
+// DynamicComputation holds one computation's dynamic settings; unset keys carry Flow's defaults.
+type DynamicComputation struct {
+	BatchDuration            time.Duration // 1s
+	MaxRowsPerBatch          int           // 1000
+	MaxBytesPerBatch         int64         // 10 MiB
+	EmptyBatchBackoff        time.Duration // 250ms, at least 100ms
+	LeaseCheckPeriod         time.Duration // 1m
+	DesiredPartitionCount    int           // parameters.desired_partition_count; 0 = unset (runtime picks 1)
+	MinPartitionCount        int           // 0 = unset
+	MaxPartitionCount        int           // 0 = unset
+	MaxReadWindow            time.Duration // sources; 10m
+	Draining                 bool
+	BlockedTimeWindow        time.Duration // 10m
+	SkipIfExpression         string
+	TimerStoreCountLimit     int64 // 250K
+	TimerStoreByteSizeLimit  int64 // 100 MiB
+	OutputStoreCountLimit    int64 // 1G
+	OutputStoreByteSizeLimit int64 // 100 GiB
+	// Parameters is the dynamic parameters map as written (generic form).
+	Parameters                   map[string]any
+	ProcessingFunctionParameters map[string]any
+	// SourceStreams and Sinks hold per-entity dynamic blocks.
+	SourceStreams map[string]*DynamicSource
+	Sinks         map[string]*DynamicSink
+}
+
+// DynamicSource holds a source stream's dynamic settings.
+type DynamicSource struct {
+	Parameters map[string]any
+	Draining   bool
+}
+
+// DynamicSink holds a sink's dynamic settings.
+type DynamicSink struct {
+	Parameters map[string]any
+	// AtMostOnce holds the dynamic at_most_once_strategy limits; nil when absent.
+	AtMostOnce *AtMostOnceStrategy
+}
+
+// DefaultDynamicComputation returns the dynamic settings of a computation with nothing set.
+func DefaultDynamicComputation() DynamicComputation {
+	return DynamicComputation{
+		BatchDuration:            time.Second,
+		MaxRowsPerBatch:          1000,
+		MaxBytesPerBatch:         10 << 20,
+		EmptyBatchBackoff:        250 * time.Millisecond,
+		LeaseCheckPeriod:         time.Minute,
+		MaxReadWindow:            10 * time.Minute,
+		BlockedTimeWindow:        10 * time.Minute,
+		TimerStoreCountLimit:     250_000,
+		TimerStoreByteSizeLimit:  100 << 20,
+		OutputStoreCountLimit:    1_000_000_000,
+		OutputStoreByteSizeLimit: 100 << 30,
+	}
+}
+
+// Computation returns the dynamic settings of computation id with all defaults applied, also
+// when the spec does not mention it (or d is nil).
+func (d *DynamicPipeline) Computation(id string) DynamicComputation {
+	if d != nil {
+		if c, ok := d.Computations[id]; ok && c != nil {
+			return *c
+		}
+	}
+	return DefaultDynamicComputation()
+}
