@@ -129,6 +129,8 @@ func (c *Context) result() (*Result, error) {
 		return nil, r.err
 	}
 	res := r.res
+	// Invariant: StateWrites holds exactly the changed states, deletions as nil
+	// (TestStateGetSetClear, TestStateEmptyIsAbsent, TestStateUnchangedIsNotWritten).
 	for name, s := range r.states {
 		if !s.changed() {
 			continue

@@ -111,6 +111,8 @@ var (
 	ErrBadState = errors.New("bad state value")
 	// ErrBadParameters is wrapped when the parameters do not decode into the requested type.
 	ErrBadParameters = errors.New("bad processing function parameters")
+	// ErrColumn is wrapped by Column when a payload column is missing, null or of another type.
+	ErrColumn = errors.New("bad column")
 	// ErrNoHandler is wrapped when an invocation carries timers or messages that the function
 	// has no handler for (a spec that does not match the function).
 	ErrNoHandler = errors.New("no handler")

@@ -104,6 +104,8 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 	}
 
 	input = "finishing"
+	// Invariant: a failed invocation returns no result, so no part of it can be applied
+	// (TestUserErrorNamesKeyAndMessage, TestPanicBecomesErrUserPanic, TestStateDecodeErrorFailsInvocation).
 	if res, err = ctx.result(); err != nil {
 		return nil, fmt.Errorf("key %v: %w", inv.Key, err)
 	}

@@ -160,6 +160,7 @@ func (h *Harness) TryRun(e Epoch) (*EpochResult, error) {
 	}
 
 	// Commit: everything succeeded.
+	// Invariant: an epoch with a failed invocation applies nothing (TestHarnessFailedEpochAppliesNothing).
 	fired := map[string]bool{}
 	for _, t := range res.Fired {
 		fired[t.MessageID] = true
