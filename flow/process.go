@@ -50,10 +50,10 @@ func PerTimer(fn TimerFunc) Process { return Process{OnTimer: fn} }
 // Invoke runs the handlers for one invocation; see Process.
 func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 	ctx := newContext(inv)
-	input := "" // what is being handled, for errors
+	at := position{timer: -1, message: -1} // what is being handled, for errors
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, &PanicError{Value: r, Stack: debug.Stack()})
+			res, err = nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), &PanicError{Value: r, Stack: debug.Stack()})
 		}
 	}()
 	if p.OnMessage != nil && p.OnMessages != nil {
@@ -67,21 +67,22 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 	}
 
 	for i := range inv.Timers {
+		at.timer = i
 		t := &inv.Timers[i]
-		input = fmt.Sprintf("timer %q at %d", t.StreamID, t.Trigger)
 		var parents []string
 		if t.MessageID != "" {
 			parents = []string{t.MessageID}
 		}
 		if err := p.OnTimer(ctx.withParents(parents), t); err != nil {
-			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, err)
+			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 		}
 	}
+	at.timer = -1
 
 	switch {
 	case len(inv.Messages) == 0:
 	case p.OnMessages != nil:
-		input = fmt.Sprintf("batch of %d messages", len(inv.Messages))
+		at.batch = true
 		// Outputs default to all inputs of the invocation, unless timers are among them.
 		var parents []string
 		if len(inv.Timers) > 0 {
@@ -91,25 +92,43 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 			}
 		}
 		if err := p.OnMessages(ctx.withParents(parents), inv.Messages); err != nil {
-			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, err)
+			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 		}
 	default:
 		for i := range inv.Messages {
+			at.message = i
 			m := &inv.Messages[i]
-			input = "message " + m.MessageID
 			if err := p.OnMessage(ctx.withParents([]string{m.MessageID}), m); err != nil {
-				return nil, fmt.Errorf("key %v: %s: %w", inv.Key, input, err)
+				return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 			}
 		}
 	}
 
-	input = "finishing"
 	// Invariant: a failed invocation returns no result, so no part of it can be applied
 	// (TestUserErrorNamesKeyAndMessage, TestPanicBecomesErrUserPanic, TestStateDecodeErrorFailsInvocation).
 	if res, err = ctx.result(); err != nil {
 		return nil, fmt.Errorf("key %v: %w", inv.Key, err)
 	}
 	return res, nil
+}
+
+// position is the input a Process is handling, described only when an error needs it.
+type position struct {
+	timer, message int // indexes, -1 = none
+	batch          bool
+}
+
+func (p position) describe(inv *Invocation) string {
+	switch {
+	case p.timer >= 0:
+		t := &inv.Timers[p.timer]
+		return fmt.Sprintf("timer %q at %d", t.StreamID, t.Trigger)
+	case p.batch:
+		return fmt.Sprintf("batch of %d messages", len(inv.Messages))
+	case p.message >= 0:
+		return "message " + inv.Messages[p.message].MessageID
+	}
+	return "finishing"
 }
 
 // ParamsOf decodes the processing function parameters into a P (a struct with yson tags, or a
