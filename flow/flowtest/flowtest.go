@@ -49,6 +49,9 @@ type Epoch struct {
 	// trigger is at or below it fire in this epoch. It never goes back: a lower value (or 0)
 	// keeps the previous one.
 	Watermark uint64
+	// StreamWatermarks overrides Watermark for single timer streams (say a system_time stream
+	// next to event_time ones). Each also only moves forward.
+	StreamWatermarks map[string]uint64
 	// Messages are the input messages in arrival order. An empty MessageID is filled with a
 	// unique id in production order, a zero SystemTimestamp with Now. Messages with an empty
 	// key are source messages (one invocation with a nil key).
@@ -94,6 +97,7 @@ type Harness struct {
 	opts      Options
 	now       uint64
 	watermark uint64
+	streamWM  map[string]uint64
 	seq       int                  // ids given to messages and timers
 	states    map[string]*keyState // canonical key -> state
 	timers    []flow.Timer         // pending, in the order they were set
@@ -145,6 +149,12 @@ func (h *Harness) TryRun(e Epoch) (*EpochResult, error) {
 		h.now = e.Now
 	}
 	h.watermark = max(h.watermark, e.Watermark)
+	for stream, wm := range e.StreamWatermarks {
+		if h.streamWM == nil {
+			h.streamWM = map[string]uint64{}
+		}
+		h.streamWM[stream] = max(h.streamWM[stream], wm)
+	}
 
 	invs, order := h.plan(e)
 	res := &EpochResult{}
@@ -211,7 +221,7 @@ func (h *Harness) plan(e Epoch) (invs []*flow.Invocation, order []string) {
 		return inv
 	}
 	due := slices.Clone(h.timers)
-	due = slices.DeleteFunc(due, func(t flow.Timer) bool { return t.Trigger > h.watermark })
+	due = slices.DeleteFunc(due, func(t flow.Timer) bool { return t.Trigger > h.watermarkOf(t.StreamID) })
 	sort.SliceStable(due, func(i, j int) bool { return due[i].Trigger < due[j].Trigger })
 	for _, t := range due {
 		inv := get(t.Key)
@@ -245,6 +255,14 @@ func (h *Harness) invoke(inv *flow.Invocation) (*flow.Result, error) {
 		return nil, fmt.Errorf("key %v: %w: results differ:\nfirst:  %+v\nsecond: %+v", inv.Key, ErrNondeterministic, first, second)
 	}
 	return first, nil
+}
+
+// watermarkOf is the governing time of a timer stream.
+func (h *Harness) watermarkOf(stream string) uint64 {
+	if wm, ok := h.streamWM[stream]; ok {
+		return wm
+	}
+	return h.watermark
 }
 
 func (h *Harness) keyState(ck string, key flow.Key) *keyState {

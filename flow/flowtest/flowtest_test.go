@@ -161,3 +161,30 @@ func (f *fatalRecorder) Fatalf(string, ...any) {
 	f.failed = true
 	panic("fatal")
 }
+
+func TestHarnessStreamWatermarks(t *testing.T) {
+	f := flow.Process{
+		OnMessage: func(ctx *flow.Context, m *flow.Message) error {
+			ctx.AddTimer("event", 10, nil)
+			ctx.AddTimer("system", 10, nil)
+			return nil
+		},
+		OnTimer: func(ctx *flow.Context, tm *flow.Timer) error {
+			ctx.AddMessage("fired", flow.Row{"stream": tm.StreamID})
+			return nil
+		},
+	}
+	h := NewFunc(t, f, Options{})
+	h.Run(Epoch{Messages: []flow.Message{Msg("in", flow.Key{"k"}, nil)}})
+	r := h.Run(Epoch{Watermark: 10, StreamWatermarks: map[string]uint64{"system": 9}})
+	if got, want := r.Payloads("fired"), []flow.Row{{"stream": "event"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fired = %v, want %v", got, want)
+	}
+	r = h.Run(Epoch{StreamWatermarks: map[string]uint64{"system": 10}})
+	if got, want := r.Payloads("fired"), []flow.Row{{"stream": "system"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fired = %v, want %v", got, want)
+	}
+	if n := len(h.PendingTimers()); n != 0 {
+		t.Errorf("pending = %d, want 0", n)
+	}
+}
