@@ -1,0 +1,532 @@
+package tablet
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yterrors"
+)
+
+// Journal makes records durable. Append is called with the engine lock held,
+// before the change becomes visible; an error cancels the change.
+type Journal interface {
+	Append(rec *Record) error
+}
+
+// Prerequisites fences tablet commits on master transactions.
+type Prerequisites interface {
+	// WhileAlive calls commit only if every listed master transaction is active,
+	// and keeps them from committing, aborting or expiring until commit returns.
+	// Otherwise it returns an error with code 1000 (PrerequisiteCheckFailed)
+	// without calling commit.
+	WhileAlive(ids []string, commit func() error) error
+}
+
+// Config configures an Engine. The zero value is usable.
+type Config struct {
+	// Oracle generates timestamps; default NewOracle(Clock).
+	Oracle *Oracle
+	// Clock reads wall time for transaction leases; default time.Now.
+	Clock func() time.Time
+	// Compile compiles computed-column expressions; nil rejects computed columns.
+	Compile Compiler
+	// Journal receives every record before it is applied; nil keeps no log.
+	Journal Journal
+	// VersionRetention is how long overwritten row versions stay readable by
+	// timestamp; default 30 minutes.
+	VersionRetention time.Duration
+	// Cluster is the queue_cluster value written to consumer and producer
+	// tables; default "primary".
+	Cluster string
+}
+
+// Engine holds all dynamic tables, tablet transactions and queue state.
+type Engine struct {
+	mu            sync.Mutex
+	cfg           Config
+	oracle        *Oracle
+	tables        map[string]*table
+	txs           map[string]*Tx
+	registrations map[string]map[string]*Registration // queue id -> consumer id
+}
+
+// New returns an empty engine.
+func New(cfg Config) *Engine {
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Oracle == nil {
+		cfg.Oracle = NewOracle(cfg.Clock)
+	}
+	if cfg.VersionRetention == 0 {
+		cfg.VersionRetention = 30 * time.Minute
+	}
+	if cfg.Cluster == "" {
+		cfg.Cluster = "primary"
+	}
+	return &Engine{
+		cfg:           cfg,
+		oracle:        cfg.Oracle,
+		tables:        map[string]*table{},
+		txs:           map[string]*Tx{},
+		registrations: map[string]map[string]*Registration{},
+	}
+}
+
+// Oracle returns the engine's timestamp oracle.
+func (e *Engine) Oracle() *Oracle { return e.oracle }
+
+// Cluster returns the cluster name used in queue tables.
+func (e *Engine) Cluster() string { return e.cfg.Cluster }
+
+// RecordKind names what a Record changes.
+type RecordKind string
+
+const (
+	RecordCreateTable        RecordKind = "create_table"
+	RecordRemoveTable        RecordKind = "remove_table"
+	RecordAlterTable         RecordKind = "alter_table"
+	RecordRenameTable        RecordKind = "rename_table"
+	RecordSetState           RecordKind = "set_state"
+	RecordReshard            RecordKind = "reshard"
+	RecordTrim               RecordKind = "trim"
+	RecordCommit             RecordKind = "commit"
+	RecordRegisterConsumer   RecordKind = "register_consumer"
+	RecordUnregisterConsumer RecordKind = "unregister_consumer"
+)
+
+// Record is one committed change. It marshals to YSON with the SDK's yson
+// package and back without loss.
+type Record struct {
+	Kind            RecordKind     `yson:"kind"`
+	Table           string         `yson:"table,omitempty"`
+	Path            string         `yson:"path,omitempty"`
+	Schema          *schema.Schema `yson:"schema,omitempty"`
+	State           TabletState    `yson:"state,omitempty"`
+	TabletCount     int            `yson:"tablet_count,omitempty"`
+	PivotKeys       [][]any        `yson:"pivot_keys,omitempty"`
+	TabletIndex     int            `yson:"tablet_index,omitempty"`
+	TrimmedRowCount int64          `yson:"trimmed_row_count,omitempty"`
+	Commit          *CommitRecord  `yson:"commit,omitempty"`
+	Registration    *Registration  `yson:"registration,omitempty"`
+}
+
+// CommitRecord is the resolved effect of one tablet transaction.
+type CommitRecord struct {
+	Timestamp Timestamp   `yson:"timestamp"`
+	Writes    []RowWrite  `yson:"writes,omitempty"`
+	Locks     []RowLock   `yson:"locks,omitempty"`
+	Appends   []RowAppend `yson:"appends,omitempty"`
+}
+
+// RowWrite replaces a sorted-table row: Values holds every column in schema
+// order; Delete removes the row. Groups are the lock groups written.
+type RowWrite struct {
+	Table  string `yson:"table"`
+	Key    []any  `yson:"key"`
+	Values []any  `yson:"values,omitempty"`
+	Delete bool   `yson:"delete,omitempty"`
+	Groups []int  `yson:"groups"`
+}
+
+// RowLock records a committed shared strong (or exclusive) lock on lock
+// groups of a row.
+type RowLock struct {
+	Table     string `yson:"table"`
+	Key       []any  `yson:"key"`
+	Groups    []int  `yson:"groups"`
+	Exclusive bool   `yson:"exclusive,omitempty"`
+}
+
+// RowAppend appends one row (all columns in schema order) to an ordered tablet.
+type RowAppend struct {
+	Table  string `yson:"table"`
+	Tablet int    `yson:"tablet"`
+	Values []any  `yson:"values"`
+}
+
+// Registration is a queue consumer registration.
+type Registration struct {
+	Queue        string `yson:"queue"`
+	QueuePath    string `yson:"queue_path"`
+	Consumer     string `yson:"consumer"`
+	ConsumerPath string `yson:"consumer_path"`
+	Vital        bool   `yson:"vital"`
+	Partitions   []int  `yson:"partitions,omitempty"`
+}
+
+// Apply installs a record without journaling it (write-ahead-log replay).
+func (e *Engine) Apply(rec *Record) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.apply(rec)
+}
+
+// commit journals and applies a record; the caller holds e.mu and has checked
+// that apply cannot fail.
+func (e *Engine) commit(rec *Record) error {
+	if e.cfg.Journal != nil {
+		if err := e.cfg.Journal.Append(rec); err != nil {
+			return fmt.Errorf("journal %s record: %w", rec.Kind, err)
+		}
+	}
+	return e.apply(rec)
+}
+
+func (e *Engine) apply(rec *Record) error {
+	switch rec.Kind {
+	case RecordCreateTable:
+		if rec.Schema == nil {
+			return fmt.Errorf("create table %s: no schema", rec.Path)
+		}
+		t, err := compileTable(rec.Table, rec.Path, *rec.Schema, e.cfg.Compile)
+		if err != nil {
+			return yterrors.Err(yterrors.CodeGeneric, err.Error())
+		}
+		if rec.State != "" {
+			t.state = rec.State
+		}
+		e.tables[rec.Table] = t
+		return nil
+	case RecordRemoveTable:
+		delete(e.tables, rec.Table)
+		delete(e.registrations, rec.Table)
+		for _, regs := range e.registrations {
+			delete(regs, rec.Table)
+		}
+		return nil
+	case RecordCommit:
+		return e.applyCommit(rec.Commit)
+	case RecordRegisterConsumer:
+		r := *rec.Registration
+		regs := e.registrations[r.Queue]
+		if regs == nil {
+			regs = map[string]*Registration{}
+			e.registrations[r.Queue] = regs
+		}
+		regs[r.Consumer] = &r
+		return nil
+	case RecordUnregisterConsumer:
+		delete(e.registrations[rec.Registration.Queue], rec.Registration.Consumer)
+		return nil
+	}
+	t, ok := e.tables[rec.Table]
+	if !ok {
+		return fmt.Errorf("%s: no dynamic table %s (%s)", rec.Kind, rec.Table, rec.Path)
+	}
+	switch rec.Kind {
+	case RecordRenameTable:
+		t.path = rec.Path
+	case RecordAlterTable:
+		nt, err := compileTable(t.id, t.path, *rec.Schema, e.cfg.Compile)
+		if err != nil {
+			return err
+		}
+		migrateRows(t, nt)
+		e.tables[t.id] = nt
+	case RecordSetState:
+		t.state = rec.State
+	case RecordReshard:
+		if t.sorted {
+			if len(rec.PivotKeys) > 0 {
+				t.pivotKeys = rec.PivotKeys
+			} else {
+				t.pivotKeys = make([][]any, rec.TabletCount)
+				for i := range t.pivotKeys {
+					t.pivotKeys[i] = []any{}
+				}
+			}
+		} else {
+			n := rec.TabletCount
+			for len(t.tablets) < n {
+				t.tablets = append(t.tablets, &orderedTablet{})
+			}
+			if len(t.tablets) > n {
+				last := t.tablets[n-1]
+				for _, extra := range t.tablets[n:] {
+					last.rows = append(last.rows, extra.rows...)
+				}
+				t.tablets = t.tablets[:n]
+			}
+		}
+	case RecordTrim:
+		tb := t.tablets[rec.TabletIndex]
+		if rec.TrimmedRowCount > tb.trimmed {
+			drop := min(rec.TrimmedRowCount-tb.trimmed, int64(len(tb.rows)))
+			tb.rows = append([]orderedRow(nil), tb.rows[drop:]...)
+			tb.trimmed = rec.TrimmedRowCount
+		}
+	default:
+		return fmt.Errorf("unknown record kind %q", rec.Kind)
+	}
+	return nil
+}
+
+// migrateRows moves the data of old into nt by column name (alter_table).
+func migrateRows(old, nt *table) {
+	nt.state = old.state
+	remap := func(values []any) []any {
+		if values == nil {
+			return nil
+		}
+		out := make([]any, len(nt.cols))
+		for i, c := range nt.cols {
+			if j, ok := old.byName[c.name]; ok {
+				out[i] = values[j]
+			}
+		}
+		return out
+	}
+	if old.sorted && nt.sorted {
+		for _, r := range old.rows {
+			nr := &row{
+				key:     remap(r.latest())[:0],
+				writeTS: make([]Timestamp, len(nt.groups)),
+				readTS:  make([]Timestamp, len(nt.groups)),
+			}
+			for _, v := range r.versions {
+				nr.versions = append(nr.versions, version{ts: v.ts, values: remap(v.values)})
+			}
+			nr.key = make([]any, nt.keys)
+			for i := 0; i < nt.keys; i++ {
+				if j, ok := old.byName[nt.cols[i].name]; ok && j < len(r.key) {
+					nr.key[i] = r.key[j]
+				}
+			}
+			nt.rows[encodeKey(nr.key)] = nr
+		}
+		nt.pivotKeys = old.pivotKeys
+		nt.dirty = true
+	}
+	if !old.sorted && !nt.sorted {
+		nt.tablets = old.tablets
+		for _, tb := range nt.tablets {
+			for i := range tb.rows {
+				tb.rows[i].values = remap(tb.rows[i].values)
+			}
+		}
+	}
+}
+
+func (e *Engine) table(id string) (*table, error) {
+	t, ok := e.tables[id]
+	if !ok {
+		return nil, yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("No dynamic table with id %s", id))
+	}
+	return t, nil
+}
+
+// CreateTable registers a dynamic table with the given Cypress id and path.
+// The table starts unmounted unless state says otherwise.
+func (e *Engine) CreateTable(id, path string, s schema.Schema, state TabletState) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := compileTable(id, path, s, e.cfg.Compile); err != nil {
+		return yterrors.Err(yterrors.CodeGeneric, err.Error(), yterrors.Attr("path", path))
+	}
+	return e.commit(&Record{Kind: RecordCreateTable, Table: id, Path: path, Schema: &s, State: state})
+}
+
+// CheckSchema reports whether s is a valid dynamic table schema.
+func (e *Engine) CheckSchema(path string, s schema.Schema) error {
+	if _, err := compileTable("", path, s, e.cfg.Compile); err != nil {
+		return yterrors.Err(yterrors.CodeGeneric, err.Error(), yterrors.Attr("path", path))
+	}
+	return nil
+}
+
+// RemoveTable forgets a table; unknown ids are ignored.
+func (e *Engine) RemoveTable(id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.tables[id]; !ok {
+		return nil
+	}
+	return e.commit(&Record{Kind: RecordRemoveTable, Table: id})
+}
+
+// RenameTable updates the path a table reports in errors.
+func (e *Engine) RenameTable(id, path string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.tables[id]; !ok {
+		return nil
+	}
+	return e.commit(&Record{Kind: RecordRenameTable, Table: id, Path: path})
+}
+
+// HasTable reports whether id is a dynamic table.
+func (e *Engine) HasTable(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.tables[id]
+	return ok
+}
+
+// AlterTable replaces the schema of an unmounted table, keeping data by column name.
+func (e *Engine) AlterTable(id string, s schema.Schema) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return err
+	}
+	if t.state != StateUnmounted {
+		return yterrors.Err(yterrors.CodeInvalidTabletState, fmt.Sprintf("Cannot alter table %s: table is not unmounted", t.path), yterrors.Attr("path", t.path))
+	}
+	nt, err := compileTable(id, t.path, s, e.cfg.Compile)
+	if err != nil {
+		return yterrors.Err(yterrors.CodeGeneric, err.Error(), yterrors.Attr("path", t.path))
+	}
+	if nt.sorted != t.sorted {
+		return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot alter table %s between sorted and ordered", t.path))
+	}
+	return e.commit(&Record{Kind: RecordAlterTable, Table: id, Path: t.path, Schema: &s})
+}
+
+// Schema returns the schema of a dynamic table, unique_keys set for sorted ones.
+func (e *Engine) Schema(id string) (schema.Schema, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return schema.Schema{}, err
+	}
+	return t.schema, nil
+}
+
+// TabletState returns the table's mount state.
+func (e *Engine) TabletState(id string) (TabletState, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return "", err
+	}
+	return t.state, nil
+}
+
+// TabletInfo describes one tablet for the @tablets attribute.
+type TabletInfo struct {
+	Index           int
+	State           TabletState
+	PivotKey        []any // sorted tables
+	TrimmedRowCount int64 // ordered tables
+	RowCount        int64 // ordered: total rows ever written (trimmed included)
+}
+
+// Tablets describes the tablets of a table.
+func (e *Engine) Tablets(id string) ([]TabletInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []TabletInfo
+	if t.sorted {
+		for i, pk := range t.pivotKeys {
+			out = append(out, TabletInfo{Index: i, State: t.state, PivotKey: pk})
+		}
+		return out, nil
+	}
+	for i, tb := range t.tablets {
+		out = append(out, TabletInfo{Index: i, State: t.state, TrimmedRowCount: tb.trimmed, RowCount: tb.count()})
+	}
+	return out, nil
+}
+
+// SetState mounts, unmounts, freezes or unfreezes a table. Transitions to the
+// current state succeed; freezing an unmounted table fails with 1706.
+func (e *Engine) SetState(id string, state TabletState) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return err
+	}
+	if t.state == state {
+		return nil
+	}
+	if state == StateFrozen && t.state == StateUnmounted {
+		return yterrors.Err(yterrors.CodeInvalidTabletState, fmt.Sprintf("Cannot freeze table %s: it is not mounted", t.path), yterrors.Attr("path", t.path))
+	}
+	return e.commit(&Record{Kind: RecordSetState, Table: id, State: state})
+}
+
+// Reshard changes the tablet layout of an unmounted table: tabletCount for
+// any table, or pivotKeys (first must be empty, strictly increasing) for
+// sorted ones.
+func (e *Engine) Reshard(id string, tabletCount int, pivotKeys [][]any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return err
+	}
+	fail := func(format string, args ...any) error {
+		return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot reshard table %s: ", t.path)+fmt.Sprintf(format, args...), yterrors.Attr("path", t.path))
+	}
+	if t.state != StateUnmounted {
+		return yterrors.Err(yterrors.CodeInvalidTabletState, fmt.Sprintf("Cannot reshard table %s: tablets are not unmounted", t.path), yterrors.Attr("path", t.path))
+	}
+	rec := &Record{Kind: RecordReshard, Table: id, TabletCount: tabletCount}
+	switch {
+	case len(pivotKeys) > 0:
+		if !t.sorted {
+			return fail("pivot keys are only valid for sorted tables")
+		}
+		if len(pivotKeys[0]) != 0 {
+			return fail("first pivot key must be empty")
+		}
+		norm := make([][]any, len(pivotKeys))
+		for i, pk := range pivotKeys {
+			if len(pk) > t.keys {
+				return fail("pivot key %d has %d values, table has %d key columns", i, len(pk), t.keys)
+			}
+			norm[i] = make([]any, len(pk))
+			for j, v := range pk {
+				n, err := t.cols[j].normalize(v)
+				if err != nil {
+					return fail("pivot key %d: %v", i, err)
+				}
+				norm[i][j] = n
+			}
+			if i > 0 && t.compareKeys(norm[i-1], norm[i]) >= 0 {
+				return fail("pivot keys must be strictly increasing")
+			}
+		}
+		rec.PivotKeys = norm
+		rec.TabletCount = len(norm)
+	case tabletCount > 0:
+	default:
+		return fail("tablet_count or pivot_keys must be given")
+	}
+	return e.commit(rec)
+}
+
+// Trim drops the rows of an ordered tablet below trimmedRowCount (an
+// absolute row index). Trimming backwards is a no-op.
+func (e *Engine) Trim(id string, tabletIndex int, trimmedRowCount int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return err
+	}
+	if t.sorted {
+		return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot trim sorted table %s", t.path))
+	}
+	if tabletIndex < 0 || tabletIndex >= len(t.tablets) {
+		return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Invalid tablet index %d for table %s with %d tablets", tabletIndex, t.path, len(t.tablets)))
+	}
+	if trimmedRowCount <= t.tablets[tabletIndex].trimmed {
+		return nil
+	}
+	if n := t.tablets[tabletIndex].count(); trimmedRowCount > n {
+		return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot trim tablet %d of table %s to %d rows: it has only %d", tabletIndex, t.path, trimmedRowCount, n))
+	}
+	return e.commit(&Record{Kind: RecordTrim, Table: id, TabletIndex: tabletIndex, TrimmedRowCount: trimmedRowCount})
+}

@@ -1,0 +1,285 @@
+package tablet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.ytsaurus.tech/yt/go/schema"
+)
+
+// Evaluator computes the value of a computed column from the other columns of
+// a row (package ytql's *Expr satisfies it). A nil result is a null value.
+type Evaluator interface {
+	Eval(row map[string]any) (any, error)
+	Columns() []string
+}
+
+// Compiler turns a column expression such as "farm_hash(word)" into an
+// Evaluator.
+type Compiler func(expression string) (Evaluator, error)
+
+// TabletState is the mount state of a table, as reported by @tablet_state.
+type TabletState string
+
+const (
+	StateUnmounted TabletState = "unmounted"
+	StateMounted   TabletState = "mounted"
+	StateFrozen    TabletState = "frozen"
+)
+
+type column struct {
+	name       string
+	typ        schema.Type
+	kind       kind
+	limits     intRange
+	required   bool
+	key        bool
+	descending bool
+	group      int // lock group index; 0 is the primary lock
+	aggregate  schema.AggregateFunction
+	expr       Evaluator
+	system     bool // "$timestamp" and friends: filled by the engine, never written
+}
+
+// table is one dynamic table: sorted (key columns present) or ordered.
+type table struct {
+	id     string
+	path   string
+	schema schema.Schema
+	cols   []*column
+	byName map[string]int
+	keys   int // number of leading key columns
+	groups []string
+	sorted bool
+	state  TabletState
+
+	// Sorted tables.
+	rows      map[string]*row
+	index     []*row // rows in key order; rebuilt when indexDirty
+	dirty     bool
+	pivotKeys [][]any
+
+	// Ordered tables.
+	tablets []*orderedTablet
+	next    int // round-robin tablet for rows without $tablet_index
+}
+
+type version struct {
+	ts     Timestamp
+	values []any // nil: the row was deleted at ts
+}
+
+type row struct {
+	key      []any
+	versions []version   // ascending by ts
+	writeTS  []Timestamp // per lock group: last committed write or exclusive lock
+	readTS   []Timestamp // per lock group: last committed shared strong lock
+}
+
+type orderedRow struct {
+	ts     Timestamp
+	values []any
+}
+
+type orderedTablet struct {
+	trimmed int64 // rows below this index are gone
+	rows    []orderedRow
+}
+
+func (t *orderedTablet) count() int64 { return t.trimmed + int64(len(t.rows)) }
+
+// compileTable checks a dynamic table schema and prepares its columns.
+func compileTable(id, path string, s schema.Schema, compile Compiler) (*table, error) {
+	t := &table{
+		id:     id,
+		path:   path,
+		schema: s,
+		byName: map[string]int{},
+		groups: []string{""},
+		state:  StateUnmounted,
+		rows:   map[string]*row{},
+	}
+	if len(s.Columns) == 0 {
+		return nil, fmt.Errorf("dynamic table %s must have a schema with at least one column", path)
+	}
+	seenValue := false
+	for i, sc := range s.Columns {
+		typ := sc.Type
+		required := sc.Required
+		if typ == "" && sc.ComplexType != nil {
+			typ, required = complexToLegacy(sc.ComplexType)
+		}
+		k, limits := columnKind(typ)
+		c := &column{
+			name:       sc.Name,
+			typ:        typ,
+			kind:       k,
+			limits:     limits,
+			required:   required,
+			key:        sc.SortOrder != schema.SortNone,
+			descending: sc.SortOrder == schema.SortDescending,
+			aggregate:  sc.Aggregate,
+			system:     strings.HasPrefix(sc.Name, "$"),
+		}
+		if _, dup := t.byName[c.name]; dup {
+			return nil, fmt.Errorf("duplicate column %q in schema of %s", c.name, path)
+		}
+		if c.key {
+			if seenValue {
+				return nil, fmt.Errorf("key column %q of %s follows a non-key column", c.name, path)
+			}
+			t.keys++
+		} else {
+			seenValue = true
+			if sc.Lock != "" {
+				g := slices.Index(t.groups, sc.Lock)
+				if g < 0 {
+					g = len(t.groups)
+					t.groups = append(t.groups, sc.Lock)
+				}
+				c.group = g
+			}
+		}
+		if sc.Expression != "" {
+			if compile == nil {
+				return nil, fmt.Errorf("computed column %q of %s: expressions are not supported", c.name, path)
+			}
+			e, err := compile(sc.Expression)
+			if err != nil {
+				return nil, fmt.Errorf("computed column %q of %s: %w", c.name, path, err)
+			}
+			c.expr = e
+		}
+		t.byName[c.name] = i
+		t.cols = append(t.cols, c)
+	}
+	t.sorted = t.keys > 0
+	if t.sorted {
+		t.pivotKeys = [][]any{{}}
+	} else {
+		t.tablets = []*orderedTablet{{}}
+	}
+	return t, nil
+}
+
+func complexToLegacy(ct schema.ComplexType) (schema.Type, bool) {
+	switch x := ct.(type) {
+	case schema.Type:
+		return x, true
+	case schema.Optional:
+		if inner, ok := x.Item.(schema.Type); ok {
+			return inner, false
+		}
+	}
+	return schema.TypeAny, false
+}
+
+// tabletCount returns how many tablets the table has.
+func (t *table) tabletCount() int {
+	if t.sorted {
+		return len(t.pivotKeys)
+	}
+	return len(t.tablets)
+}
+
+// latest returns the newest version at or before ts, or nil.
+func (r *row) at(ts Timestamp) []any {
+	for i := len(r.versions) - 1; i >= 0; i-- {
+		if r.versions[i].ts <= ts {
+			return r.versions[i].values
+		}
+	}
+	return nil
+}
+
+func (r *row) latest() []any {
+	if len(r.versions) == 0 {
+		return nil
+	}
+	return r.versions[len(r.versions)-1].values
+}
+
+// sortedRows returns the table rows in key order.
+func (t *table) sortedRows() []*row {
+	if t.dirty || len(t.index) != len(t.rows) {
+		t.index = t.index[:0]
+		for _, r := range t.rows {
+			t.index = append(t.index, r)
+		}
+		slices.SortFunc(t.index, func(a, b *row) int { return t.compareKeys(a.key, b.key) })
+		t.dirty = false
+	}
+	return t.index
+}
+
+func (t *table) compareKeys(a, b []any) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		c := compareValues(a[i], b[i])
+		if i < len(t.cols) && t.cols[i].descending {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmpInt(len(a), len(b))
+}
+
+// keyOf builds the normalized key of a row given by name, computing computed
+// key columns. Only key columns are read from m.
+func (t *table) keyOf(m map[string]any) ([]any, error) {
+	key := make([]any, t.keys)
+	var computed []int
+	for i := 0; i < t.keys; i++ {
+		c := t.cols[i]
+		if c.expr != nil {
+			computed = append(computed, i)
+			continue
+		}
+		v, ok := m[c.name]
+		if !ok && c.required {
+			return nil, fmt.Errorf("missing required key column %q", c.name)
+		}
+		n, err := c.normalize(v)
+		if err != nil {
+			return nil, err
+		}
+		key[i] = n
+	}
+	if len(computed) > 0 {
+		env := make(map[string]any, t.keys)
+		for i := 0; i < t.keys; i++ {
+			env[t.cols[i].name] = key[i]
+		}
+		for _, i := range computed {
+			c := t.cols[i]
+			v, err := c.expr.Eval(env)
+			if err != nil {
+				return nil, fmt.Errorf("computing column %q: %w", c.name, err)
+			}
+			n, err := c.normalize(v)
+			if err != nil {
+				return nil, fmt.Errorf("computing column %q: %w", c.name, err)
+			}
+			key[i] = n
+			env[c.name] = n
+		}
+	}
+	return key, nil
+}
+
+// checkColumns rejects names that are not in the schema (system columns
+// starting with "$" are allowed and ignored by the caller).
+func (t *table) checkColumns(m map[string]any) error {
+	for name := range m {
+		if _, ok := t.byName[name]; ok || strings.HasPrefix(name, "$") {
+			continue
+		}
+		if t.schema.Strict != nil && !*t.schema.Strict {
+			continue
+		}
+		return fmt.Errorf("no column %q in schema", name)
+	}
+	return nil
+}

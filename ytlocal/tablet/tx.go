@@ -1,0 +1,639 @@
+package tablet
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/yterrors"
+)
+
+// Tx is a tablet transaction: reads see the snapshot at Start, writes are
+// buffered and applied atomically at commit with one commit timestamp.
+type Tx struct {
+	id      string
+	start   Timestamp
+	timeout time.Duration
+	expires time.Time
+	ops     []op
+}
+
+type opKind int
+
+const (
+	opWrite opKind = iota
+	opDelete
+	opLock
+	opAppend
+)
+
+type op struct {
+	kind      opKind
+	t         *table
+	key       []any
+	values    []any  // opWrite, opAppend: schema-wide values
+	present   []bool // opWrite: which columns the row carried
+	update    bool
+	aggregate bool
+	groups    []int // opLock
+	exclusive bool  // opLock
+	strong    bool  // opLock
+	tablet    int   // opAppend
+}
+
+// LockType is the lock_type of lock_rows.
+type LockType string
+
+const (
+	LockNone         LockType = "none"
+	LockSharedWeak   LockType = "shared_weak"
+	LockSharedStrong LockType = "shared_strong"
+	LockExclusive    LockType = "exclusive"
+)
+
+// InsertOptions are the insert_rows flags.
+type InsertOptions struct {
+	Update    bool // keep columns the rows do not carry
+	Aggregate bool // combine aggregate columns with the stored values
+}
+
+func noSuchTx(id string) error {
+	return yterrors.Err(yterrors.CodeNoSuchTransaction,
+		fmt.Sprintf("No such transaction %s", id), yterrors.Attr("transaction_id", id))
+}
+
+// StartTx starts a tablet transaction with the caller-chosen id and returns
+// its start timestamp. The lease is timeout long and renewed by every call
+// that names the transaction.
+func (e *Engine) StartTx(id string, timeout time.Duration) (Timestamp, error) {
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.txs[id]; ok {
+		return 0, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Transaction %s already exists", id))
+	}
+	tx := &Tx{id: id, start: e.oracle.Next(), timeout: timeout}
+	tx.expires = e.cfg.Clock().Add(timeout)
+	e.txs[id] = tx
+	return tx.start, nil
+}
+
+// tx returns a live transaction and renews its lease; the caller holds e.mu.
+func (e *Engine) tx(id string) (*Tx, error) {
+	tx, ok := e.txs[id]
+	now := e.cfg.Clock()
+	if !ok {
+		return nil, noSuchTx(id)
+	}
+	if now.After(tx.expires) {
+		delete(e.txs, id)
+		return nil, noSuchTx(id)
+	}
+	tx.expires = now.Add(tx.timeout)
+	return tx, nil
+}
+
+// HasTx reports whether id is a live tablet transaction.
+func (e *Engine) HasTx(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, ok := e.txs[id]
+	return ok && !e.cfg.Clock().After(tx.expires)
+}
+
+// Ping renews the lease of a tablet transaction (11000 if it is gone).
+func (e *Engine) Ping(id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, err := e.tx(id)
+	return err
+}
+
+// StartTimestamp returns the snapshot timestamp of a live transaction.
+func (e *Engine) StartTimestamp(id string) (Timestamp, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, err := e.tx(id)
+	if err != nil {
+		return 0, err
+	}
+	return tx.start, nil
+}
+
+// Abort discards a transaction (11000 if it is gone).
+func (e *Engine) Abort(id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.tx(id); err != nil {
+		return err
+	}
+	delete(e.txs, id)
+	return nil
+}
+
+// Expire aborts the transactions whose lease ended before now and returns their ids.
+func (e *Engine) Expire(now time.Time) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for id, tx := range e.txs {
+		if now.After(tx.expires) {
+			delete(e.txs, id)
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// schemaError wraps a row problem as a 307 SchemaViolation naming the table.
+func schemaError(t *table, err error) error {
+	return yterrors.Err(yterrors.CodeSchemaViolation,
+		fmt.Sprintf("Schema violation in table %s: %v", t.path, err), yterrors.Attr("path", t.path))
+}
+
+func notMounted(t *table) error {
+	return yterrors.Err(yterrors.CodeTabletNotMounted,
+		fmt.Sprintf("Table %s has no mounted tablets", t.path), yterrors.Attr("path", t.path))
+}
+
+func frozen(t *table) error {
+	return yterrors.Err(yterrors.CodeInvalidTabletState,
+		fmt.Sprintf("Table %s is frozen: writes are not allowed", t.path), yterrors.Attr("path", t.path))
+}
+
+func checkWritable(t *table) error {
+	switch t.state {
+	case StateMounted:
+		return nil
+	case StateFrozen:
+		return frozen(t)
+	}
+	return notMounted(t)
+}
+
+func checkReadable(t *table) error {
+	if t.state == StateMounted || t.state == StateFrozen {
+		return nil
+	}
+	return notMounted(t)
+}
+
+// Insert buffers rows in a transaction. Rows are validated now; the table
+// must be mounted.
+func (e *Engine) Insert(txID, tableID string, rows []map[string]any, opts InsertOptions) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, err := e.tx(txID)
+	if err != nil {
+		return err
+	}
+	t, err := e.table(tableID)
+	if err != nil {
+		return err
+	}
+	ops, err := e.insertOps(t, rows, opts)
+	if err != nil {
+		return err
+	}
+	tx.ops = append(tx.ops, ops...)
+	return nil
+}
+
+func (e *Engine) insertOps(t *table, rows []map[string]any, opts InsertOptions) ([]op, error) {
+	if err := checkWritable(t); err != nil {
+		return nil, err
+	}
+	ops := make([]op, 0, len(rows))
+	for _, m := range rows {
+		if err := t.checkColumns(m); err != nil {
+			return nil, schemaError(t, err)
+		}
+		if !t.sorted {
+			o, err := e.appendOp(t, m)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, o)
+			continue
+		}
+		key, err := t.keyOf(m)
+		if err != nil {
+			return nil, schemaError(t, err)
+		}
+		values := make([]any, len(t.cols))
+		present := make([]bool, len(t.cols))
+		copy(values, key)
+		for i := t.keys; i < len(t.cols); i++ {
+			c := t.cols[i]
+			v, ok := m[c.name]
+			if !ok || c.system {
+				if !opts.Update && c.required {
+					return nil, schemaError(t, fmt.Errorf("missing required column %q", c.name))
+				}
+				continue
+			}
+			n, err := c.normalize(v)
+			if err != nil {
+				return nil, schemaError(t, err)
+			}
+			values[i] = n
+			present[i] = true
+		}
+		ops = append(ops, op{kind: opWrite, t: t, key: key, values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
+	}
+	return ops, nil
+}
+
+func (e *Engine) appendOp(t *table, m map[string]any) (op, error) {
+	tablet := -1
+	if v, ok := m["$tablet_index"]; ok && v != nil {
+		switch x := v.(type) {
+		case int64:
+			tablet = int(x)
+		case uint64:
+			tablet = int(x)
+		default:
+			return op{}, schemaError(t, fmt.Errorf("$tablet_index must be an integer, got %T", v))
+		}
+		if tablet < 0 || tablet >= len(t.tablets) {
+			return op{}, yterrors.Err(yterrors.CodeGeneric,
+				fmt.Sprintf("Invalid tablet index %d for table %s with %d tablets", tablet, t.path, len(t.tablets)),
+				yterrors.Attr("path", t.path))
+		}
+	} else {
+		tablet = t.next % len(t.tablets)
+		t.next++
+	}
+	values := make([]any, len(t.cols))
+	for i, c := range t.cols {
+		if c.system {
+			continue
+		}
+		n, err := c.normalize(m[c.name])
+		if err != nil {
+			return op{}, schemaError(t, err)
+		}
+		values[i] = n
+	}
+	return op{kind: opAppend, t: t, values: values, tablet: tablet}, nil
+}
+
+// Delete buffers key deletions in a transaction.
+func (e *Engine) Delete(txID, tableID string, keys []map[string]any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, err := e.tx(txID)
+	if err != nil {
+		return err
+	}
+	t, err := e.table(tableID)
+	if err != nil {
+		return err
+	}
+	ops, err := deleteOps(t, keys)
+	if err != nil {
+		return err
+	}
+	tx.ops = append(tx.ops, ops...)
+	return nil
+}
+
+func deleteOps(t *table, keys []map[string]any) ([]op, error) {
+	if err := checkWritable(t); err != nil {
+		return nil, err
+	}
+	if !t.sorted {
+		return nil, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot delete rows from ordered table %s", t.path))
+	}
+	ops := make([]op, 0, len(keys))
+	for _, m := range keys {
+		key, err := t.keyOf(m)
+		if err != nil {
+			return nil, schemaError(t, err)
+		}
+		ops = append(ops, op{kind: opDelete, t: t, key: key})
+	}
+	return ops, nil
+}
+
+// LockRows takes row locks on the named lock groups ("" or no names = the
+// primary lock) in a transaction; conflicts are detected at commit.
+func (e *Engine) LockRows(txID, tableID string, keys []map[string]any, locks []string, lockType LockType) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx, err := e.tx(txID)
+	if err != nil {
+		return err
+	}
+	t, err := e.table(tableID)
+	if err != nil {
+		return err
+	}
+	if err := checkReadable(t); err != nil {
+		return err
+	}
+	if !t.sorted {
+		return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot lock rows of ordered table %s", t.path))
+	}
+	if lockType == "" {
+		lockType = LockSharedStrong
+	}
+	if lockType == LockNone {
+		return nil
+	}
+	var groups []int
+	for _, name := range locks {
+		g := slices.Index(t.groups, name)
+		if g < 0 {
+			return yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Lock %q is not defined in schema of %s", name, t.path))
+		}
+		groups = append(groups, g)
+	}
+	if len(groups) == 0 {
+		groups = []int{0}
+	}
+	for _, m := range keys {
+		key, err := t.keyOf(m)
+		if err != nil {
+			return schemaError(t, err)
+		}
+		tx.ops = append(tx.ops, op{kind: opLock, t: t, key: key, groups: groups,
+			exclusive: lockType == LockExclusive, strong: lockType == LockSharedStrong})
+	}
+	return nil
+}
+
+// allGroups lists every lock group of t.
+func allGroups(t *table) []int {
+	g := make([]int, len(t.groups))
+	for i := range g {
+		g[i] = i
+	}
+	return g
+}
+
+// writtenGroups returns the lock groups a write touches: the groups of the
+// value columns it carries (all of them when it overwrites the row).
+func writtenGroups(o *op) []int {
+	t := o.t
+	if !o.update {
+		return allGroups(t)
+	}
+	var gs []int
+	for i := t.keys; i < len(t.cols); i++ {
+		if o.present[i] && !slices.Contains(gs, t.cols[i].group) {
+			gs = append(gs, t.cols[i].group)
+		}
+	}
+	if len(gs) == 0 {
+		gs = []int{0}
+	}
+	return gs
+}
+
+func conflict(tx *Tx, t *table, key []any, group int, winner Timestamp, reason string) error {
+	return yterrors.Err(yterrors.CodeTransactionLockConflict,
+		fmt.Sprintf("Row lock conflict due to %s", reason),
+		yterrors.Attr("loser_transaction_id", tx.id),
+		yterrors.Attr("winner_transaction_commit_timestamp", uint64(winner)),
+		yterrors.Attr("table_path", t.path),
+		yterrors.Attr("key", fmt.Sprint(key)),
+		yterrors.Attr("lock", t.groups[group]))
+}
+
+// Commit commits a transaction. With prerequisites, the commit happens inside
+// p.WhileAlive so that it is atomic with the prerequisite check. A failed
+// commit aborts the transaction; its writes are discarded.
+//
+// Invariant: a tablet commit whose prerequisite master transaction has ended
+// writes nothing (TestCommitPrerequisiteFencing).
+func (e *Engine) Commit(txID string, prerequisites []string, p Prerequisites) (Timestamp, error) {
+	e.mu.Lock()
+	tx, err := e.tx(txID)
+	if err == nil {
+		delete(e.txs, txID)
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	var ts Timestamp
+	run := func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		var err error
+		ts, err = e.commitLocked(tx)
+		return err
+	}
+	if len(prerequisites) == 0 {
+		return ts, run()
+	}
+	if p == nil {
+		return 0, yterrors.Err(yterrors.CodePrerequisiteCheckFailed, "Prerequisite check failed: prerequisites are not supported")
+	}
+	err = p.WhileAlive(prerequisites, run)
+	return ts, err
+}
+
+// commitLocked checks conflicts, resolves the write set against the latest
+// committed rows and applies it; the caller holds e.mu.
+//
+// Invariant: of two transactions writing the same row lock concurrently, the
+// second to commit fails with 1700 and applies nothing (TestConcurrentWriteConflict).
+func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
+	if len(tx.ops) == 0 {
+		return e.oracle.Next(), nil
+	}
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		if e.tables[o.t.id] != o.t {
+			return 0, yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("Table %s was removed or altered during the transaction", o.t.path))
+		}
+		if o.kind == opLock {
+			if err := checkReadable(o.t); err != nil {
+				return 0, err
+			}
+		} else if err := checkWritable(o.t); err != nil {
+			return 0, err
+		}
+		if o.kind == opAppend {
+			continue
+		}
+		r := o.t.rows[encodeKey(o.key)]
+		if r == nil {
+			continue
+		}
+		switch o.kind {
+		case opWrite, opDelete:
+			gs := allGroups(o.t)
+			if o.kind == opWrite {
+				gs = writtenGroups(o)
+			}
+			for _, g := range gs {
+				if r.writeTS[g] > tx.start {
+					return 0, conflict(tx, o.t, o.key, g, r.writeTS[g], "concurrent write")
+				}
+				if r.readTS[g] > tx.start {
+					return 0, conflict(tx, o.t, o.key, g, r.readTS[g], "concurrent read lock")
+				}
+			}
+		case opLock:
+			for _, g := range o.groups {
+				if r.writeTS[g] > tx.start {
+					return 0, conflict(tx, o.t, o.key, g, r.writeTS[g], "concurrent write")
+				}
+				if o.exclusive && r.readTS[g] > tx.start {
+					return 0, conflict(tx, o.t, o.key, g, r.readTS[g], "concurrent read lock")
+				}
+			}
+		}
+	}
+	rec := &CommitRecord{Timestamp: e.oracle.Next()}
+	pending := map[string]int{} // table id + key -> index in rec.Writes
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		switch o.kind {
+		case opAppend:
+			rec.Appends = append(rec.Appends, RowAppend{Table: o.t.id, Tablet: o.tablet, Values: o.values})
+		case opLock:
+			if o.exclusive || o.strong {
+				rec.Locks = append(rec.Locks, RowLock{Table: o.t.id, Key: o.key, Groups: o.groups, Exclusive: o.exclusive})
+			}
+		case opDelete:
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: allGroups(o.t)})
+			pending[o.t.id+"\x00"+encodeKey(o.key)] = len(rec.Writes) - 1
+		case opWrite:
+			values, err := e.resolveWrite(o, rec, pending)
+			if err != nil {
+				return 0, err
+			}
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o)})
+			pending[o.t.id+"\x00"+encodeKey(o.key)] = len(rec.Writes) - 1
+		}
+	}
+	if err := e.commit(&Record{Kind: RecordCommit, Commit: rec}); err != nil {
+		return 0, err
+	}
+	return rec.Timestamp, nil
+}
+
+// currentValues returns the row as this commit would leave it so far.
+func (e *Engine) currentValues(t *table, key []any, rec *CommitRecord, pending map[string]int) []any {
+	if i, ok := pending[t.id+"\x00"+encodeKey(key)]; ok {
+		if rec.Writes[i].Delete {
+			return nil
+		}
+		return rec.Writes[i].Values
+	}
+	if r := t.rows[encodeKey(key)]; r != nil {
+		return r.latest()
+	}
+	return nil
+}
+
+func (e *Engine) resolveWrite(o *op, rec *CommitRecord, pending map[string]int) ([]any, error) {
+	t := o.t
+	values := slices.Clone(o.values)
+	var base []any
+	if o.update || o.aggregate {
+		base = e.currentValues(t, o.key, rec, pending)
+	}
+	for i := t.keys; i < len(t.cols); i++ {
+		c := t.cols[i]
+		switch {
+		case !o.present[i]:
+			if o.update && base != nil {
+				values[i] = base[i]
+			}
+		case o.aggregate && c.aggregate != "" && base != nil:
+			values[i] = aggregate(c.aggregate, base[i], values[i])
+		}
+		if values[i] == nil && c.required {
+			return nil, schemaError(t, fmt.Errorf("required column %q cannot have a null value", c.name))
+		}
+	}
+	return values, nil
+}
+
+func (e *Engine) applyCommit(rec *CommitRecord) error {
+	if rec == nil {
+		return fmt.Errorf("commit record without body")
+	}
+	e.oracle.Observe(rec.Timestamp)
+	horizon := rec.Timestamp - Timestamp(e.cfg.VersionRetention/time.Second)<<timestampCounterBits
+	for _, w := range rec.Writes {
+		t, ok := e.tables[w.Table]
+		if !ok {
+			return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, w.Table)
+		}
+		k := encodeKey(w.Key)
+		r := t.rows[k]
+		if r == nil {
+			if w.Delete {
+				continue
+			}
+			r = &row{key: w.Key, writeTS: make([]Timestamp, len(t.groups)), readTS: make([]Timestamp, len(t.groups))}
+			t.rows[k] = r
+			t.dirty = true
+		}
+		values := w.Values
+		if w.Delete {
+			values = nil
+		}
+		r.versions = append(r.versions, version{ts: rec.Timestamp, values: values})
+		prune(r, horizon)
+		for _, g := range w.Groups {
+			if g < len(r.writeTS) {
+				r.writeTS[g] = rec.Timestamp
+			}
+		}
+	}
+	for _, l := range rec.Locks {
+		t, ok := e.tables[l.Table]
+		if !ok {
+			return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, l.Table)
+		}
+		k := encodeKey(l.Key)
+		r := t.rows[k]
+		if r == nil {
+			r = &row{key: l.Key, writeTS: make([]Timestamp, len(t.groups)), readTS: make([]Timestamp, len(t.groups))}
+			t.rows[k] = r
+			t.dirty = true
+		}
+		for _, g := range l.Groups {
+			switch {
+			case g >= len(r.readTS):
+			case l.Exclusive:
+				r.writeTS[g] = rec.Timestamp
+			default:
+				r.readTS[g] = rec.Timestamp
+			}
+		}
+	}
+	for _, a := range rec.Appends {
+		t, ok := e.tables[a.Table]
+		if !ok || a.Tablet >= len(t.tablets) {
+			return fmt.Errorf("commit at %d: no tablet %d of table %s", rec.Timestamp, a.Tablet, a.Table)
+		}
+		tb := t.tablets[a.Tablet]
+		tb.rows = append(tb.rows, orderedRow{ts: rec.Timestamp, values: a.Values})
+	}
+	return nil
+}
+
+// prune drops versions no read within the retention window can see: all but
+// the newest version at or before horizon.
+func prune(r *row, horizon Timestamp) {
+	keep := 0
+	for i := len(r.versions) - 1; i >= 0; i-- {
+		if r.versions[i].ts <= horizon {
+			keep = i
+			break
+		}
+	}
+	if keep > 0 {
+		r.versions = append(r.versions[:0], r.versions[keep:]...)
+	}
+}

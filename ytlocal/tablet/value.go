@@ -1,0 +1,337 @@
+package tablet
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"go.ytsaurus.tech/yt/go/schema"
+)
+
+// kind is the storage class of a column type: what Go type its values have.
+type kind int
+
+const (
+	kindAny kind = iota
+	kindInt
+	kindUint
+	kindDouble
+	kindBool
+	kindBytes
+	kindUTF8
+	kindNull
+)
+
+type intRange struct{ min, max int64 }
+
+func columnKind(t schema.Type) (kind, intRange) {
+	switch t {
+	case schema.TypeInt64, schema.TypeInterval, "interval64", "date32", "datetime64", "timestamp64":
+		return kindInt, intRange{math.MinInt64, math.MaxInt64}
+	case schema.TypeInt32:
+		return kindInt, intRange{math.MinInt32, math.MaxInt32}
+	case schema.TypeInt16:
+		return kindInt, intRange{math.MinInt16, math.MaxInt16}
+	case schema.TypeInt8:
+		return kindInt, intRange{math.MinInt8, math.MaxInt8}
+	case schema.TypeUint64, schema.TypeDate, schema.TypeDatetime, schema.TypeTimestamp:
+		return kindUint, intRange{0, math.MaxInt64}
+	case schema.TypeUint32:
+		return kindUint, intRange{0, math.MaxUint32}
+	case schema.TypeUint16:
+		return kindUint, intRange{0, math.MaxUint16}
+	case schema.TypeUint8:
+		return kindUint, intRange{0, math.MaxUint8}
+	case schema.TypeFloat32, schema.TypeFloat64:
+		return kindDouble, intRange{}
+	case schema.TypeBoolean:
+		return kindBool, intRange{}
+	case schema.TypeBytes:
+		return kindBytes, intRange{}
+	case schema.TypeString:
+		return kindUTF8, intRange{}
+	case schema.TypeNull, "void":
+		return kindNull, intRange{}
+	default:
+		return kindAny, intRange{}
+	}
+}
+
+// normalize converts v to the canonical Go type of column c (int64, uint64,
+// float64, bool, string or any YSON value) or explains why it cannot.
+func (c *column) normalize(v any) (any, error) {
+	if v == nil {
+		if c.required {
+			return nil, fmt.Errorf("required column %q cannot have a null value", c.name)
+		}
+		return nil, nil
+	}
+	switch c.kind {
+	case kindInt:
+		var i int64
+		switch x := v.(type) {
+		case int64:
+			i = x
+		case int:
+			i = int64(x)
+		case int32:
+			i = int64(x)
+		case uint64:
+			if x > math.MaxInt64 {
+				return nil, fmt.Errorf("value %d of column %q does not fit type %s", x, c.name, c.typ)
+			}
+			i = int64(x)
+		case uint32:
+			i = int64(x)
+		default:
+			return nil, c.typeError(v)
+		}
+		if uint64(c.limits.max) < math.MaxInt64 && (i < c.limits.min || i > c.limits.max) {
+			return nil, fmt.Errorf("value %d of column %q does not fit type %s", i, c.name, c.typ)
+		}
+		return i, nil
+	case kindUint:
+		var u uint64
+		switch x := v.(type) {
+		case uint64:
+			u = x
+		case uint32:
+			u = uint64(x)
+		case int64:
+			if x < 0 {
+				return nil, fmt.Errorf("value %d of column %q does not fit type %s", x, c.name, c.typ)
+			}
+			u = uint64(x)
+		case int:
+			if x < 0 {
+				return nil, fmt.Errorf("value %d of column %q does not fit type %s", x, c.name, c.typ)
+			}
+			u = uint64(x)
+		default:
+			return nil, c.typeError(v)
+		}
+		if c.limits.max < math.MaxInt64 && u > uint64(c.limits.max) {
+			return nil, fmt.Errorf("value %d of column %q does not fit type %s", u, c.name, c.typ)
+		}
+		return u, nil
+	case kindDouble:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case float32:
+			return float64(x), nil
+		case int64:
+			return float64(x), nil
+		case uint64:
+			return float64(x), nil
+		}
+		return nil, c.typeError(v)
+	case kindBool:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return nil, c.typeError(v)
+	case kindBytes, kindUTF8:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []byte:
+			s = string(x)
+		default:
+			return nil, c.typeError(v)
+		}
+		if c.kind == kindUTF8 && !utf8.ValidString(s) {
+			return nil, fmt.Errorf("value of column %q is not valid UTF-8", c.name)
+		}
+		return s, nil
+	case kindNull:
+		return nil, c.typeError(v)
+	}
+	return v, nil
+}
+
+func (c *column) typeError(v any) error {
+	return fmt.Errorf("cannot store a value of Go type %T in column %q of type %s", v, c.name, c.typ)
+}
+
+// compareValues orders two values of one column: null first, then by value.
+func compareValues(a, b any) int {
+	if a == nil || b == nil {
+		switch {
+		case a == nil && b == nil:
+			return 0
+		case a == nil:
+			return -1
+		default:
+			return 1
+		}
+	}
+	ra, rb := typeRank(a), typeRank(b)
+	if ra != rb {
+		return cmpInt(ra, rb)
+	}
+	switch x := a.(type) {
+	case int64:
+		y := b.(int64)
+		return cmpInt64(x, y)
+	case uint64:
+		y := b.(uint64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case float64:
+		y := b.(float64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case string:
+		return strings.Compare(x, b.(string))
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func typeRank(v any) int {
+	switch v.(type) {
+	case int64:
+		return 1
+	case uint64:
+		return 2
+	case float64:
+		return 3
+	case bool:
+		return 4
+	case string:
+		return 5
+	}
+	return 6
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// compareKeys orders two keys column by column; a shorter prefix sorts first.
+func compareKeys(a, b []any) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := compareValues(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmpInt(len(a), len(b))
+}
+
+// encodeKey maps a normalized key to a string usable as a Go map key. Equal
+// keys give equal strings.
+func encodeKey(key []any) string {
+	var buf bytes.Buffer
+	var tmp [8]byte
+	for _, v := range key {
+		switch x := v.(type) {
+		case nil:
+			buf.WriteByte(0)
+		case int64:
+			buf.WriteByte(1)
+			binary.BigEndian.PutUint64(tmp[:], uint64(x))
+			buf.Write(tmp[:])
+		case uint64:
+			buf.WriteByte(2)
+			binary.BigEndian.PutUint64(tmp[:], x)
+			buf.Write(tmp[:])
+		case float64:
+			buf.WriteByte(3)
+			binary.BigEndian.PutUint64(tmp[:], math.Float64bits(x))
+			buf.Write(tmp[:])
+		case bool:
+			buf.WriteByte(4)
+			if x {
+				buf.WriteByte(1)
+			} else {
+				buf.WriteByte(0)
+			}
+		case string:
+			buf.WriteByte(5)
+			binary.BigEndian.PutUint32(tmp[:4], uint32(len(x)))
+			buf.Write(tmp[:4])
+			buf.WriteString(x)
+		default:
+			s := fmt.Sprintf("%#v", x)
+			buf.WriteByte(6)
+			binary.BigEndian.PutUint32(tmp[:4], uint32(len(s)))
+			buf.Write(tmp[:4])
+			buf.WriteString(s)
+		}
+	}
+	return buf.String()
+}
+
+// aggregate combines an old and a new value of a column with an aggregate
+// function; a null on either side yields the other side.
+func aggregate(fn schema.AggregateFunction, old, new any) any {
+	if old == nil {
+		return new
+	}
+	if new == nil {
+		return old
+	}
+	switch fn {
+	case "sum":
+		switch x := old.(type) {
+		case int64:
+			return x + new.(int64)
+		case uint64:
+			return x + new.(uint64)
+		case float64:
+			return x + new.(float64)
+		}
+	case "min":
+		if compareValues(new, old) < 0 {
+			return new
+		}
+		return old
+	case "max":
+		if compareValues(new, old) > 0 {
+			return new
+		}
+		return old
+	case "first":
+		return old
+	}
+	return new
+}
