@@ -1,0 +1,577 @@
+package controller
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// Input is one observation of the pipeline, taken by the driver at the start
+// of a scheduling cycle.
+type Input struct {
+	// Now is the time of the observation, microseconds since the epoch.
+	Now uint64
+	// HasSpec is false while the pipeline has no spec (never started): no
+	// jobs run and the pipeline state is left as it is.
+	HasSpec bool
+	// Topology is derived from the static and dynamic specs.
+	Topology Topology
+	// TargetState is @target_state (ytstore.Target*; "" = never started).
+	TargetState string
+	// PipelineState is the current @pipeline_state ("" = never published).
+	PipelineState string
+	// Workers are the rows of the workers table.
+	Workers []ytstore.Worker
+	// WorkerAlive tells, by worker id, whether the worker's session is alive;
+	// a missing worker is dead.
+	WorkerAlive map[string]bool
+	// Partitions, Jobs and Statuses are the rows of the coordination tables.
+	Partitions []ytstore.Partition
+	Jobs       []ytstore.Job
+	Statuses   []ytstore.JobStatus
+	// LeaseAlive tells, by lease id, whether the lease answered this cycle's
+	// ping; a missing lease is dead.
+	LeaseAlive map[string]bool
+	// QueueTablets is the tablet count of each source queue, by path; a queue
+	// missing here is unknown this cycle and its partitions are left as they are.
+	QueueTablets map[string]int
+}
+
+// Decision is what the driver must apply, in this order: abort AbortLeases
+// (all must succeed, otherwise nothing else is applied this cycle), start a
+// lease for every job of Layout.PutJobs whose LeaseID is empty, apply Layout,
+// publish PipelineState.
+type Decision struct {
+	// PipelineState is the state to publish.
+	PipelineState string
+	// AbortLeases are the leases of the jobs Layout removes.
+	AbortLeases []string
+	// Layout is the change of the coordination tables. PutJobs with an empty
+	// LeaseID are new jobs; the others update flags of existing jobs.
+	Layout ytstore.LayoutChange
+	// Events describe what changed, for logs.
+	Events []string
+}
+
+// Scheduler makes scheduling decisions. It keeps the little memory decisions
+// need across cycles (the first observation of a drained pipeline). The zero
+// value is ready; a new leader starts with a new Scheduler.
+type Scheduler struct {
+	drain map[string]statusMark // nil: no drained observation pending
+}
+
+type statusMark struct {
+	updatedAt uint64
+	epoch     int64
+}
+
+// NextState returns the pipeline state the controller moves to from cur
+// given the target; the transitions that depend on progress (pausing →
+// paused, draining → stopped, working → completed) are made by Step.
+func NextState(cur, target string) string {
+	if cur == ytstore.StateCompleted {
+		return cur // terminal
+	}
+	switch target {
+	case ytstore.TargetWorking:
+		return ytstore.StateWorking
+	case ytstore.TargetStopped:
+		if cur == "" || cur == ytstore.StateStopped {
+			return ytstore.StateStopped
+		}
+		return ytstore.StateDraining
+	case ytstore.TargetPaused:
+		switch cur {
+		case "", ytstore.StatePaused:
+			return ytstore.StatePaused
+		case ytstore.StateStopped:
+			return cur
+		}
+		return ytstore.StatePausing
+	}
+	return cur
+}
+
+// plan is the layout being built by one Step.
+type plan struct {
+	in         *Input
+	d          *Decision
+	partitions map[string]ytstore.Partition // the partition set after this step
+	jobs       map[string]ytstore.Job       // partition id -> its job after this step
+	isNew      map[string]bool              // partition id -> job is created by this step
+	changed    bool                         // jobs or partitions were added or removed
+}
+
+// Step decides one scheduling cycle.
+func (s *Scheduler) Step(in *Input) *Decision {
+	d := &Decision{}
+	state := NextState(in.PipelineState, in.TargetState)
+	if !in.HasSpec {
+		state = in.PipelineState
+	}
+	p := &plan{in: in, d: d, partitions: map[string]ytstore.Partition{}, jobs: map[string]ytstore.Job{}, isNew: map[string]bool{}}
+	p.dropDeadWorkers()
+	p.dropOrphanStatuses()
+
+	running := in.HasSpec && (state == ytstore.StateWorking || state == ytstore.StateDraining)
+	if !running {
+		s.drain = nil
+		for _, j := range in.Jobs {
+			p.removeJob(j, "pipeline is "+stateName(state))
+		}
+		if state == ytstore.StatePausing && len(in.Jobs) == 0 {
+			state = ytstore.StatePaused
+		}
+		d.PipelineState = state
+		return d
+	}
+
+	statuses := map[string]ytstore.JobStatus{}
+	for _, st := range in.Statuses {
+		statuses[st.JobID] = st
+	}
+	p.reconcilePartitions(statuses)
+	p.keepJobs(statuses)
+	allSourcesDone := p.completeSources(statuses)
+	p.assign()
+
+	finishing := state == ytstore.StateDraining || (state == ytstore.StateWorking && allSourcesDone)
+	p.setFlags(state == ytstore.StateDraining || allSourcesDone)
+	if !finishing {
+		s.drain = nil
+	} else if s.drained(p, statuses) {
+		for _, pid := range sortedKeys(p.jobs) {
+			p.removeJob(p.jobs[pid], "pipeline drained")
+		}
+		if state == ytstore.StateDraining {
+			state = ytstore.StateStopped
+		} else {
+			state = ytstore.StateCompleted
+		}
+		d.Events = append(d.Events, "pipeline "+state)
+	}
+	d.PipelineState = state
+	return d
+}
+
+func stateName(s string) string {
+	if s == "" {
+		return "not started"
+	}
+	return s
+}
+
+func (p *plan) dropDeadWorkers() {
+	for _, w := range p.in.Workers {
+		if !p.in.WorkerAlive[w.WorkerID] {
+			p.d.Layout.DeleteWorkers = append(p.d.Layout.DeleteWorkers, w.WorkerID)
+			p.d.Events = append(p.d.Events, fmt.Sprintf("worker %s lost (session %s ended)", w.WorkerID, w.SessionTx))
+		}
+	}
+}
+
+// dropOrphanStatuses deletes statuses of jobs that no longer exist (a job row
+// deleted with its status, then a late status write without a lease).
+func (p *plan) dropOrphanStatuses() {
+	exists := map[string]bool{}
+	for _, j := range p.in.Jobs {
+		exists[j.JobID] = true
+	}
+	for _, st := range p.in.Statuses {
+		if !exists[st.JobID] {
+			p.d.Layout.DeleteJobs = append(p.d.Layout.DeleteJobs, st.JobID)
+		}
+	}
+}
+
+// removeJob deletes a job and aborts its lease.
+// Invariant: every removed job's lease is aborted before a replacement is
+// written (TestSimulation, TestReplaceJobOfLostWorker).
+func (p *plan) removeJob(j ytstore.Job, reason string) {
+	if j.LeaseID != "" {
+		p.d.AbortLeases = append(p.d.AbortLeases, j.LeaseID)
+	}
+	p.d.Layout.DeleteJobs = append(p.d.Layout.DeleteJobs, j.JobID)
+	p.d.Events = append(p.d.Events, fmt.Sprintf("job %s of partition %s on worker %s removed: %s", j.JobID, j.PartitionID, j.WorkerID, reason))
+	p.changed = true
+}
+
+// desiredPartitions returns the partitions the topology asks for, and the
+// computations and sources whose partition set is unknown this cycle.
+func desiredPartitions(t Topology, tablets map[string]int) (map[string]ytstore.Partition, map[string]bool) {
+	want := map[string]ytstore.Partition{}
+	unknown := map[string]bool{} // "computation/src/source" prefixes
+	for _, c := range t.Computations {
+		if len(c.Sources) == 0 {
+			n := max(c.PartitionCount, 1)
+			for i := range n {
+				lo, hi := HashRange(i, n)
+				id := KeyedPartitionID(c.ID, i, n)
+				want[id] = ytstore.Partition{PartitionID: id, ComputationID: c.ID, LowerKey: lo, UpperKey: hi, SourcePartition: -1, State: ytstore.PartitionActive}
+			}
+			continue
+		}
+		for _, src := range c.Sources {
+			indexes := []int64{0}
+			if src.QueuePath != "" {
+				n, ok := tablets[src.QueuePath]
+				if !ok {
+					unknown[sourcePrefix(c.ID, src.ID)] = true
+					continue
+				}
+				indexes = TabletIndexes(n, src.PartitionFilter)
+			}
+			for _, ix := range indexes {
+				id := SourcePartitionID(c.ID, src.ID, ix)
+				want[id] = ytstore.Partition{PartitionID: id, ComputationID: c.ID, SourcePartition: ix, SourceID: src.ID, State: ytstore.PartitionActive}
+			}
+		}
+	}
+	return want, unknown
+}
+
+func sourcePrefix(computation, source string) string { return computation + "/src/" + source + "/" }
+
+// KeyedPartitionID names the i-th of n hash-range partitions of a computation.
+func KeyedPartitionID(computation string, i, n int) string {
+	return computation + "/" + strconv.Itoa(i) + "of" + strconv.Itoa(n)
+}
+
+// SourcePartitionID names the partition of a source computation reading one
+// source partition (queue tablet).
+func SourcePartitionID(computation, source string, index int64) string {
+	return sourcePrefix(computation, source) + strconv.FormatInt(index, 10)
+}
+
+// HashRange returns the i-th of n equal ranges [lower, upper) of the uint64
+// hash space; upper 0 stands for 2^64. 0 <= i < n.
+func HashRange(i, n int) (lower, upper uint64) {
+	at := func(k int) uint64 {
+		if k >= n {
+			return 0
+		}
+		q, _ := bits.Div64(uint64(k), 0, uint64(n)) // floor(k * 2^64 / n)
+		return q
+	}
+	return at(i), at(i + 1)
+}
+
+// TabletIndexes lists the tablets 0..n-1 that filter admits (nil = all).
+func TabletIndexes(n int, filter [][2]int64) []int64 {
+	var out []int64
+	for i := range int64(n) {
+		if filter == nil || slices.ContainsFunc(filter, func(r [2]int64) bool { return r[0] <= i && i < r[1] }) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// reconcilePartitions builds the partition set: creates missing ones, retires
+// keyed partitions the topology no longer has (they stay until their job has
+// delivered its outbox), deletes partitions of unknown computations and
+// vanished source partitions, and deletes retired partitions whose job is done.
+func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
+	want, unknown := desiredPartitions(p.in.Topology, p.in.QueueTablets)
+	keyed := map[string]bool{}
+	known := map[string]bool{}
+	for _, c := range p.in.Topology.Computations {
+		known[c.ID] = true
+		keyed[c.ID] = len(c.Sources) == 0
+	}
+	jobOf := map[string]ytstore.Job{}
+	for _, j := range p.in.Jobs {
+		jobOf[j.PartitionID] = j
+	}
+	put := func(pt ytstore.Partition) {
+		p.d.Layout.PutPartitions = append(p.d.Layout.PutPartitions, pt)
+		p.changed = true
+	}
+	del := func(pt ytstore.Partition, reason string) {
+		p.d.Layout.DeletePartitions = append(p.d.Layout.DeletePartitions, pt.PartitionID)
+		p.d.Events = append(p.d.Events, fmt.Sprintf("partition %s removed: %s", pt.PartitionID, reason))
+		p.changed = true
+	}
+	for _, pt := range p.in.Partitions {
+		_, desired := want[pt.PartitionID]
+		switch {
+		case !known[pt.ComputationID]:
+			del(pt, "computation not in the spec")
+		case desired:
+			if pt.State == ytstore.PartitionDraining {
+				pt.State = ytstore.PartitionActive
+				put(pt)
+			}
+			p.partitions[pt.PartitionID] = pt
+		case unknownSource(pt, unknown):
+			p.partitions[pt.PartitionID] = pt
+		case !keyed[pt.ComputationID]:
+			del(pt, "source partition no longer exists")
+		case pt.State != ytstore.PartitionDraining:
+			pt.State = ytstore.PartitionDraining
+			put(pt)
+			p.d.Events = append(p.d.Events, fmt.Sprintf("partition %s retiring: repartitioned", pt.PartitionID))
+			p.partitions[pt.PartitionID] = pt
+		default:
+			j, ok := jobOf[pt.PartitionID]
+			st, hasStatus := statuses[j.JobID]
+			if ok && j.Retiring && hasStatus && st.Draining && st.InFlight == 0 {
+				del(pt, "retired partition delivered its outbox")
+				continue
+			}
+			p.partitions[pt.PartitionID] = pt
+		}
+	}
+	for _, id := range sortedKeys(want) {
+		if _, ok := p.partitions[id]; !ok {
+			p.partitions[id] = want[id]
+			put(want[id])
+			p.d.Events = append(p.d.Events, "partition "+id+" created")
+		}
+	}
+}
+
+func unknownSource(pt ytstore.Partition, unknown map[string]bool) bool {
+	return pt.SourceID != "" && unknown[sourcePrefix(pt.ComputationID, pt.SourceID)]
+}
+
+// keepJobs decides which existing jobs survive.
+// Invariant: at most one job per partition (TestSimulation).
+func (p *plan) keepJobs(statuses map[string]ytstore.JobStatus) {
+	jobs := slices.Clone(p.in.Jobs)
+	sort.Slice(jobs, func(a, b int) bool {
+		if jobs[a].CreatedAt != jobs[b].CreatedAt {
+			return jobs[a].CreatedAt < jobs[b].CreatedAt
+		}
+		return jobs[a].JobID < jobs[b].JobID
+	})
+	for _, j := range jobs {
+		_, partitionExists := p.partitions[j.PartitionID]
+		st, hasStatus := statuses[j.JobID]
+		switch {
+		case !partitionExists:
+			p.removeJob(j, "partition removed")
+		case !p.in.WorkerAlive[j.WorkerID]:
+			p.removeJob(j, "worker lost")
+		case !p.in.LeaseAlive[j.LeaseID]:
+			p.removeJob(j, "lease expired")
+		case hasStatus && st.State == ytstore.JobFailed:
+			p.removeJob(j, "failed: "+st.Error)
+		default:
+			if _, dup := p.jobs[j.PartitionID]; dup {
+				p.removeJob(j, "duplicate job of the partition")
+				continue
+			}
+			p.jobs[j.PartitionID] = j
+		}
+	}
+}
+
+// completeSources marks source partitions whose job reported completion and
+// reports whether every source partition is completed (and there is one).
+func (p *plan) completeSources(statuses map[string]ytstore.JobStatus) bool {
+	sources, done := 0, 0
+	for _, id := range sortedKeys(p.partitions) {
+		pt := p.partitions[id]
+		if pt.SourceID == "" {
+			continue
+		}
+		sources++
+		if pt.State == ytstore.PartitionCompleted {
+			done++
+			continue
+		}
+		j, ok := p.jobs[id]
+		if st, has := statuses[j.JobID]; ok && has && st.State == ytstore.JobCompleted {
+			pt.State = ytstore.PartitionCompleted
+			p.partitions[id] = pt
+			p.d.Layout.PutPartitions = append(p.d.Layout.PutPartitions, pt)
+			p.d.Events = append(p.d.Events, "source partition "+id+" completed")
+			done++
+		}
+	}
+	return sources > 0 && done == sources
+}
+
+// assign gives every partition without a job a new job on the least loaded
+// live worker, then evens out the load (max - min <= 1), moving as few jobs
+// as possible and preferring jobs created by this step.
+func (p *plan) assign() {
+	var workers []string
+	for _, w := range p.in.Workers {
+		if p.in.WorkerAlive[w.WorkerID] {
+			workers = append(workers, w.WorkerID)
+		}
+	}
+	sort.Strings(workers)
+	workers = slices.Compact(workers)
+	if len(workers) == 0 {
+		return
+	}
+	load := map[string]int{}
+	for _, w := range workers {
+		load[w] = 0
+	}
+	for _, j := range p.jobs {
+		load[j.WorkerID]++
+	}
+	least := func() string {
+		best := workers[0]
+		for _, w := range workers[1:] {
+			if load[w] < load[best] {
+				best = w
+			}
+		}
+		return best
+	}
+	most := func() string {
+		best := workers[0]
+		for _, w := range workers[1:] {
+			if load[w] > load[best] {
+				best = w
+			}
+		}
+		return best
+	}
+	for _, id := range sortedKeys(p.partitions) {
+		if _, ok := p.jobs[id]; ok {
+			continue
+		}
+		w := least()
+		p.jobs[id] = p.newJob(p.partitions[id], w)
+		p.isNew[id] = true
+		load[w]++
+	}
+	for range len(p.jobs) {
+		hi, lo := most(), least()
+		if load[hi]-load[lo] <= 1 {
+			break
+		}
+		pid, ok := p.pickMovable(hi)
+		if !ok {
+			break
+		}
+		if !p.isNew[pid] {
+			p.removeJob(p.jobs[pid], "rebalanced to worker "+lo)
+		}
+		p.jobs[pid] = p.newJob(p.partitions[pid], lo)
+		p.isNew[pid] = true
+		load[hi]--
+		load[lo]++
+	}
+	for _, pid := range sortedKeys(p.isNew) {
+		j := p.jobs[pid]
+		p.d.Events = append(p.d.Events, fmt.Sprintf("job %s of partition %s assigned to worker %s", j.JobID, pid, j.WorkerID))
+		p.changed = true
+	}
+}
+
+// pickMovable picks the job to move off worker w: a new one if any, else the
+// most recently created non-retiring one.
+func (p *plan) pickMovable(w string) (string, bool) {
+	best, found := "", false
+	for _, pid := range sortedKeys(p.jobs) {
+		j := p.jobs[pid]
+		if j.WorkerID != w || p.partitions[pid].State == ytstore.PartitionDraining {
+			continue
+		}
+		if p.isNew[pid] {
+			return pid, true
+		}
+		if !found || j.CreatedAt > p.jobs[best].CreatedAt {
+			best, found = pid, true
+		}
+	}
+	return best, found
+}
+
+func (p *plan) newJob(pt ytstore.Partition, worker string) ytstore.Job {
+	id := pt.PartitionID + "#" + strconv.FormatUint(p.in.Now, 10)
+	for _, j := range p.in.Jobs {
+		if j.JobID == id {
+			id += "'"
+		}
+	}
+	source := int64(-1)
+	if pt.SourceID != "" {
+		source = pt.SourcePartition
+	}
+	return ytstore.Job{
+		JobID: id, ComputationID: pt.ComputationID, PartitionID: pt.PartitionID, WorkerID: worker,
+		LowerKey: pt.LowerKey, UpperKey: pt.UpperKey, SourcePartition: source, SourceID: pt.SourceID,
+		CreatedAt: p.in.Now,
+	}
+}
+
+// setFlags sets draining/retiring on every job and writes new jobs and jobs
+// whose flags changed.
+func (p *plan) setFlags(pipelineDraining bool) {
+	compDraining := map[string]bool{}
+	for _, c := range p.in.Topology.Computations {
+		compDraining[c.ID] = c.Draining
+	}
+	for _, pid := range sortedKeys(p.jobs) {
+		j := p.jobs[pid]
+		retiring := p.partitions[pid].State == ytstore.PartitionDraining
+		draining := retiring || pipelineDraining || compDraining[j.ComputationID]
+		if p.isNew[pid] || j.Draining != draining || j.Retiring != retiring {
+			if !p.isNew[pid] {
+				p.changed = true
+			}
+			j.Draining, j.Retiring = draining, retiring
+			p.jobs[pid] = j
+			p.d.Layout.PutJobs = append(p.d.Layout.PutJobs, j)
+		}
+	}
+}
+
+// drained applies the drained rule of docs/runtime-protocol.md: two
+// consecutive observations with a stable layout where every job reports
+// in_flight 0 and has applied draining, the second one with newer statuses
+// and the same epochs.
+// Invariant: a pipeline is stopped or completed only when drained (TestDrainNeedsTwoObservations).
+func (s *Scheduler) drained(p *plan, statuses map[string]ytstore.JobStatus) bool {
+	if p.changed || len(p.d.Layout.PutJobs) > 0 || len(p.jobs) != len(p.partitions) {
+		s.drain = nil
+		return false
+	}
+	obs := map[string]statusMark{}
+	for _, j := range p.jobs {
+		st, ok := statuses[j.JobID]
+		if !ok || st.InFlight != 0 || !(st.Draining || st.State == ytstore.JobCompleted) {
+			s.drain = nil
+			return false
+		}
+		obs[j.JobID] = statusMark{updatedAt: st.UpdatedAt, epoch: st.Epoch}
+	}
+	prev := s.drain
+	if prev == nil || len(prev) != len(obs) {
+		s.drain = obs
+		return false
+	}
+	for id, m := range obs {
+		old, ok := prev[id]
+		switch {
+		case !ok || m.epoch != old.epoch:
+			s.drain = obs // something moved: start over
+			return false
+		case m.updatedAt <= old.updatedAt:
+			return false // wait for a newer status
+		}
+	}
+	s.drain = nil
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

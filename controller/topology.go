@@ -1,0 +1,48 @@
+package controller
+
+import "slices"
+
+// Topology is what scheduling needs to know of the static and dynamic specs.
+type Topology struct {
+	// Computations sorted by ID.
+	Computations []Computation
+}
+
+// Computation is one computation as scheduling sees it.
+type Computation struct {
+	ID string
+	// Sources is non-empty for source computations: one partition per source
+	// partition. Otherwise the computation is keyed and partitioned by hash
+	// ranges.
+	Sources []Source
+	// PartitionCount is the number of hash-range partitions of a keyed
+	// computation (desired_partition_count, default 1).
+	PartitionCount int
+	// Draining is the dynamic per-computation draining flag.
+	Draining bool
+}
+
+// Source is one source of a source computation.
+type Source struct {
+	// ID is the source (stream) id.
+	ID string
+	// QueuePath is the queue of a queue source: one partition per tablet. For
+	// other sources it is empty and the source has one partition.
+	QueuePath string
+	// PartitionFilter restricts the tablets read, as [begin, end) ranges; nil
+	// reads all.
+	PartitionFilter [][2]int64
+}
+
+// QueuePaths lists the queues whose tablet counts scheduling needs.
+func (t Topology) QueuePaths() []string {
+	var paths []string
+	for _, c := range t.Computations {
+		for _, s := range c.Sources {
+			if s.QueuePath != "" && !slices.Contains(paths, s.QueuePath) {
+				paths = append(paths, s.QueuePath)
+			}
+		}
+	}
+	return paths
+}
