@@ -264,8 +264,8 @@ func (p *parser) validateGroupBy(pl *Pipeline, c *Computation, cp string) {
 			continue
 		}
 		for _, col := range cols {
-			if col.Expression != "" || col.Name == "" {
-				continue
+			if col.Expression != "" || col.Name == "" || col.Type == "" {
+				continue // computed, or already reported as malformed
 			}
 			ip := fmt.Sprintf("%s/input_stream_ids/%d", cp, j)
 			sc, found := findColumn(st.Schema, col.Name)

@@ -1,0 +1,223 @@
+package spec
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
+)
+
+func TestAllFeaturesValues(t *testing.T) {
+	cfg, err := ParseConfigFile("testdata/valid/all_features.yson")
+	require.NoError(t, err)
+	assert.Equal(t, "//home/all/pipeline", cfg.Path)
+	assert.Equal(t, "localhost:8000", cfg.Proxy)
+	assert.Equal(t, "my-cluster/role", cfg.ClusterURL)
+	assert.False(t, cfg.SetFlowCoreTarget)
+	assert.True(t, cfg.AbortOnUnrecognizedOptions)
+	require.NotNil(t, cfg.Vanilla)
+
+	pl := cfg.Spec
+	require.Len(t, pl.Computations, 9)
+
+	q := pl.Computations["queue_in"]
+	assert.Equal(t, KindTransformSource, q.Kind)
+	assert.Equal(t, "TProcessFunctionSourceComputation", q.ClassName)
+	assert.Equal(t, map[string]any{"prefix": "x"}, q.ProcessingFunctionParameters)
+	src := q.Sources["q"]
+	require.NotNil(t, src.Queue)
+	assert.Equal(t, SourceQueue, src.Class)
+	assert.Equal(t, "<cluster=c>//in", src.Queue.QueuePath)
+	assert.Equal(t, "//consumer", src.Queue.ConsumerPath)
+	assert.False(t, src.Queue.TryParseFlowQueueMeta)
+	assert.Equal(t, "flow_queue_meta", src.Queue.FlowQueueMetaColumn)
+	assert.Equal(t, [][2]int64{{0, 4}}, src.Queue.PartitionFilter)
+	assert.Equal(t, SourceStaticTable, pl.Computations["table_in"].Sources["t"].Class)
+	assert.Equal(t, time.Hour, pl.Computations["table_in"].Sources["t"].StaticTable.WatermarkDelay)
+	assert.Equal(t, []string{"//state"}, pl.Computations["servicelog_in"].Sources["s"].ServiceLog.TablePaths)
+	assert.True(t, pl.Computations["random_in"].Passthrough)
+	assert.Equal(t, KindSwiftSource, pl.Computations["random_in"].Kind)
+	assert.Equal(t, int64(64<<20), pl.Computations["kafka_in"].Sources["k"].Kafka.MaxBufferBytes)
+
+	m := pl.Computations["mapper"]
+	assert.Equal(t, KindSwiftMap, m.Kind)
+	assert.True(t, m.AllowBatchingWithRelaxedGuarantees)
+	assert.Equal(t, []string{"seen"}, m.InternalStates)
+	assert.Equal(t, ExactlyOnce, m.ProcessingMode)
+	assert.True(t, m.CompactDedup())
+	assert.Equal(t, []string{"events"}, m.DependsOn("mapped"))
+	assert.Equal(t, []string{"events"}, m.DependsOn("touch"), "timers default to all inputs")
+
+	c := pl.Computations["counter"]
+	assert.Equal(t, KindTransform, c.Kind)
+	assert.Equal(t, AtLeastOnceConsistent, c.ProcessingMode)
+	assert.False(t, c.CompactDedup(), "use_compact_input_messages overrides the automatic choice")
+	assert.Equal(t, "relaxed", c.DistributionOrdering)
+	require.Len(t, c.GroupBy.Columns, 2)
+	assert.Equal(t, schema.Column{Name: "hash", Type: schema.TypeUint64, Required: true, Expression: "farm_hash(user)"}, c.GroupBy.Columns[0])
+	assert.Equal(t, schema.TypeBytes, c.GroupBy.Columns[1].Type)
+	assert.Equal(t, "event_time", c.Timers["flush"].TimeType)
+	assert.True(t, c.Timers["flush"].DeduplicateEqualTimestamps)
+	late := c.Timers["late-1"]
+	assert.Equal(t, "current_time", late.TimeType)
+	assert.Equal(t, map[string]time.Duration{"events": 5 * time.Second}, late.StreamsWithDelays)
+	assert.False(t, late.DeduplicateEqualTimestamps)
+	assert.Equal(t, []string{"flush", "mapped"}, c.DependsOn("totals"))
+	assert.Equal(t, []string{"events", "flush", "late-1", "mapped"}, c.DependsOn("urls"), "outputs default to timers, inputs and sources")
+	assert.Nil(t, c.DependsOn("nope"))
+
+	sync := c.Sinks["sync"]
+	assert.Equal(t, SinkSyncQueue, sync.Class)
+	assert.Equal(t, "modulo", sync.Queue.TabletIndexRoutingHashPolicy)
+	assert.Equal(t, int64(4), sync.Queue.TabletCount)
+	assert.Nil(t, sync.AtMostOnce)
+	async := c.Sinks["async"]
+	assert.Equal(t, SinkAsyncQueue, async.Class)
+	assert.Equal(t, &QueueSinkParams{QueuePath: "//out2", ProducerPath: "//producer", FlowQueueMetaColumn: "flow_queue_meta", RequireSyncReplica: true}, async.Queue)
+	assert.Equal(t, &AtMostOnceStrategy{Enabled: true, TotalQueueBytesLimit: 50e6, SuspendDestructionDuration: 10 * time.Second}, async.AtMostOnce)
+	assert.Equal(t, SinkSortedTable, c.Sinks["table"].Class)
+	assert.Equal(t, "//t", c.Sinks["table"].SortedTable.TablePath)
+	assert.True(t, c.Sinks["table"].SortedTable.RequireSyncReplica)
+	ao := c.Sinks["arrival"].ArrivalOrder
+	assert.Equal(t, 24*time.Hour, ao.TableTTL)
+	assert.Equal(t, 5*time.Minute, ao.TablePeriod)
+	web := c.Sinks["web"]
+	assert.Equal(t, SinkAsyncHTTP, web.Class)
+	assert.Equal(t, "Idempotency-Key", web.HTTP.IdempotencyHeader)
+	assert.Equal(t, int64(8), web.HTTP.MaxIdleConnections)
+	assert.Equal(t, map[string]string{"X-A": "b"}, web.HTTP.Headers)
+	assert.Equal(t, &AtMostOnceStrategy{Enabled: false, TotalQueueBytesLimit: 100 << 20, SuspendDestructionDuration: 10 * time.Second}, c.Sinks["kafka"].AtMostOnce)
+	assert.Equal(t, "data", c.Sinks["kafka"].Kafka.PayloadColumn)
+	assert.Equal(t, int64(9000), c.Sinks["ch"].ClickHouse.Port)
+	assert.Equal(t, []string{"a", "b"}, c.Sinks["ch"].ClickHouse.Hosts)
+
+	assert.True(t, pl.Computations["copier"].Passthrough)
+	assert.Equal(t, KindTransform, pl.Computations["copier"].Kind)
+	bn := pl.Computations["by_name"]
+	assert.True(t, bn.ExperimentalEnableNonUintKey)
+	assert.False(t, bn.CompactDedup())
+
+	ev := pl.Streams["events"]
+	require.NotNil(t, ev.Schema.Strict)
+	assert.True(t, *ev.Schema.Strict)
+	assert.Equal(t, "x", pl.Streams["kafka_events"].ClassName)
+
+	d := cfg.Dynamic
+	assert.Equal(t, "working", d.TargetState)
+	dc := d.Computation("counter")
+	assert.Equal(t, 250*time.Millisecond, dc.BatchDuration)
+	assert.Equal(t, 500, dc.MaxRowsPerBatch)
+	assert.Equal(t, int64(1<<20), dc.MaxBytesPerBatch)
+	assert.Equal(t, 100*time.Millisecond, dc.EmptyBatchBackoff)
+	assert.Equal(t, 30*time.Second, dc.LeaseCheckPeriod)
+	assert.Equal(t, 3, dc.DesiredPartitionCount)
+	assert.Equal(t, 8, dc.MaxPartitionCount)
+	assert.Equal(t, 5*time.Minute, dc.MaxReadWindow)
+	assert.Equal(t, int64(250000), dc.TimerStoreCountLimit)
+	assert.Equal(t, int64(100<<30), dc.OutputStoreByteSizeLimit)
+	assert.Equal(t, "is_null(user)", dc.SkipIfExpression)
+	assert.Equal(t, map[string]any{"limit": int64(3)}, dc.ProcessingFunctionParameters)
+	assert.True(t, d.Computation("queue_in").SourceStreams["q"].Draining)
+	assert.Equal(t, DefaultDynamicComputation(), d.Computation("mapper"), "absent computations get the defaults")
+	assert.True(t, d.EnableMermaidGraphDescribe)
+	assert.Equal(t, "zstd_2", d.FlowViewCacheCodec)
+}
+
+func TestDynamicDefaults(t *testing.T) {
+	want := DynamicComputation{
+		BatchDuration: time.Second, MaxRowsPerBatch: 1000, MaxBytesPerBatch: 10 << 20,
+		EmptyBatchBackoff: 250 * time.Millisecond, LeaseCheckPeriod: time.Minute,
+		MaxReadWindow: 10 * time.Minute, BlockedTimeWindow: 10 * time.Minute,
+		TimerStoreCountLimit: 250000, TimerStoreByteSizeLimit: 100 << 20,
+		OutputStoreCountLimit: 1e9, OutputStoreByteSizeLimit: 100 << 30,
+	}
+	var nilSpec *DynamicPipeline
+	assert.Equal(t, want, nilSpec.Computation("x"))
+	d, err := ParseDynamic([]byte(`{computations = {a = {batch_duration = 100; parameters = {desired_partition_count = 4}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "unknown", d.TargetState)
+	a := d.Computation("a")
+	assert.Equal(t, 100*time.Millisecond, a.BatchDuration)
+	assert.Equal(t, 4, a.DesiredPartitionCount)
+	assert.Equal(t, 1000, a.MaxRowsPerBatch)
+	assert.Equal(t, want, d.Computation("b"))
+}
+
+func TestParsePipelinePaths(t *testing.T) {
+	_, err := ParsePipeline([]byte(`{computations = {c = {computation_class_name = "transform"; processing_function = "F";
+		group_by_schema = [{name = "k"; type = "uint64"}]; input_stream_ids = ["in"];
+		sinks = {out = {sink_class_name = "sync_queue"; input_stream_ids = ["x"]; parameters = {}}}}}}`))
+	require.Error(t, err)
+	assert.Equal(t, `computations/c/input_stream_ids/0: stream "in" is not declared in streams
+computations/c/sinks/out/input_stream_ids/0: stream "x" is not an output of computation "c"
+computations/c/sinks/out/parameters/queue_path: required`, err.Error())
+}
+
+func TestWordCountExample(t *testing.T) {
+	cfg, err := ParseConfigFile("../examples/word_count/pipeline.yson")
+	require.NoError(t, err)
+	assert.Equal(t, "//home/word_count/pipeline", cfg.Path)
+	split, count := cfg.Spec.Computations["split"], cfg.Spec.Computations["count"]
+	assert.Equal(t, "SplitWords", split.ProcessingFunction)
+	assert.Equal(t, &QueueSourceParams{QueuePath: "//home/word_count/input", ConsumerPath: "//home/word_count/consumer",
+		Finite: true, TryParseFlowQueueMeta: true, FlowQueueMetaColumn: "flow_queue_meta"}, split.Sources["lines"].Queue)
+	assert.Equal(t, "CountWords", count.ProcessingFunction)
+	assert.True(t, count.CompactDedup())
+	assert.Equal(t, "//home/word_count/counts", count.Sinks["table"].SortedTable.TablePath)
+	assert.Equal(t, 100*time.Millisecond, cfg.Dynamic.Computation("split").BatchDuration)
+	assert.Equal(t, 1, cfg.Dynamic.Computation("split").DesiredPartitionCount)
+	assert.Equal(t, 4, cfg.Dynamic.Computation("count").DesiredPartitionCount)
+}
+
+func TestSessionsExample(t *testing.T) {
+	cfg, err := ParseConfigFile("../examples/sessions/pipeline.yson")
+	require.NoError(t, err)
+	parse, sum := cfg.Spec.Computations["parse"], cfg.Spec.Computations["sum"]
+	assert.Equal(t, KindSwiftMap, parse.Kind)
+	assert.Equal(t, "ParseEvents", parse.ProcessingFunction)
+	assert.Equal(t, "SumByUser", sum.ProcessingFunction)
+	assert.Equal(t, "event_time", sum.Timers["flush"].TimeType)
+	out := sum.Sinks["output"]
+	assert.Equal(t, SinkAsyncQueue, out.Class)
+	assert.Equal(t, "//home/sessions/output", out.Queue.QueuePath)
+	assert.Nil(t, out.AtMostOnce, "the strategy is commented out")
+}
+
+func TestClassAliases(t *testing.T) {
+	a := ClassAliases()
+	for name, want := range map[string]string{
+		"NYT::NFlow::TProcessFunctionComputation":               "transform",
+		"TProcessFunctionComputation":                           "transform",
+		"transform":                                             "transform",
+		"NYT::NFlow::TPassthroughComputation":                   "passthrough",
+		"TSwiftMapComputation":                                  "swift_map",
+		"NYT::NFlow::TProcessFunctionSwiftMapComputation":       "swift_map",
+		"TSwiftPassthroughComputation":                          "swift_passthrough",
+		"NYT::NFlow::TTransformOrderedSourceComputation":        "transform_source",
+		"NYT::NFlow::TProcessFunctionSourceComputation":         "transform_source",
+		"source":                                                "transform_source",
+		"TSwiftOrderedSourceComputation":                        "swift_source",
+		"NYT::NFlow::TSwiftPassthroughOrderedSourceComputation": "swift_passthrough_source",
+		"NYT::NFlow::TQueueSource":                              "queue",
+		"queue":                                                 "queue",
+		"TStaticTableSource":                                    "static_table",
+		"NYT::NFlow::NStaticTableConnector::TSource":            "static_table",
+		"TServiceLogSource":                                     "service_log",
+		"TRandomSource":                                         "random",
+		"TKafkaSource":                                          "kafka",
+		"TSyncQueueSink":                                        "sync_queue",
+		"NYT::NFlow::TAsyncQueueSink":                           "async_queue",
+		"NYT::NFlow::NSortedDynamicTable::TSyncSink":            "sorted_table",
+		"TSortedDynamicTableSink":                               "sorted_table",
+		"TArrivalOrderTableSink":                                "arrival_order_table",
+		"TAsyncHttpSink":                                        "async_http",
+		"http":                                                  "async_http",
+		"TKafkaSink":                                            "kafka",
+		"TClickHouseBatchingSink":                               "clickhouse_batching",
+		"clickhouse":                                            "clickhouse_batching",
+	} {
+		assert.Equal(t, want, a[name], name)
+	}
+}
