@@ -1,0 +1,60 @@
+package job
+
+import (
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+)
+
+// Config configures a Worker. The zero value of every optional field is its default.
+type Config struct {
+	// Proxy is the YTsaurus HTTP proxy address. Required.
+	Proxy string
+	// Token authenticates requests; empty means none. Never logged.
+	Token string
+	// Path is the pipeline node. Required.
+	Path string
+	// Listen is the address of the inter-job HTTP endpoint; default "127.0.0.1:0".
+	Listen string
+	// WorkerID names the worker; default a fresh random id.
+	WorkerID string
+	// Logger receives structured logs; nil discards them.
+	Logger log.Structured
+	// PollPeriod is how often the layout is read; default 200ms.
+	PollPeriod time.Duration
+	// SessionTimeout is the session transaction timeout; default 10s.
+	SessionTimeout time.Duration
+	// StatusPeriod is how often job statuses and the heartbeat are written; default 1s.
+	StatusPeriod time.Duration
+	// InboxLimit bounds the messages buffered per job; default 10000.
+	InboxLimit int
+	// PushTimeout bounds how long a push request waits for its messages to commit before
+	// answering with what committed so far; default 3s.
+	PushTimeout time.Duration
+	// LeaseCheckPeriod overrides the spec's lease_check_period when positive (tests).
+	LeaseCheckPeriod time.Duration
+	// EmptyBatchBackoff overrides the spec's empty_batch_backoff when positive (tests).
+	EmptyBatchBackoff time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.PollPeriod <= 0 {
+		c.PollPeriod = 200 * time.Millisecond
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 10 * time.Second
+	}
+	if c.StatusPeriod <= 0 {
+		c.StatusPeriod = time.Second
+	}
+	if c.InboxLimit <= 0 {
+		c.InboxLimit = 10000
+	}
+	if c.PushTimeout <= 0 {
+		c.PushTimeout = 3 * time.Second
+	}
+	return c
+}

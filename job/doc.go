@@ -1,0 +1,18 @@
+// Package job is the worker side of the yt-flow runtime: Worker registers a worker in the
+// pipeline (session transaction and workers row), polls the layout for its jobs, runs one
+// runner per job, serves the inter-job HTTP transport and reports job statuses.
+//
+// A runner loops over epochs (see package job/epoch for the pure decisions): it fetches
+// inputs from its inbox, due timers and source rows, drops inputs the dedup index already
+// holds (acknowledging them at once), invokes the process function per key, and commits one
+// tablet transaction with the job's lease as prerequisite (ytstore.CommitEpoch). Only after
+// the commit are inputs acknowledged upstream, source consumers advanced, outputs pushed to
+// downstream jobs and async sinks. A commit rejected because the lease is dead stops the job
+// at once; an unknown outcome is resolved by re-reading the partition's commit token.
+//
+// Transport: outputs of a transform stay in the output store until their reader acknowledged
+// them. The sender pushes them (HTTP POST /push on the reader's worker, routed by the
+// reader's key hash through the layout) and retransmits until acknowledged; the receiver
+// answers with the ids its epochs committed (or found already committed). Inboxes are bounded:
+// a full inbox accepts nothing more and the sender retries later (back-pressure).
+package job

@@ -1,0 +1,81 @@
+package job
+
+import (
+	"fmt"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytql"
+)
+
+// keyColumn computes one group-by column: a computed expression or a payload column.
+type keyColumn struct {
+	name string
+	expr *ytql.Expr
+}
+
+// newKeyer compiles the group_by_schema of every computation of p into an epoch.Keyer.
+func newKeyer(p *spec.Pipeline) (epoch.Keyer, error) {
+	cols := map[string][]keyColumn{}
+	for id, c := range p.Computations {
+		for _, col := range c.GroupBy.Columns {
+			kc := keyColumn{name: col.Name}
+			if col.Expression != "" {
+				e, err := ytql.ParseExpression(col.Expression)
+				if err != nil {
+					return nil, fmt.Errorf("computation %s: group_by_schema column %s: expression %q: %w", id, col.Name, col.Expression, err)
+				}
+				kc.expr = e
+			}
+			cols[id] = append(cols[id], kc)
+		}
+	}
+	return func(dest string, payload flow.Row) (flow.Key, error) {
+		cs, ok := cols[dest]
+		if !ok {
+			return nil, fmt.Errorf("unknown computation %s", dest)
+		}
+		key := make(flow.Key, 0, len(cs))
+		for _, c := range cs {
+			if c.expr == nil {
+				key = append(key, normalize(payload[c.name]))
+				continue
+			}
+			v, err := c.expr.Eval(payload)
+			if err != nil {
+				return nil, fmt.Errorf("key column %s: %w", c.name, err)
+			}
+			key = append(key, normalize(v))
+		}
+		return key, nil
+	}, nil
+}
+
+// normalize maps Go integer and byte types onto the YSON value types a decoded key holds, so
+// that a key computed from a fresh payload and the same key decoded from storage are equal.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int8:
+		return int64(x)
+	case uint:
+		return uint64(x)
+	case uint32:
+		return uint64(x)
+	case uint16:
+		return uint64(x)
+	case uint8:
+		return uint64(x)
+	case float32:
+		return float64(x)
+	case []byte:
+		return string(x)
+	}
+	return v
+}

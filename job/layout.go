@@ -1,0 +1,52 @@
+package job
+
+import (
+	"sync"
+
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// route is where a reader job of a computation runs.
+type route struct {
+	jobID        string
+	lower, upper uint64
+	address      string
+}
+
+// layout is the latest snapshot of the jobs and workers tables, shared read-only by the
+// senders of all runners; the worker's poll loop replaces it.
+type layout struct {
+	mu     sync.Mutex
+	routes map[string][]route // computation id -> jobs
+}
+
+func (l *layout) update(jobs []ytstore.Job, workers []ytstore.Worker) {
+	addr := map[string]string{}
+	for _, w := range workers {
+		addr[w.WorkerID] = w.Address
+	}
+	routes := map[string][]route{}
+	for _, j := range jobs {
+		a, ok := addr[j.WorkerID]
+		if !ok || a == "" {
+			continue
+		}
+		routes[j.ComputationID] = append(routes[j.ComputationID], route{jobID: j.JobID, lower: j.LowerKey, upper: j.UpperKey, address: a})
+	}
+	l.mu.Lock()
+	l.routes = routes
+	l.mu.Unlock()
+}
+
+// find returns the job of computation owning keyHash; ok is false when none is known.
+func (l *layout) find(computation string, keyHash uint64) (route, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.routes[computation] {
+		if epoch.InRange(keyHash, r.lower, r.upper) {
+			return r, true
+		}
+	}
+	return route{}, false
+}

@@ -1,0 +1,790 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/connectors/queue"
+	"github.com/ytflow/yt-flow/connectors/sortedtable"
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// ErrZombie is returned by a runner whose commit was rejected because its lease is dead.
+var ErrZombie = errors.New("job lease lost")
+
+// syncWriter is a synchronous sink: it turns messages into writes of the epoch transaction.
+type syncWriter interface {
+	Write(msgs []flow.Message) (ytstore.SinkWrite, error)
+}
+
+// sourceState is one source stream of a source job.
+type sourceState struct {
+	id     string
+	src    *queue.Source
+	offset int64 // next offset to read, as committed
+	ended  bool  // finite source reached the end
+}
+
+// runnerStats are counters readable from other goroutines.
+type runnerStats struct {
+	epochs       atomic.Int64
+	duplicates   atomic.Int64
+	lastCommitTS atomic.Uint64
+	dropped      atomic.Int64
+}
+
+// runner runs one job: its epoch loop and its sender.
+type runner struct {
+	w      *Worker
+	job    ytstore.Job
+	store  *ytstore.Store
+	comp   *spec.Computation
+	dyn    spec.DynamicComputation
+	fn     flow.Function
+	params flow.Row
+	cfg    epoch.Config
+	log    log.Structured
+
+	inbox   *inbox
+	outbox  *outbox
+	timers  *epoch.TimerSet
+	compact bool
+
+	sources    []*sourceState
+	syncSinks  map[string]syncWriter
+	asyncSinks map[string]*queue.AsyncSink
+	bestEffort map[string]*queue.BestEffort
+	seq        map[string]int64 // next producer sequence number per async sink
+
+	stats     runnerStats
+	completed atomic.Bool
+}
+
+const (
+	offsetStatePrefix = "offset/"
+	seqStatePrefix    = "seq/"
+	sinkDestPrefix    = "sink/"
+)
+
+// newRunner prepares a runner for job j of pipeline p; it reads nothing yet.
+func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPipeline, keyer epoch.Keyer) (*runner, error) {
+	comp, ok := p.Computations[j.ComputationID]
+	if !ok {
+		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
+	}
+	r := &runner{
+		w: w, job: j, store: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
+			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
+		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(),
+		compact:    comp.CompactDedup(),
+		syncSinks:  map[string]syncWriter{},
+		asyncSinks: map[string]*queue.AsyncSink{},
+		bestEffort: map[string]*queue.BestEffort{},
+		seq:        map[string]int64{},
+	}
+	if comp.Passthrough {
+		r.fn = passthrough{outputs: comp.OutputStreamIDs}
+	} else {
+		fn, err := flow.Lookup(comp.ProcessingFunction)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: computation %s: %w", j.JobID, comp.ID, err)
+		}
+		r.fn = fn
+	}
+	r.params = flow.Row{}
+	for k, v := range comp.ProcessingFunctionParameters {
+		r.params[k] = v
+	}
+	for k, v := range r.dyn.ProcessingFunctionParameters {
+		r.params[k] = v
+	}
+	r.cfg = epoch.Config{
+		ComputationID: comp.ID, PartitionID: j.PartitionID,
+		Dedup:  comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source(),
+		Source: comp.Kind.Source(),
+		Routes: map[string][]epoch.Destination{},
+		Keyer:  keyer,
+	}
+	for _, out := range comp.OutputStreamIDs {
+		for _, id := range sortedIDs(p.Computations) {
+			for _, in := range p.Computations[id].InputStreamIDs {
+				if in == out {
+					r.cfg.Routes[out] = append(r.cfg.Routes[out], epoch.Destination{ID: id, Kind: epoch.ToComputation})
+				}
+			}
+		}
+	}
+	for _, id := range sortedIDs(comp.Sinks) {
+		s := comp.Sinks[id]
+		dest := epoch.Destination{ID: sinkDestPrefix + id}
+		switch {
+		case s.Class == spec.SinkSyncQueue && s.Queue != nil:
+			dest.Kind = epoch.ToSyncSink
+			r.syncSinks[dest.ID] = &queue.SyncSink{QueuePath: s.Queue.QueuePath, ColumnFilter: s.Queue.ColumnFilter}
+		case s.Class == spec.SinkSortedTable && s.SortedTable != nil:
+			dest.Kind = epoch.ToSyncSink
+			r.syncSinks[dest.ID] = &sortedtable.Sink{TablePath: s.SortedTable.TablePath, ColumnFilter: s.SortedTable.ColumnFilter, DeleteRows: s.SortedTable.DeleteRows}
+		case s.Class == spec.SinkAsyncQueue && s.Queue != nil && s.AtMostOnce != nil && s.AtMostOnce.Enabled:
+			dest.Kind = epoch.ToBestEffortSink
+			limit := s.AtMostOnce.TotalQueueBytesLimit
+			if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil && ds.AtMostOnce.TotalQueueBytesLimit > 0 {
+				limit = ds.AtMostOnce.TotalQueueBytesLimit
+			}
+			r.bestEffort[dest.ID] = queue.NewBestEffort(w.store, s.Queue.QueuePath, limit)
+		case s.Class == spec.SinkAsyncQueue && s.Queue != nil:
+			dest.Kind = epoch.ToAsyncSink
+			r.asyncSinks[dest.ID] = queue.NewAsyncSink(w.store, s.Queue.ProducerPath, s.Queue.QueuePath, j.PartitionID+"/"+id)
+		default:
+			return nil, fmt.Errorf("job %s: computation %s: sink %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
+		}
+		for _, in := range s.InputStreamIDs {
+			r.cfg.Routes[in] = append(r.cfg.Routes[in], dest)
+		}
+	}
+	if comp.Kind.Source() {
+		for _, id := range sortedIDs(comp.Sources) {
+			s := comp.Sources[id]
+			if s.Class != spec.SourceQueue || s.Queue == nil {
+				return nil, fmt.Errorf("job %s: computation %s: source %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
+			}
+			if j.SourcePartition < 0 {
+				return nil, fmt.Errorf("job %s: computation %s: source job without a source partition", j.JobID, comp.ID)
+			}
+			r.sources = append(r.sources, &sourceState{id: id, src: queue.NewSource(w.store, s.Queue.QueuePath, s.Queue.ConsumerPath, j.SourcePartition, s.Queue.Finite)})
+		}
+	}
+	return r, nil
+}
+
+func sortedIDs[V any](m map[string]V) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// passthrough forwards every input to every output stream.
+type passthrough struct{ outputs []string }
+
+func (p passthrough) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	res := &flow.Result{}
+	for _, m := range inv.Messages {
+		for _, s := range p.outputs {
+			res.Outputs = append(res.Outputs, flow.Output{StreamID: s, Payload: m.Payload, ParentIDs: []string{m.MessageID}, EventTimestamp: m.EventTimestamp})
+		}
+	}
+	return res, nil
+}
+
+// load restores the job's durable state: source offsets, sink sequence numbers, timers and
+// the output store rows still to deliver.
+func (r *runner) load(ctx context.Context) error {
+	ps, err := r.store.LoadPartitionStates(ctx, r.job.PartitionID)
+	if err != nil {
+		return err
+	}
+	for _, s := range r.sources {
+		if b, ok := ps[offsetStatePrefix+s.id]; ok {
+			if err := yson.Unmarshal(b, &s.offset); err != nil {
+				return fmt.Errorf("partition %s: state %s%s: %w", r.job.PartitionID, offsetStatePrefix, s.id, err)
+			}
+		}
+	}
+	for id := range r.asyncSinks {
+		if b, ok := ps[seqStatePrefix+id]; ok {
+			var n int64
+			if err := yson.Unmarshal(b, &n); err != nil {
+				return fmt.Errorf("partition %s: state %s%s: %w", r.job.PartitionID, seqStatePrefix, id, err)
+			}
+			r.seq[id] = n
+		}
+	}
+	var timers []epoch.DueTimer
+	if !r.cfg.Source {
+		rows, err := r.store.LoadTimers(ctx, r.comp.ID, r.job.LowerKey, r.job.UpperKey)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			t, err := timerFromRow(row)
+			if err != nil {
+				return fmt.Errorf("computation %s: %w", r.comp.ID, err)
+			}
+			timers = append(timers, t)
+		}
+	}
+	r.timers = epoch.NewTimerSet(timers)
+	outs, err := r.store.LoadOutputs(ctx, r.job.PartitionID)
+	if err != nil {
+		return err
+	}
+	r.outbox.add(outs)
+	return nil
+}
+
+func timerFromRow(row ytstore.TimerRow) (epoch.DueTimer, error) {
+	key, err := epoch.DecodeKey(row.Key)
+	if err != nil {
+		return epoch.DueTimer{}, fmt.Errorf("timer %s: key: %w", row.MessageID, err)
+	}
+	var payload flow.Row
+	if len(row.Payload) > 0 {
+		if err := yson.Unmarshal(row.Payload, &payload); err != nil {
+			return epoch.DueTimer{}, fmt.Errorf("timer %s: payload: %w", row.MessageID, err)
+		}
+	}
+	return epoch.DueTimer{KeyHash: row.KeyHash, Timer: flow.Timer{
+		StreamID: row.StreamID, Key: key, Trigger: row.TriggerTimestamp, Payload: payload,
+		MessageID: row.MessageID, EventTimestamp: row.EventTimestamp,
+	}}, nil
+}
+
+func (r *runner) timerRow(t epoch.DueTimer, systemTS uint64) (ytstore.TimerRow, error) {
+	row := ytstore.TimerRow{
+		ComputationID: r.comp.ID, KeyHash: t.KeyHash, Key: epoch.EncodeKey(t.Timer.Key), MessageID: t.Timer.MessageID,
+		StreamID: t.Timer.StreamID, SystemTimestamp: systemTS, EventTimestamp: t.Timer.EventTimestamp, TriggerTimestamp: t.Timer.Trigger,
+	}
+	if t.Timer.Payload != nil {
+		b, err := yson.Marshal(t.Timer.Payload)
+		if err != nil {
+			return row, fmt.Errorf("timer payload: %w", err)
+		}
+		row.Payload = b
+	}
+	return row, nil
+}
+
+// run is the job's life: load, then epochs until ctx ends or the job fails.
+func (r *runner) run(ctx context.Context) error {
+	if err := r.load(ctx); err != nil {
+		return fmt.Errorf("job %s: load: %w", r.job.JobID, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1 + len(r.bestEffort))
+	go func() { defer wg.Done(); r.send(ctx) }()
+	for _, be := range r.bestEffort {
+		go func() { defer wg.Done(); _ = be.Run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+
+	r.log.Info("job started", log.Int("timers", r.timers.Len()), log.Int("outputs_pending", r.outbox.size()))
+	lastCommit := uint64(0)
+	for ctx.Err() == nil {
+		committed, idle, err := r.epoch(ctx, lastCommit)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if committed != 0 {
+			lastCommit = committed
+		}
+		if idle {
+			backoff := r.dyn.EmptyBatchBackoff
+			if r.w.cfg.EmptyBatchBackoff > 0 {
+				backoff = r.w.cfg.EmptyBatchBackoff
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+			case <-r.inbox.notify:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	return nil
+}
+
+func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
+
+func (r *runner) leaseCheckPeriod() uint64 {
+	p := r.dyn.LeaseCheckPeriod
+	if r.w.cfg.LeaseCheckPeriod > 0 {
+		p = r.w.cfg.LeaseCheckPeriod
+	}
+	return uint64(p.Microseconds())
+}
+
+// epoch runs one epoch. It returns the time of its commit (0 when it did not commit) and
+// whether it found nothing to do.
+func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint64, idle bool, err error) {
+	limit := r.dyn.MaxRowsPerBatch
+	if limit <= 0 {
+		limit = 1000
+	}
+	now := nowMicros()
+	b := &epoch.Batch{Now: now}
+	b.Inputs = r.inbox.take(limit)
+	b.Timers = r.timers.Due(now, limit)
+	for _, s := range r.sources {
+		if s.ended {
+			continue
+		}
+		rows, err := s.src.Read(ctx, s.offset, int64(limit))
+		if err != nil {
+			r.inbox.release(inputIDs(b.Inputs))
+			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
+			return 0, true, nil
+		}
+		if len(rows) == 0 && s.src.Finite {
+			s.ended = true
+		}
+		for _, row := range rows {
+			b.Sources = append(b.Sources, epoch.SourceRow{
+				SourcePartition: epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition},
+				Offset:          row.Offset, Payload: flow.Row(row.Columns), SystemTimestamp: tsMicros(row.Timestamp, now),
+			})
+		}
+	}
+	r.updateCompleted()
+	empty := len(b.Inputs) == 0 && len(b.Timers) == 0 && len(b.Sources) == 0
+	done := r.outbox.takeDone()
+	if empty && len(done) == 0 && now-lastCommit < r.leaseCheckPeriod() {
+		return 0, true, nil
+	}
+	abandon := func() {
+		r.inbox.release(inputIDs(b.Inputs))
+		r.outbox.giveBack(done)
+	}
+
+	token, err := r.store.GenerateTimestamp(ctx)
+	if err != nil {
+		abandon()
+		r.log.Warn("epoch: generate timestamp failed", log.Error(err))
+		return 0, true, nil
+	}
+	b.SeqNo = token
+
+	committedSet := map[string]bool{}
+	if r.cfg.Dedup && len(b.Inputs) > 0 {
+		keys := make([]ytstore.DedupKey, len(b.Inputs))
+		for i, in := range b.Inputs {
+			keys[i] = r.dedupKey(in)
+		}
+		found, err := r.store.LookupDedup(ctx, keys)
+		if err != nil {
+			abandon()
+			r.log.Warn("epoch: dedup lookup failed", log.Error(err))
+			return 0, true, nil
+		}
+		for i, f := range found {
+			if f {
+				committedSet[b.Inputs[i].Message.MessageID] = true
+			}
+		}
+	}
+	plan := epoch.PlanEpoch(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
+	if len(plan.Duplicates) > 0 {
+		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped
+		// (TestWorkerDropsDuplicates).
+		r.inbox.ack(plan.Duplicates)
+		total := r.stats.duplicates.Add(int64(len(plan.Duplicates)))
+		r.log.Info("duplicates dropped", log.Int("count", len(plan.Duplicates)), log.Int64("duplicates_dropped", total))
+	}
+
+	results, err := r.invoke(ctx, plan, now)
+	if err != nil {
+		abandon()
+		return 0, false, err
+	}
+	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	if err != nil {
+		abandon()
+		return 0, false, err
+	}
+	w, stored, seqAfter, err := r.write(c, b, token)
+	if err != nil {
+		abandon()
+		return 0, false, err
+	}
+	w.OutputsDone = done
+	if !epoch.NeedCommit(c, len(done), now, lastCommit, r.leaseCheckPeriod()) {
+		abandon()
+		return 0, true, nil
+	}
+	if err := r.commit(ctx, w); err != nil {
+		abandon()
+		return 0, false, err
+	}
+
+	// After the commit: the epoch is durable.
+	r.inbox.ack(c.Acks)
+	r.timers.Apply(c)
+	r.outbox.add(stored)
+	for id, n := range seqAfter {
+		r.seq[id] = n
+	}
+	for _, s := range r.sources {
+		if off, ok := c.Offsets[epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition}]; ok {
+			s.offset = off
+			if err := s.src.Advance(ctx, off); err != nil {
+				r.log.Warn("consumer advance failed (offset is committed in the partition state)", log.String("source", s.id), log.Error(err))
+			}
+		}
+	}
+	for _, o := range groupByDest(c.BestEffort) {
+		rows := make([]map[string]any, len(o.msgs))
+		for i, m := range o.msgs {
+			rows[i] = map[string]any(m.Payload)
+		}
+		r.bestEffort[o.dest].Offer(rows)
+	}
+	r.stats.epochs.Add(1)
+	r.stats.lastCommitTS.Store(w.Token)
+	r.updateCompleted()
+	return nowMicros(), empty, nil
+}
+
+func tsMicros(ytTimestamp, fallback uint64) uint64 {
+	if ytTimestamp == 0 {
+		return fallback
+	}
+	// YT timestamps hold unix seconds above bit 30.
+	return (ytTimestamp >> 30) * 1_000_000
+}
+
+func inputIDs(ins []epoch.Input) []string {
+	ids := make([]string, len(ins))
+	for i, in := range ins {
+		ids[i] = in.Message.MessageID
+	}
+	return ids
+}
+
+func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
+	return ytstore.DedupKey{
+		ComputationID: r.comp.ID, Key: epoch.EncodeKey(in.Message.Key), KeyHash: epoch.KeyHash(in.Message.Key),
+		MessageID: in.Message.MessageID, Compact: r.compact,
+	}
+}
+
+// invoke loads the states of the plan's keys and calls the process function per group.
+func (r *runner) invoke(ctx context.Context, plan *epoch.Plan, now uint64) ([]*flow.Result, error) {
+	states := map[string]map[string][]byte{}
+	if !r.cfg.Source && len(plan.Groups) > 0 {
+		seen := map[uint64]bool{}
+		var hashes []uint64
+		for _, g := range plan.Groups {
+			if !seen[g.KeyHash] {
+				seen[g.KeyHash] = true
+				hashes = append(hashes, g.KeyHash)
+			}
+		}
+		rows, err := r.store.LoadStates(ctx, r.comp.ID, hashes)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: load states: %w", r.job.JobID, err)
+		}
+		for _, row := range rows {
+			k := string(row.Key)
+			if states[k] == nil {
+				states[k] = map[string][]byte{}
+			}
+			states[k][row.Name] = row.State
+		}
+	}
+	results := make([]*flow.Result, len(plan.Groups))
+	for i, g := range plan.Groups {
+		inv := &flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
+		if !r.cfg.Source {
+			inv.State = states[string(epoch.EncodeKey(g.Key))]
+		}
+		res, err := r.fn.Invoke(inv)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: computation %s: key %v: process function %s: %w", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction, err)
+		}
+		results[i] = res
+	}
+	return results, nil
+}
+
+type destMsgs struct {
+	dest string
+	msgs []flow.Message
+}
+
+func groupByDest(outs []epoch.Out) []destMsgs {
+	var groups []destMsgs
+	at := map[string]int{}
+	for _, o := range outs {
+		i, ok := at[o.Destination.ID]
+		if !ok {
+			i = len(groups)
+			at[o.Destination.ID] = i
+			groups = append(groups, destMsgs{dest: o.Destination.ID})
+		}
+		groups[i].msgs = append(groups[i].msgs, o.Message)
+	}
+	return groups
+}
+
+// write converts the core's commit into the store's write set. It returns the output store
+// rows to hand to the sender after the commit and the sink sequence numbers it used up.
+func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.EpochWrite, []ytstore.OutputRow, map[string]int64, error) {
+	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, PartitionStates: map[string][]byte{}}
+	for _, in := range c.Register {
+		w.Dedup = append(w.Dedup, ytstore.DedupRow{DedupKey: r.dedupKey(in), SystemTimestamp: in.Message.SystemTimestamp})
+	}
+	for _, s := range c.States {
+		w.States = append(w.States, ytstore.StateRow{ComputationID: r.comp.ID, KeyHash: s.KeyHash, Key: epoch.EncodeKey(s.Key), Name: s.Name, State: s.Value})
+	}
+	for _, t := range c.TimersFired {
+		row, err := r.timerRow(t, b.Now)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		w.TimersFired = append(w.TimersFired, row)
+	}
+	for _, t := range c.TimersSet {
+		row, err := r.timerRow(t, b.Now)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("job %s: %w", r.job.JobID, err)
+		}
+		w.TimersSet = append(w.TimersSet, row)
+	}
+	seq := map[string]int64{}
+	for _, o := range c.Stored {
+		payload, err := yson.Marshal(o.Message.Payload)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
+		}
+		row := ytstore.OutputRow{
+			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
+			KeyHash: o.KeyHash, Payload: payload, EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+		}
+		if o.Destination.Kind == epoch.ToComputation {
+			row.Key = epoch.EncodeKey(o.Message.Key)
+		} else {
+			n, ok := seq[o.Destination.ID]
+			if !ok {
+				n = r.seq[o.Destination.ID]
+			}
+			row.SequenceNumber = n
+			seq[o.Destination.ID] = n + 1
+		}
+		w.OutputsAdd = append(w.OutputsAdd, row)
+	}
+	for id, n := range seq {
+		b, _ := yson.Marshal(n)
+		w.PartitionStates[seqStatePrefix+id] = b
+	}
+	for sp, off := range c.Offsets {
+		b, _ := yson.Marshal(off)
+		w.PartitionStates[offsetStatePrefix+sp.SourceID] = b
+	}
+	for _, g := range groupByDest(c.Sync) {
+		sw, err := r.syncSinks[g.dest].Write(g.msgs)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("job %s: %s: %w", r.job.JobID, g.dest, err)
+		}
+		w.Sinks = append(w.Sinks, sw)
+	}
+	return w, w.OutputsAdd, seq, nil
+}
+
+// commit commits w, resolving unknown outcomes and retrying epochs that did not apply.
+func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
+	const maxAttempts = 8
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := r.store.CommitEpoch(ctx, w)
+		next := epoch.AfterCommit(outcomeOf(err))
+		for next == epoch.Recheck {
+			stored, found, rerr := r.store.PartitionToken(ctx, r.job.PartitionID)
+			if rerr == nil {
+				// Invariant: an unknown outcome is resolved by the partition token, so an epoch
+				// that applied is not applied twice (TestCommitUnknownRecheck).
+				next = epoch.AfterRecheck(w.Token, stored, found)
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.log.Warn("commit outcome unknown; re-reading the partition token failed", log.Error(rerr))
+			sleep(ctx, backoff)
+		}
+		switch next {
+		case epoch.Proceed:
+			return nil
+		case epoch.Stop:
+			// Invariant: a commit rejected by a dead lease stops the job at once; nothing else
+			// is written (TestZombieCommitRejected).
+			r.log.Warn("lease lost: job stops", log.Error(err))
+			return fmt.Errorf("job %s: %w: %w", r.job.JobID, ErrZombie, err)
+		}
+		if attempt >= maxAttempts || ctx.Err() != nil {
+			return fmt.Errorf("job %s: epoch commit failed after %d attempts: %w", r.job.JobID, attempt, err)
+		}
+		r.log.Warn("epoch commit did not apply; retrying", log.Int("attempt", attempt), log.Error(err))
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, 2*time.Second)
+		token, terr := r.store.GenerateTimestamp(ctx)
+		if terr != nil {
+			return fmt.Errorf("job %s: epoch commit retry: %w", r.job.JobID, terr)
+		}
+		w.Token = token
+	}
+}
+
+func outcomeOf(err error) epoch.Outcome {
+	switch {
+	case err == nil:
+		return epoch.Committed
+	case errors.Is(err, ytstore.ErrNotApplied):
+		return epoch.Rejected
+	case errors.Is(err, ytstore.ErrLeaseLost):
+		return epoch.LeaseLost
+	case errors.Is(err, ytstore.ErrCommitUnknown):
+		return epoch.Unknown
+	}
+	return epoch.Rejected
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// updateCompleted marks a source job completed once every finite source ended and all its
+// outputs were delivered.
+func (r *runner) updateCompleted() {
+	if len(r.sources) == 0 {
+		return
+	}
+	for _, s := range r.sources {
+		if !s.ended {
+			return
+		}
+	}
+	if r.outbox.size() == 0 {
+		r.completed.Store(true)
+	}
+}
+
+// send delivers output store rows until ctx ends: pushes to reader jobs, deliveries to async
+// sinks. Acknowledged rows are deleted from the output store by the next epoch commit.
+func (r *runner) send(ctx context.Context) {
+	client := &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.outbox.notify:
+		}
+		var wg sync.WaitGroup
+		for _, dest := range r.outbox.destinations() {
+			rows := r.outbox.snapshot(dest)
+			if sink, ok := r.asyncSinks[dest]; ok {
+				r.deliver(ctx, sink, dest, rows)
+				continue
+			}
+			byJob := map[string][]ytstore.OutputRow{}
+			routes := map[string]route{}
+			for _, row := range rows {
+				rt, ok := r.w.layout.find(dest, row.KeyHash)
+				if !ok {
+					continue
+				}
+				if len(byJob[rt.jobID]) < 1000 {
+					byJob[rt.jobID] = append(byJob[rt.jobID], row)
+					routes[rt.jobID] = rt
+				}
+			}
+			for jobID, batch := range byJob {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					acked, err := push(ctx, client, routes[jobID], dest, batch)
+					if err != nil {
+						if ctx.Err() == nil {
+							r.log.Debug("push failed; will retransmit", log.String("to_job", jobID), log.Error(err))
+						}
+						return
+					}
+					r.outbox.finish(r.job.PartitionID, dest, acked)
+				}()
+			}
+		}
+		wg.Wait()
+	}
+}
+
+func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []ytstore.OutputRow) {
+	ds := make([]queue.Delivery, 0, len(rows))
+	ids := make([]string, 0, len(rows))
+	for _, row := range rows {
+		var payload map[string]any
+		if err := yson.Unmarshal(row.Payload, &payload); err != nil {
+			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
+			continue
+		}
+		ds = append(ds, queue.Delivery{SequenceNumber: row.SequenceNumber, Row: payload})
+		ids = append(ids, row.MessageID)
+	}
+	if err := sink.Deliver(ctx, ds); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("async sink delivery failed; will resend with the same sequence numbers", log.String("sink", dest), log.Error(err))
+		}
+		return
+	}
+	r.outbox.finish(r.job.PartitionID, dest, ids)
+}
+
+// status is the job's row for job_status.
+func (r *runner) status(state, errText string) ytstore.JobStatus {
+	lag := int64(r.inbox.len())
+	return ytstore.JobStatus{
+		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText,
+		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: lag, UpdatedAt: nowMicros(),
+	}
+}
+
+// JobStats are the counters of one job, as served on the worker's /stats endpoint.
+type JobStats struct {
+	ComputationID string `json:"computation_id"`
+	PartitionID   string `json:"partition_id"`
+	Epochs        int64  `json:"epochs"`
+	// Duplicates counts inputs dropped because the dedup index already held them.
+	Duplicates int64 `json:"duplicates_dropped"`
+	// BestEffortDropped counts rows dropped by at-most-once sinks whose queue was full.
+	BestEffortDropped int64 `json:"best_effort_dropped"`
+	InboxLen          int   `json:"inbox"`
+	OutboxLen         int   `json:"outbox"`
+	Completed         bool  `json:"completed"`
+}
+
+func (r *runner) jobStats() JobStats {
+	var dropped int64
+	for _, be := range r.bestEffort {
+		dropped += be.Dropped()
+	}
+	return JobStats{
+		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
+		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
+		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
+	}
+}

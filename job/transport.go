@@ -1,0 +1,376 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// wireMessage is one message on the inter-job transport. Key and Payload are YSON bytes.
+type wireMessage struct {
+	ID       string `json:"id"`
+	Stream   string `json:"stream"`
+	Key      []byte `json:"key"`
+	KeyHash  uint64 `json:"key_hash"`
+	Payload  []byte `json:"payload"`
+	EventTS  uint64 `json:"event_ts,omitempty"`
+	SystemTS uint64 `json:"system_ts,omitempty"`
+}
+
+// pushRequest carries messages for one reader job.
+type pushRequest struct {
+	JobID       string        `json:"job_id"`
+	Computation string        `json:"computation"`
+	Messages    []wireMessage `json:"messages"`
+}
+
+// pushResponse lists the ids the reader persisted (committed, or found already committed).
+// The sender retransmits every other id later.
+type pushResponse struct {
+	Acked []string `json:"acked"`
+	// Refused says why nothing was accepted (unknown job, full inbox), for logs.
+	Refused string `json:"refused,omitempty"`
+}
+
+func toWire(r *ytstore.OutputRow) wireMessage {
+	return wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp}
+}
+
+func fromWire(m wireMessage) (epoch.Input, error) {
+	key, err := epoch.DecodeKey(m.Key)
+	if err != nil {
+		return epoch.Input{}, fmt.Errorf("message %s: key: %w", m.ID, err)
+	}
+	var payload flow.Row
+	if len(m.Payload) > 0 {
+		if err := yson.Unmarshal(m.Payload, &payload); err != nil {
+			return epoch.Input{}, fmt.Errorf("message %s: payload: %w", m.ID, err)
+		}
+	}
+	return epoch.Input{Message: flow.Message{StreamID: m.Stream, MessageID: m.ID, Key: key, Payload: payload, EventTimestamp: m.EventTS, SystemTimestamp: m.SystemTS}}, nil
+}
+
+// pending is one buffered input of an inbox.
+type pending struct {
+	in    epoch.Input
+	taken bool
+	done  chan struct{} // closed once the input is persisted (committed or a known duplicate)
+}
+
+// inbox is a job's bounded buffer of received inputs. The HTTP handlers offer and wait, the
+// runner takes, acknowledges and releases.
+type inbox struct {
+	limit  int
+	notify chan struct{}
+
+	mu    sync.Mutex
+	order []*pending
+	byID  map[string]*pending
+}
+
+func newInbox(limit int) *inbox {
+	return &inbox{limit: limit, notify: make(chan struct{}, 1), byID: map[string]*pending{}}
+}
+
+// offer buffers ins (a message already buffered is not buffered twice) and returns, per
+// accepted message, the channel closed once it is persisted. Messages beyond the limit are
+// not accepted (back-pressure).
+func (b *inbox) offer(ins []epoch.Input) map[string]<-chan struct{} {
+	waits := map[string]<-chan struct{}{}
+	b.mu.Lock()
+	for _, in := range ins {
+		id := in.Message.MessageID
+		if p, ok := b.byID[id]; ok {
+			waits[id] = p.done
+			continue
+		}
+		if len(b.byID) >= b.limit {
+			break
+		}
+		p := &pending{in: in, done: make(chan struct{})}
+		b.byID[id] = p
+		b.order = append(b.order, p)
+		waits[id] = p.done
+	}
+	b.mu.Unlock()
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+	return waits
+}
+
+// take marks up to max untaken inputs as taken and returns them in arrival order.
+func (b *inbox) take(max int) []epoch.Input {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []epoch.Input
+	live := b.order[:0]
+	for _, p := range b.order {
+		if _, ok := b.byID[p.in.Message.MessageID]; !ok || b.byID[p.in.Message.MessageID] != p {
+			continue // acknowledged and dropped
+		}
+		live = append(live, p)
+		if !p.taken && len(out) < max {
+			p.taken = true
+			out = append(out, p.in)
+		}
+	}
+	b.order = live
+	return out
+}
+
+// ack drops persisted inputs and wakes their waiting senders.
+func (b *inbox) ack(ids []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		if p, ok := b.byID[id]; ok {
+			delete(b.byID, id)
+			close(p.done)
+		}
+	}
+}
+
+// release returns taken inputs of a failed epoch to the buffer, keeping their order.
+func (b *inbox) release(ids []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		if p, ok := b.byID[id]; ok {
+			p.taken = false
+		}
+	}
+}
+
+func (b *inbox) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.byID)
+}
+
+// serveHTTP is the worker's transport endpoint.
+func (w *Worker) serveHTTP(rw http.ResponseWriter, req *http.Request) {
+	switch req.URL.Path {
+	case "/push":
+		w.handlePush(rw, req)
+	case "/stats":
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(w.Stats())
+	default:
+		http.NotFound(rw, req)
+	}
+}
+
+func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		http.Error(rw, "push: POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var pr pushRequest
+	if err := json.NewDecoder(req.Body).Decode(&pr); err != nil {
+		http.Error(rw, "push: bad request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	reply := func(resp pushResponse) {
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(resp)
+	}
+	r := w.runner(pr.JobID)
+	if r == nil || r.job.ComputationID != pr.Computation {
+		reply(pushResponse{Refused: "no job " + pr.JobID + " of computation " + pr.Computation + " here"})
+		return
+	}
+	ins := make([]epoch.Input, 0, len(pr.Messages))
+	for _, m := range pr.Messages {
+		if !epoch.InRange(m.KeyHash, r.job.LowerKey, r.job.UpperKey) {
+			continue // not ours (layout moved on): never acknowledged here
+		}
+		in, err := fromWire(m)
+		if err != nil {
+			http.Error(rw, "push: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		ins = append(ins, in)
+	}
+	waits := r.inbox.offer(ins)
+	if len(waits) == 0 && len(ins) > 0 {
+		reply(pushResponse{Refused: "inbox full"})
+		return
+	}
+	deadline := time.NewTimer(w.cfg.PushTimeout)
+	defer deadline.Stop()
+	ids := make([]string, 0, len(waits))
+	for id := range waits {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var acked []string
+	for _, id := range ids {
+		select {
+		case <-waits[id]:
+			acked = append(acked, id)
+		case <-deadline.C:
+			// Answer with what is persisted now; the sender retransmits the rest.
+			for _, rest := range ids[len(acked):] {
+				select {
+				case <-waits[rest]:
+					acked = append(acked, rest)
+				default:
+				}
+			}
+			reply(pushResponse{Acked: acked})
+			return
+		case <-req.Context().Done():
+			return
+		}
+	}
+	reply(pushResponse{Acked: acked})
+}
+
+// outMsg is one output store row waiting for its reader or sink.
+type outMsg struct {
+	row ytstore.OutputRow
+}
+
+// outbox mirrors a runner's rows in the output store. The runner adds committed rows; the
+// sender removes acknowledged/delivered ones into done, which the runner deletes from the
+// output store in its next epoch commit.
+type outbox struct {
+	notify chan struct{}
+
+	mu      sync.Mutex
+	pending map[string]map[string]*outMsg // destination -> message id -> row
+	done    []ytstore.OutputKey
+}
+
+func newOutbox() *outbox {
+	return &outbox{notify: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}}
+}
+
+func (o *outbox) add(rows []ytstore.OutputRow) {
+	if len(rows) == 0 {
+		return
+	}
+	o.mu.Lock()
+	for _, r := range rows {
+		m := o.pending[r.Destination]
+		if m == nil {
+			m = map[string]*outMsg{}
+			o.pending[r.Destination] = m
+		}
+		m[r.MessageID] = &outMsg{row: r}
+	}
+	o.mu.Unlock()
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot returns the pending rows of destination ordered by message id.
+func (o *outbox) snapshot(destination string) []ytstore.OutputRow {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rows := make([]ytstore.OutputRow, 0, len(o.pending[destination]))
+	for _, m := range o.pending[destination] {
+		rows = append(rows, m.row)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].MessageID < rows[j].MessageID })
+	return rows
+}
+
+// destinations lists destinations with pending rows.
+func (o *outbox) destinations() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ds []string
+	for d, m := range o.pending {
+		if len(m) > 0 {
+			ds = append(ds, d)
+		}
+	}
+	sort.Strings(ds)
+	return ds
+}
+
+// finish moves acknowledged rows of destination to done.
+func (o *outbox) finish(partitionID, destination string, ids []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := o.pending[destination][id]; ok {
+			delete(o.pending[destination], id)
+			o.done = append(o.done, ytstore.OutputKey{PartitionID: partitionID, Destination: destination, MessageID: id})
+		}
+	}
+}
+
+// takeDone hands the finished keys to an epoch commit; giveBack returns them if it failed.
+func (o *outbox) takeDone() []ytstore.OutputKey {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d := o.done
+	o.done = nil
+	return d
+}
+
+func (o *outbox) giveBack(keys []ytstore.OutputKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = append(keys, o.done...)
+}
+
+func (o *outbox) size() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, m := range o.pending {
+		n += len(m)
+	}
+	return n
+}
+
+// push sends msgs to a reader job and returns the acknowledged ids.
+func push(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow) ([]string, error) {
+	req := pushRequest{JobID: rt.jobID, Computation: computation, Messages: make([]wireMessage, len(rows))}
+	for i := range rows {
+		req.Messages[i] = toWire(&rows[i])
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("push to job %s at %s: encode: %w", rt.jobID, rt.address, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rt.address+"/push", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("push to job %s at %s: HTTP %d", rt.jobID, rt.address, resp.StatusCode)
+	}
+	var pr pushResponse
+	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
+		return nil, fmt.Errorf("push to job %s at %s: decode response: %w", rt.jobID, rt.address, err)
+	}
+	if pr.Refused != "" && len(pr.Acked) == 0 {
+		return nil, fmt.Errorf("push to job %s at %s: refused: %s", rt.jobID, rt.address, pr.Refused)
+	}
+	return pr.Acked, nil
+}

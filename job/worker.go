@@ -1,0 +1,335 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/library/go/core/log/nop"
+	"go.ytsaurus.tech/yt/go/guid"
+
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// Worker runs the jobs the controller assigns to it. Create it with NewWorker and call Run
+// once.
+type Worker struct {
+	cfg    Config
+	id     string
+	log    log.Structured
+	store  *ytstore.Store
+	layout layout
+
+	mu      sync.Mutex
+	addr    string
+	runners map[string]*runnerHandle // job id -> running or finished runner
+	// stopping are runners of removed jobs, still winding down; retired keeps their final
+	// counters for Stats.
+	stopping []*runnerHandle
+	retired  map[string]JobStats
+	ready    chan struct{}
+}
+
+// runnerHandle tracks one runner goroutine.
+type runnerHandle struct {
+	r      *runner
+	lease  string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // set before done is closed
+}
+
+// NewWorker returns a worker for cfg; it connects to nothing until Run.
+func NewWorker(cfg Config) *Worker {
+	cfg = cfg.withDefaults()
+	id := cfg.WorkerID
+	if id == "" {
+		id = "worker-" + guid.New().String()
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = (&nop.Logger{}).Structured()
+	}
+	return &Worker{
+		cfg: cfg, id: id, log: log.With(logger.Logger(), log.String("worker", id)).Structured(),
+		runners: map[string]*runnerHandle{}, retired: map[string]JobStats{}, ready: make(chan struct{}),
+	}
+}
+
+// ID returns the worker id.
+func (w *Worker) ID() string { return w.id }
+
+// Ready is closed once the worker is registered and serving; Addr is valid from then on.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// Addr is the host:port of the transport endpoint ("" before Ready).
+func (w *Worker) Addr() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.addr
+}
+
+// Stats returns the counters of the jobs this worker runs or ran.
+func (w *Worker) Stats() map[string]JobStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]JobStats, len(w.runners)+len(w.retired))
+	for id, st := range w.retired {
+		out[id] = st
+	}
+	for id, h := range w.runners {
+		out[id] = h.r.jobStats()
+	}
+	return out
+}
+
+func (w *Worker) runner(jobID string) *runner {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h, ok := w.runners[jobID]
+	if !ok {
+		return nil
+	}
+	select {
+	case <-h.done:
+		return nil
+	default:
+		return h.r
+	}
+}
+
+// Run registers the worker (session transaction, workers row), serves the transport, runs
+// its jobs and reports their status until ctx ends; then it stops every job, aborts the
+// session and returns nil. It returns an error when it cannot start or loses its session.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.cfg.Proxy == "" || w.cfg.Path == "" {
+		return errors.New("job: worker: proxy and pipeline path are required")
+	}
+	store, err := ytstore.Open(ctx, ytstore.Config{Proxy: w.cfg.Proxy, Token: w.cfg.Token, Path: w.cfg.Path, Logger: w.log})
+	if err != nil {
+		return fmt.Errorf("job: worker %s: %w", w.id, err)
+	}
+	defer store.Close()
+	w.store = store
+
+	ln, err := net.Listen("tcp", w.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("job: worker %s: listen on %s: %w", w.id, w.cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(w.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
+	serveDone := make(chan struct{})
+	go func() { defer close(serveDone); _ = srv.Serve(ln) }()
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		<-serveDone
+	}()
+
+	session, err := store.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
+	if err != nil {
+		return fmt.Errorf("job: worker %s: %w", w.id, err)
+	}
+	defer func() { _ = session.Close() }()
+	start := nowMicros()
+	reg := ytstore.Worker{WorkerID: w.id, Address: ln.Addr().String(), SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
+	if err := store.PutWorker(ctx, reg); err != nil {
+		return fmt.Errorf("job: worker %s: register: %w", w.id, err)
+	}
+	w.mu.Lock()
+	w.addr = reg.Address
+	w.mu.Unlock()
+	close(w.ready)
+	w.log.Info("worker registered", log.String("address", reg.Address), log.String("session", session.ID()))
+
+	defer w.stopAll()
+	poll := time.NewTicker(w.cfg.PollPeriod)
+	defer poll.Stop()
+	lastStatus := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-session.Done():
+			return fmt.Errorf("job: worker %s: session %s ended", w.id, session.ID())
+		case <-poll.C:
+		}
+		if err := w.poll(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.log.Warn("layout poll failed", log.Error(err))
+			continue
+		}
+		if time.Since(lastStatus) >= w.cfg.StatusPeriod {
+			lastStatus = time.Now()
+			reg.HeartbeatTime = nowMicros()
+			if err := store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
+				w.log.Warn("heartbeat failed", log.Error(err))
+			}
+			w.reportStatuses(ctx)
+		}
+	}
+}
+
+// poll reads the layout, refreshes routing, and starts and stops this worker's jobs.
+func (w *Worker) poll(ctx context.Context) error {
+	jobs, err := w.store.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	workers, err := w.store.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	w.layout.update(jobs, workers)
+	mine := map[string]ytstore.Job{}
+	for _, j := range jobs {
+		if j.WorkerID == w.id {
+			mine[j.JobID] = j
+		}
+	}
+	// Invariant: a job whose row disappeared (or whose lease changed) stops at once
+	// (TestWorkerStopsRemovedJob).
+	w.mu.Lock()
+	for id, h := range w.runners {
+		if j, ok := mine[id]; !ok || j.LeaseID != h.lease {
+			h.cancel()
+			delete(w.runners, id)
+			w.stopping = append(w.stopping, h)
+			w.retired[id] = h.r.jobStats()
+		}
+	}
+	var start []ytstore.Job
+	for id, j := range mine {
+		if _, ok := w.runners[id]; !ok {
+			start = append(start, j)
+		}
+	}
+	w.mu.Unlock()
+	if len(start) == 0 {
+		return nil
+	}
+	p, dyn, keyer, err := w.pipeline(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range start {
+		w.startJob(ctx, j, p, dyn, keyer)
+	}
+	return nil
+}
+
+// pipeline reads and parses the pipeline's specs.
+func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPipeline, epoch.Keyer, error) {
+	attrs, err := w.store.Attributes(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(attrs.Spec) == 0 {
+		return nil, nil, nil, fmt.Errorf("pipeline %s has no @spec", w.cfg.Path)
+	}
+	p, err := spec.ParsePipeline(attrs.Spec)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("pipeline %s: @spec: %w", w.cfg.Path, err)
+	}
+	var dyn *spec.DynamicPipeline
+	if len(attrs.DynamicSpec) > 0 {
+		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
+			return nil, nil, nil, fmt.Errorf("pipeline %s: @dynamic_spec: %w", w.cfg.Path, err)
+		}
+	}
+	keyer, err := newKeyer(p)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("pipeline %s: %w", w.cfg.Path, err)
+	}
+	return p, dyn, keyer, nil
+}
+
+func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPipeline, keyer epoch.Keyer) {
+	h := &runnerHandle{lease: j.LeaseID, done: make(chan struct{})}
+	r, err := w.newRunner(j, p, dyn, keyer)
+	if err != nil {
+		// A job that cannot start is reported failed; the controller replaces or surfaces it.
+		w.log.Error("job cannot start", log.String("job", j.JobID), log.Error(err))
+		r = &runner{w: w, job: j, inbox: newInbox(1), outbox: newOutbox(), comp: &spec.Computation{ID: j.ComputationID}}
+		h.r, h.err, h.cancel = r, err, func() {}
+		close(h.done)
+		w.mu.Lock()
+		w.runners[j.JobID] = h
+		w.mu.Unlock()
+		_ = w.store.PutJobStatus(ctx, r.status(ytstore.JobFailed, err.Error()), j.LeaseID)
+		return
+	}
+	jctx, cancel := context.WithCancel(ctx)
+	h.r, h.cancel = r, cancel
+	w.mu.Lock()
+	w.runners[j.JobID] = h
+	w.mu.Unlock()
+	go func() {
+		defer close(h.done)
+		h.err = r.run(jctx)
+		if h.err != nil {
+			r.log.Error("job stopped", log.Error(h.err))
+			if !errors.Is(h.err, ErrZombie) {
+				// A zombie writes nothing more; any other failure is reported so that the
+				// controller replaces the job.
+				_ = w.store.PutJobStatus(context.WithoutCancel(ctx), r.status(ytstore.JobFailed, h.err.Error()), j.LeaseID)
+			}
+		}
+	}()
+}
+
+// reportStatuses writes job_status rows of running jobs, each conditional on its lease.
+func (w *Worker) reportStatuses(ctx context.Context) {
+	w.mu.Lock()
+	hs := make([]*runnerHandle, 0, len(w.runners))
+	for _, h := range w.runners {
+		hs = append(hs, h)
+	}
+	w.mu.Unlock()
+	for _, h := range hs {
+		state, errText := ytstore.JobRunning, ""
+		select {
+		case <-h.done:
+			if h.err == nil {
+				continue
+			}
+			if errors.Is(h.err, ErrZombie) {
+				continue
+			}
+			state, errText = ytstore.JobFailed, h.err.Error()
+		default:
+			if h.r.completed.Load() {
+				state = ytstore.JobCompleted
+			}
+		}
+		err := w.store.PutJobStatus(ctx, h.r.status(state, errText), h.lease)
+		if err != nil && !errors.Is(err, ytstore.ErrLeaseLost) && ctx.Err() == nil {
+			w.log.Warn("job status write failed", log.String("job", h.r.job.JobID), log.Error(err))
+		}
+	}
+}
+
+// stopAll cancels every runner and waits for them.
+func (w *Worker) stopAll() {
+	w.mu.Lock()
+	hs := append([]*runnerHandle(nil), w.stopping...)
+	for _, h := range w.runners {
+		hs = append(hs, h)
+	}
+	w.mu.Unlock()
+	for _, h := range hs {
+		h.cancel()
+	}
+	for _, h := range hs {
+		<-h.done
+	}
+}
