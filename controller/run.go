@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/library/go/core/log/nop"
+
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// Config configures Run. The zero value of every field but Proxy and Path is
+// a usable default.
+type Config struct {
+	// Proxy is the YTsaurus HTTP proxy. Required.
+	Proxy string
+	// Token authenticates to the proxy; empty = none. Never logged.
+	Token string
+	// Path is the pipeline node. Required.
+	Path string
+	// Logger gets structured logs; nil discards them.
+	Logger log.Structured
+	// Address is published in @leader_controller_address while this instance
+	// leads. Default: the host name and process id.
+	Address string
+	// Period between scheduling cycles. Default 500ms.
+	Period time.Duration
+	// SessionTimeout is the timeout of the controller's session, which holds
+	// the leader lock: a leader that stops pinging loses the lock after it.
+	// Default 5s.
+	SessionTimeout time.Duration
+	// LeaseTimeout is the timeout of job leases; the leader pings them every
+	// cycle, so it only matters when no leader runs. Default 30s; must exceed
+	// SessionTimeout + RetryPeriod so that leases survive a leader change.
+	LeaseTimeout time.Duration
+	// RetryPeriod is how often a standby retries the leader lock. Default 1s.
+	RetryPeriod time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.Period = cmp.Or(c.Period, 500*time.Millisecond)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, 5*time.Second)
+	c.LeaseTimeout = cmp.Or(c.LeaseTimeout, 30*time.Second)
+	c.RetryPeriod = cmp.Or(c.RetryPeriod, time.Second)
+	if c.Logger == nil {
+		c.Logger = (&nop.Logger{}).Structured()
+	}
+	if c.Address == "" {
+		host, _ := os.Hostname()
+		c.Address = fmt.Sprintf("%s/pid:%d", cmp.Or(host, "localhost"), os.Getpid())
+	}
+	return c
+}
+
+// errNotLeader means another controller holds the leader lock.
+var errNotLeader = errors.New("another controller is the leader")
+
+// Run runs a controller until ctx ends: it competes for leadership, and while
+// it leads, schedules every Period. It returns nil when ctx is cancelled and
+// an error only for a bad Config or a failure to connect.
+func Run(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
+	if cfg.Proxy == "" || cfg.Path == "" {
+		return errors.New("controller: proxy and path are required")
+	}
+	if cfg.LeaseTimeout <= cfg.SessionTimeout {
+		return fmt.Errorf("controller: lease timeout %v must exceed session timeout %v", cfg.LeaseTimeout, cfg.SessionTimeout)
+	}
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: cfg.Proxy, Token: cfg.Token, Path: cfg.Path, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	defer st.Close()
+	lg := log.With(cfg.Logger.Logger(), log.String("pipeline", cfg.Path)).Structured()
+	lastErr := ""
+	for {
+		err := lead(ctx, st, cfg, lg)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if msg := err.Error(); msg != lastErr {
+			if errors.Is(err, errNotLeader) {
+				lg.Info("standing by", log.Error(err))
+			} else {
+				lg.Warn("not leading", log.Error(err))
+			}
+			lastErr = msg
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(cfg.RetryPeriod):
+		}
+	}
+}
+
+// lead takes the leader lock and schedules until leadership or ctx ends.
+func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured) error {
+	termCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sess, err := st.StartSession(termCtx, "yt-flow: controller "+cfg.Address, cfg.SessionTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sess.Close() }()
+	if err := st.LockLeader(termCtx, sess); err != nil {
+		if errors.Is(err, ytstore.ErrConflict) {
+			return errNotLeader
+		}
+		return err
+	}
+	lg.Info("became leader", log.String("session", sess.ID()), log.String("address", cfg.Address))
+	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{}}
+	if err := st.SetControllerAttributes(termCtx, sess, "", cfg.Address); err != nil {
+		return fmt.Errorf("publish leader address: %w", err)
+	}
+	c.log(termCtx, "controller "+cfg.Address+" became leader")
+	ticker := time.NewTicker(cfg.Period)
+	defer ticker.Stop()
+	for {
+		if err := c.cycle(termCtx); err != nil {
+			if errors.Is(err, ytstore.ErrLeaseLost) {
+				return fmt.Errorf("lost leadership: %w", err)
+			}
+			if ctx.Err() == nil {
+				lg.Warn("scheduling cycle failed", log.Error(err))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sess.Done():
+			return errors.New("lost leadership: session ended")
+		case <-ticker.C:
+		}
+	}
+}
+
+// cycler runs scheduling cycles for one leadership term.
+type cycler struct {
+	st    *ytstore.Store
+	cfg   Config
+	lg    log.Structured
+	sess  *ytstore.Session
+	sched *Scheduler
+
+	// parsed specs, cached by version
+	specVersion, dynVersion int64
+	topology                Topology
+	specErr                 error
+}
+
+// cycle observes the pipeline, decides and applies the decision.
+func (c *cycler) cycle(ctx context.Context) error {
+	in, attrs, err := c.observe(ctx)
+	if err != nil {
+		return err
+	}
+	d := c.sched.Step(in)
+	if err := c.apply(ctx, d); err != nil {
+		return err
+	}
+	if d.PipelineState != "" && d.PipelineState != attrs.PipelineState {
+		if err := c.st.SetControllerAttributes(ctx, c.sess, d.PipelineState, ""); err != nil {
+			return err
+		}
+		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
+		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
+	}
+	return nil
+}
+
+func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, error) {
+	attrs, err := c.st.Attributes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &Input{
+		Now: ytstore.Now(), TargetState: attrs.TargetState, PipelineState: attrs.PipelineState,
+		WorkerAlive: map[string]bool{}, LeaseAlive: map[string]bool{}, QueueTablets: map[string]int{},
+	}
+	if len(attrs.Spec) > 0 {
+		if attrs.SpecVersion != c.specVersion || attrs.DynamicSpecVersion != c.dynVersion || c.specErr != nil && c.specVersion == 0 {
+			c.specVersion, c.dynVersion = attrs.SpecVersion, attrs.DynamicSpecVersion
+			c.topology, c.specErr = parseTopology(attrs)
+			if c.specErr != nil {
+				c.lg.Error("cannot parse the pipeline spec; running no jobs", log.Error(c.specErr))
+				c.log(ctx, "cannot parse the pipeline spec: "+c.specErr.Error())
+			}
+		}
+		in.HasSpec = c.specErr == nil
+		in.Topology = c.topology
+	}
+	if in.Workers, err = c.st.Workers(ctx); err != nil {
+		return nil, nil, err
+	}
+	for _, w := range in.Workers {
+		alive, err := c.st.TxAlive(ctx, w.SessionTx)
+		if err != nil {
+			return nil, nil, err
+		}
+		in.WorkerAlive[w.WorkerID] = alive
+	}
+	if in.Partitions, err = c.st.Partitions(ctx); err != nil {
+		return nil, nil, err
+	}
+	if in.Jobs, err = c.st.Jobs(ctx); err != nil {
+		return nil, nil, err
+	}
+	if in.Statuses, err = c.st.JobStatuses(ctx); err != nil {
+		return nil, nil, err
+	}
+	// Ping every lease: this keeps them alive and tells which are dead.
+	for _, j := range in.Jobs {
+		err := c.st.PingLease(ctx, j.LeaseID)
+		switch {
+		case err == nil:
+			in.LeaseAlive[j.LeaseID] = true
+		case errors.Is(err, ytstore.ErrLeaseLost):
+			c.lg.Info("lease lost", log.String("job", j.JobID), log.String("lease", j.LeaseID))
+		default:
+			// Unknown this cycle: keep the job; a dead lease fences it anyway.
+			in.LeaseAlive[j.LeaseID] = true
+			c.lg.Warn("cannot ping lease", log.String("job", j.JobID), log.String("lease", j.LeaseID), log.Error(err))
+		}
+	}
+	for _, q := range in.Topology.QueuePaths() {
+		n, err := c.st.TabletCount(ctx, q)
+		if err != nil {
+			c.lg.Warn("cannot read source queue tablet count", log.String("queue", q), log.Error(err))
+			continue
+		}
+		in.QueueTablets[q] = n
+	}
+	return in, attrs, nil
+}
+
+func parseTopology(attrs *ytstore.Attributes) (Topology, error) {
+	p, err := spec.ParsePipeline(attrs.Spec)
+	if err != nil {
+		return Topology{}, fmt.Errorf("@spec (version %d): %w", attrs.SpecVersion, err)
+	}
+	var dyn *spec.DynamicPipeline
+	if len(attrs.DynamicSpec) > 0 {
+		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
+			return Topology{}, fmt.Errorf("@dynamic_spec (version %d): %w", attrs.DynamicSpecVersion, err)
+		}
+	}
+	return TopologyOf(p, dyn), nil
+}
+
+// apply applies a decision in the order the protocol needs.
+// Invariant: the leases of removed jobs are aborted before any job is
+// written, so a replacement never overlaps a live predecessor
+// (TestSimulation, TestLeaseAbortedWhenWorkerDies).
+func (c *cycler) apply(ctx context.Context, d *Decision) error {
+	for _, l := range d.AbortLeases {
+		if err := c.st.AbortLease(ctx, l); err != nil {
+			return err
+		}
+	}
+	var started []string
+	abortStarted := func() {
+		for _, l := range started {
+			if err := c.st.AbortLease(context.WithoutCancel(ctx), l); err != nil {
+				c.lg.Warn("cannot abort unused lease; it expires", log.String("lease", l), log.Error(err))
+			}
+		}
+	}
+	for i := range d.Layout.PutJobs {
+		j := &d.Layout.PutJobs[i]
+		if j.LeaseID != "" {
+			continue
+		}
+		lease, err := c.st.StartLease(ctx, j.JobID, c.cfg.LeaseTimeout)
+		if err != nil {
+			abortStarted()
+			return err
+		}
+		j.LeaseID = lease
+		started = append(started, lease)
+	}
+	if err := c.st.ApplyLayout(ctx, c.sess, d.Layout); err != nil {
+		// Even if the outcome is unknown, aborting is safe: a written job with
+		// an aborted lease is replaced next cycle.
+		abortStarted()
+		return err
+	}
+	for _, e := range d.Events {
+		c.lg.Info(e)
+	}
+	c.log(ctx, d.Events...)
+	return nil
+}
+
+// log appends messages to controller_logs; failures are only logged.
+func (c *cycler) log(ctx context.Context, msgs ...string) {
+	if len(msgs) == 0 {
+		return
+	}
+	now := ytstore.Now()
+	recs := make([]ytstore.LogRecord, len(msgs))
+	for i, m := range msgs {
+		recs[i] = ytstore.LogRecord{Time: now, Host: c.cfg.Address, Data: m}
+	}
+	if err := c.st.AppendControllerLog(ctx, recs...); err != nil {
+		c.lg.Warn("cannot write controller_logs", log.Error(err))
+	}
+}

@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/ytflow/yt-flow/spec"
+)
+
+// TopologyOf derives the topology from parsed specs. dyn may be nil.
+func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
+	var t Topology
+	if p == nil {
+		return t
+	}
+	for id, c := range p.Computations {
+		d := dyn.Computation(id)
+		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining}
+		if c.Kind.Source() {
+			for sid, s := range c.Sources {
+				src := Source{ID: sid}
+				if s.Queue != nil {
+					src.QueuePath = s.Queue.QueuePath
+					src.PartitionFilter = slices.Clone(s.Queue.PartitionFilter)
+				}
+				tc.Sources = append(tc.Sources, src)
+			}
+			sort.Slice(tc.Sources, func(i, j int) bool { return tc.Sources[i].ID < tc.Sources[j].ID })
+		} else {
+			if d.MinPartitionCount > 0 {
+				tc.PartitionCount = max(tc.PartitionCount, d.MinPartitionCount)
+			}
+			if d.MaxPartitionCount > 0 {
+				tc.PartitionCount = min(tc.PartitionCount, d.MaxPartitionCount)
+			}
+		}
+		t.Computations = append(t.Computations, tc)
+	}
+	sort.Slice(t.Computations, func(i, j int) bool { return t.Computations[i].ID < t.Computations[j].ID })
+	return t
+}
+
