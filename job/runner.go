@@ -350,7 +350,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		for _, row := range rows {
 			b.Sources = append(b.Sources, epoch.SourceRow{
 				SourcePartition: epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition},
-				Offset:          row.Offset, Payload: flow.Row(row.Columns), SystemTimestamp: tsMicros(row.Timestamp, now),
+				Offset:          row.Offset, Payload: flow.Row(row.Columns),
+				SystemTimestamp: tsMicros(row.Timestamp, now), EventTimestamp: tsMicros(row.Timestamp, now),
 			})
 		}
 	}

@@ -1,0 +1,137 @@
+package job
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+func input(id string) epoch.Input {
+	return epoch.Input{Message: flow.Message{MessageID: id, Key: flow.Key{"k"}}}
+}
+
+func TestInboxBackPressure(t *testing.T) {
+	b := newInbox(2)
+	waits := b.offer([]epoch.Input{input("a"), input("b"), input("c")})
+	assert.Len(t, waits, 2, "a full inbox accepts nothing more")
+	assert.NotContains(t, waits, "c")
+
+	again := b.offer([]epoch.Input{input("a")})
+	assert.Equal(t, waits["a"], again["a"], "a retransmitted message waits on the buffered copy")
+
+	got := b.take(10)
+	require.Len(t, got, 2)
+	assert.Empty(t, b.take(10), "taken inputs are not handed out twice")
+	b.release([]string{"b"})
+	assert.Equal(t, []string{"b"}, inputIDs(b.take(10)), "a failed epoch's inputs come back")
+
+	b.ack([]string{"a"})
+	select {
+	case <-waits["a"]:
+	default:
+		t.Fatal("ack does not wake the waiting sender")
+	}
+	select {
+	case <-waits["b"]:
+		t.Fatal("an input not acknowledged is reported persisted")
+	default:
+	}
+	assert.Equal(t, 1, b.len())
+}
+
+// newTestWorker returns a worker serving /push for one job without any YT connection.
+func newTestWorker(t *testing.T, j ytstore.Job) (*Worker, *runner, string) {
+	t.Helper()
+	w := NewWorker(Config{PushTimeout: 300 * time.Millisecond})
+	r := &runner{w: w, job: j, comp: &spec.Computation{ID: j.ComputationID}, inbox: newInbox(100), outbox: newOutbox()}
+	w.runners[j.JobID] = &runnerHandle{r: r, lease: j.LeaseID, cancel: func() {}, done: make(chan struct{})}
+	srv := httptest.NewServer(handlerOf(w))
+	t.Cleanup(srv.Close)
+	return w, r, srv.Listener.Addr().String()
+}
+
+func TestPushAcksOnlyCommitted(t *testing.T) {
+	j := ytstore.Job{JobID: "j1", ComputationID: "count", LowerKey: 0, UpperKey: 0}
+	_, r, addr := newTestWorker(t, j)
+	rows := []ytstore.OutputRow{
+		{MessageID: "m1", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"a"}), KeyHash: 1},
+		{MessageID: "m2", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"b"}), KeyHash: 2},
+		{MessageID: "m3", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"c"}), KeyHash: 3},
+	}
+	// The "epoch": take what arrived and commit only m1 and m3.
+	go func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if got := r.inbox.take(10); len(got) > 0 {
+				r.inbox.ack([]string{"m1", "m3"})
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	acked, err := push(context.Background(), httpClient(), route{jobID: "j1", address: addr}, "count", rows)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"m1", "m3"}, acked, "only committed ids are acknowledged")
+
+	got := r.inbox.take(10)
+	assert.Empty(t, got, "m2 is still taken by the running epoch")
+	r.inbox.release([]string{"m2"})
+	got = r.inbox.take(10)
+	require.Len(t, got, 1)
+	assert.Equal(t, flow.Key{"b"}, got[0].Message.Key, "the key survives the wire")
+}
+
+func TestPushRefused(t *testing.T) {
+	j := ytstore.Job{JobID: "j1", ComputationID: "count", LowerKey: 10, UpperKey: 20}
+	_, r, addr := newTestWorker(t, j)
+	_, err := push(context.Background(), httpClient(), route{jobID: "other", address: addr}, "count", []ytstore.OutputRow{{MessageID: "m"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no job other")
+
+	acked, err := push(context.Background(), httpClient(), route{jobID: "j1", address: addr}, "count",
+		[]ytstore.OutputRow{{MessageID: "m", KeyHash: 25, Key: epoch.EncodeKey(nil)}})
+	require.NoError(t, err)
+	assert.Empty(t, acked)
+	assert.Equal(t, 0, r.inbox.len(), "a message outside the job's key range is not buffered")
+}
+
+func TestOutboxDoneGoesToNextCommit(t *testing.T) {
+	o := newOutbox()
+	o.add([]ytstore.OutputRow{{Destination: "d", MessageID: "b"}, {Destination: "d", MessageID: "a"}})
+	rows := o.snapshot("d")
+	require.Len(t, rows, 2)
+	assert.Equal(t, "a", rows[0].MessageID, "sent in id order")
+	o.finish("p", "d", []string{"a", "zzz"})
+	assert.Equal(t, 1, o.size())
+	done := o.takeDone()
+	assert.Equal(t, []ytstore.OutputKey{{PartitionID: "p", Destination: "d", MessageID: "a"}}, done)
+	assert.Empty(t, o.takeDone())
+	o.giveBack(done)
+	assert.Equal(t, done, o.takeDone(), "a failed commit hands the deletions to the next one")
+}
+
+func TestKeyerComputesFarmHash(t *testing.T) {
+	p := &spec.Pipeline{Computations: map[string]*spec.Computation{"count": {ID: "count"}}}
+	p.Computations["count"].GroupBy.Columns = append(p.Computations["count"].GroupBy.Columns,
+		schemaColumn("hash", "farm_hash(word)"), schemaColumn("word", ""))
+	keyer, err := newKeyer(p)
+	require.NoError(t, err)
+	k, err := keyer("count", flow.Row{"word": "abc"})
+	require.NoError(t, err)
+	require.Len(t, k, 2)
+	assert.Equal(t, "abc", k[1])
+	h, ok := k[0].(uint64)
+	require.True(t, ok, "farm_hash gives a uint64, got %T", k[0])
+	assert.Equal(t, h, epoch.KeyHash(k), "the computed hash column routes the key")
+	_, err = keyer("nope", flow.Row{})
+	assert.Error(t, err)
+}
