@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"go.ytsaurus.tech/library/go/core/log"
+	logzap "go.ytsaurus.tech/library/go/core/log/zap"
+
+	"github.com/ytflow/yt-flow/controller"
+)
+
+// newStderrLogger returns a console logger writing to w at level.
+func newStderrLogger(w io.Writer, level log.Level) log.Structured {
+	enc := logzap.ConsoleConfig(level).EncoderConfig
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(w), logzap.ZapifyLevel(level))
+	return logzap.NewWithCore(core)
+}
+
+func init() {
+	register(&command{
+		name:    "controller",
+		summary: "run a pipeline controller (leader or standby) until interrupted",
+		run: func(ctx context.Context, env *environ, args []string) int {
+			var pf pipelineFlags
+			fs := newPipelineFlagSet("controller", env, &pf)
+			address := fs.String("address", "", "address published in @leader_controller_address while leading (default host/pid)")
+			period := fs.Duration("period", 500*time.Millisecond, "scheduling period")
+			leaseTimeout := fs.Duration("lease-timeout", 30*time.Second, "timeout of job leases")
+			sessionTimeout := fs.Duration("session-timeout", 5*time.Second, "timeout of the controller session holding the leader lock")
+			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
+				return code
+			}
+			err := controller.Run(ctx, controller.Config{
+				Proxy:          pf.proxy,
+				Token:          env.getenv("YT_TOKEN"),
+				Path:           pf.path,
+				Logger:         newStderrLogger(env.stderr, log.InfoLevel),
+				Address:        *address,
+				Period:         *period,
+				LeaseTimeout:   *leaseTimeout,
+				SessionTimeout: *sessionTimeout,
+			})
+			if err != nil {
+				return failf(env.stderr, "controller: %v", err)
+			}
+			return 0
+		},
+	})
+}
