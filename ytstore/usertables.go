@@ -84,3 +84,19 @@ func (s *Store) NodeExists(ctx context.Context, path string) (bool, error) {
 	}
 	return ok, nil
 }
+
+// GetAttribute reads path/@name into out; a missing node or attribute gives ErrNotFound.
+func (s *Store) GetAttribute(ctx context.Context, path, name string, out any) error {
+	if err := s.yc.GetNode(ctx, ypath.Path(path).Attr(name), out, nil); err != nil {
+		return fmt.Errorf("ytstore: read %s/@%s: %w", path, name, classify(err))
+	}
+	return nil
+}
+
+// SetAttribute writes path/@name.
+func (s *Store) SetAttribute(ctx context.Context, path, name string, value any) error {
+	if err := s.yc.SetNode(ctx, ypath.Path(path).Attr(name), value, nil); err != nil {
+		return fmt.Errorf("ytstore: set %s/@%s: %w", path, name, classify(err))
+	}
+	return nil
+}
