@@ -241,6 +241,14 @@ func evalBinary(n *node, en *env) (any, error) {
 	if l == nil || r == nil {
 		return nil, nil
 	}
+	if n.op == "||" {
+		x, ok1 := l.(string)
+		y, ok2 := r.(string)
+		if !ok1 || !ok2 {
+			return nil, typeErrorf(n.pos, "operator || needs strings, got %s", typeName(l))
+		}
+		return x + y, nil
+	}
 	return arithmetic(n.pos, n.op, l, r)
 }
 

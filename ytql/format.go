@@ -18,9 +18,12 @@ func writeNode(b *strings.Builder, n *node, nested bool) {
 	case nLiteral:
 		b.WriteString(formatLiteral(n.value))
 	case nColumn:
-		if isIdentifier(n.name) && !keywords[strings.ToLower(n.name)] {
+		switch {
+		case isIdentifier(n.name) && !keywords[strings.ToLower(n.name)]:
 			b.WriteString(n.name)
-		} else {
+		case strings.Contains(n.name, "]"):
+			b.WriteString("`" + n.name + "`")
+		default:
 			b.WriteString("[" + n.name + "]")
 		}
 	case nPlaceholder:
@@ -48,7 +51,14 @@ func writeNode(b *strings.Builder, n *node, nested bool) {
 			} else {
 				b.WriteString(n.op)
 			}
-			writeNode(b, n.args[0], true)
+			if a := n.args[0]; a.kind == nLiteral {
+				// "-(5)" stays a negation; "-5" would read back as a literal.
+				b.WriteByte('(')
+				writeNode(b, a, false)
+				b.WriteByte(')')
+			} else {
+				writeNode(b, a, true)
+			}
 		case nBinary:
 			writeNode(b, n.args[0], true)
 			b.WriteString(" " + strings.ToUpper(n.op) + " ")

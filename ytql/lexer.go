@@ -20,7 +20,7 @@ const (
 	tokBool                  // %true, %false
 	tokNull                  // #
 	tokPlaceholder           // {name}
-	tokPunct                 // ( ) , + - * / % = != <> < <= > >=
+	tokPunct                 // ( ) , + - * / % || = != <> < <= > >=
 )
 
 type token struct {
@@ -100,7 +100,7 @@ func lex(text string) ([]token, error) {
 				return nil, parseErrorf(start, "unterminated [bracketed] name")
 			}
 			name := text[i+1 : i+1+end]
-			if strings.TrimSpace(name) == "" {
+			if name == "" {
 				return nil, parseErrorf(start, "empty [bracketed] name")
 			}
 			toks = append(toks, token{kind: tokQuotedIdent, pos: start, text: name})
@@ -127,7 +127,7 @@ func lex(text string) ([]token, error) {
 			i += 6
 		default:
 			op := ""
-			for _, cand := range []string{"!=", "<>", "<=", ">=", "(", ")", ",", "+", "-", "*", "/", "%", "=", "<", ">"} {
+			for _, cand := range []string{"||", "!=", "<>", "<=", ">=", "(", ")", ",", "+", "-", "*", "/", "%", "=", "<", ">"} {
 				if strings.HasPrefix(text[i:], cand) {
 					op = cand
 					break

@@ -284,7 +284,7 @@ func (p *parser) parseAdditive() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	for p.isPunct("+") || p.isPunct("-") {
+	for p.isPunct("+") || p.isPunct("-") || p.isPunct("||") {
 		t := p.next()
 		r, err := p.parseMultiplicative()
 		if err != nil {

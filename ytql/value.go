@@ -115,11 +115,16 @@ func convertConst(c, like any) (any, bool) {
 			return int64(u), true
 		}
 	case float64:
+		// Only exact conversions, like YTsaurus' CastValueWithCheck.
 		switch x := c.(type) {
 		case int64:
-			return float64(x), true
+			if f := float64(x); f >= -(1<<63) && f < 1<<63 && int64(f) == x {
+				return f, true
+			}
 		case uint64:
-			return float64(x), true
+			if f := float64(x); f < 1<<64 && uint64(f) == x {
+				return f, true
+			}
 		}
 	}
 	return nil, false
