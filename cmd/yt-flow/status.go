@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// pipelineStatus is everything "yt-flow status" shows.
+type pipelineStatus struct {
+	attrs      *ytstore.Attributes
+	workers    []ytstore.Worker
+	alive      map[string]bool // worker id -> session alive
+	partitions []ytstore.Partition
+	jobs       []ytstore.Job
+	leases     map[string]bool // lease id -> alive
+	statuses   map[string]ytstore.JobStatus
+	logs       []ytstore.LogRecord
+	now        uint64
+}
+
+func readStatus(ctx context.Context, st *ytstore.Store, logLines int) (*pipelineStatus, error) {
+	s := &pipelineStatus{alive: map[string]bool{}, leases: map[string]bool{}, statuses: map[string]ytstore.JobStatus{}, now: ytstore.Now()}
+	var err error
+	if s.attrs, err = st.Attributes(ctx); err != nil {
+		return nil, err
+	}
+	if s.workers, err = st.Workers(ctx); err != nil {
+		return nil, err
+	}
+	for _, w := range s.workers {
+		if s.alive[w.WorkerID], err = st.TxAlive(ctx, w.SessionTx); err != nil {
+			return nil, err
+		}
+	}
+	if s.partitions, err = st.Partitions(ctx); err != nil {
+		return nil, err
+	}
+	if s.jobs, err = st.Jobs(ctx); err != nil {
+		return nil, err
+	}
+	for _, j := range s.jobs {
+		if s.leases[j.LeaseID], err = st.TxAlive(ctx, j.LeaseID); err != nil {
+			return nil, err
+		}
+	}
+	statuses, err := st.JobStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range statuses {
+		s.statuses[x.JobID] = x
+	}
+	if logLines > 0 {
+		if s.logs, err = st.ControllerLogs(ctx, logLines); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (s *pipelineStatus) age(us uint64) string {
+	if us == 0 {
+		return "-"
+	}
+	if us >= s.now {
+		return "0s ago"
+	}
+	return time.Duration(s.now-us).Round(100*time.Millisecond).String() + " ago"
+}
+
+func keyRange(lower, upper uint64) string {
+	u := fmt.Sprintf("%#016x", upper)
+	if upper == 0 {
+		u = "2^64"
+	}
+	return fmt.Sprintf("[%#016x, %s)", lower, u)
+}
+
+// write prints the status as aligned text.
+func (s *pipelineStatus) write(w io.Writer, path string) error {
+	a := s.attrs
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "pipeline\t%s\n", path)
+	fmt.Fprintf(tw, "state\t%s (target %s)\n", orDash(a.PipelineState), orDash(a.TargetState))
+	fmt.Fprintf(tw, "leader\t%s\n", orDash(a.LeaderControllerAddress))
+	fmt.Fprintf(tw, "spec\tversion %d, dynamic spec version %d\n", a.SpecVersion, a.DynamicSpecVersion)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	jobsOf := map[string]int{}
+	for _, j := range s.jobs {
+		jobsOf[j.WorkerID]++
+	}
+	fmt.Fprintf(w, "\nworkers (%d)\n", len(s.workers))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WORKER\tADDRESS\tALIVE\tJOBS\tSTARTED\tHEARTBEAT")
+	for _, wk := range s.workers {
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%d\t%s\t%s\n", wk.WorkerID, orDash(wk.Address), s.alive[wk.WorkerID], jobsOf[wk.WorkerID], s.age(wk.StartTime), s.age(wk.HeartbeatTime))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	jobOf := map[string]ytstore.Job{}
+	for _, j := range s.jobs {
+		jobOf[j.PartitionID] = j
+	}
+	parts := append([]ytstore.Partition(nil), s.partitions...)
+	sort.Slice(parts, func(i, j int) bool { return parts[i].PartitionID < parts[j].PartitionID })
+	fmt.Fprintf(w, "\npartitions (%d), jobs (%d)\n", len(parts), len(s.jobs))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PARTITION\tCOMPUTATION\tKEYS/SOURCE\tSTATE\tJOB\tWORKER\tLEASE\tJOB STATE\tEPOCH\tLAG\tIN FLIGHT\tUPDATED")
+	seen := map[string]bool{}
+	row := func(pid, comp, keys, pstate string, j ytstore.Job, hasJob bool) {
+		if !hasJob {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", pid, comp, keys, pstate)
+			return
+		}
+		seen[j.JobID] = true
+		lease := "dead"
+		if s.leases[j.LeaseID] {
+			lease = "alive"
+		}
+		jst, ok := s.statuses[j.JobID]
+		state, epoch, lag, inFlight, updated := "starting", "-", "-", "-", "-"
+		if ok {
+			state = jst.State
+			if j.Draining || j.Retiring {
+				state += flagNote(j, jst)
+			}
+			epoch, lag, inFlight, updated = fmt.Sprint(jst.Epoch), fmt.Sprint(jst.InputLag), fmt.Sprint(jst.InFlight), s.age(jst.UpdatedAt)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pid, comp, keys, pstate, j.JobID, j.WorkerID, lease, state, epoch, lag, inFlight, updated)
+	}
+	for _, p := range parts {
+		keys := keyRange(p.LowerKey, p.UpperKey)
+		if p.SourceID != "" {
+			keys = fmt.Sprintf("%s#%d", p.SourceID, p.SourcePartition)
+		}
+		j, ok := jobOf[p.PartitionID]
+		row(p.PartitionID, p.ComputationID, keys, p.State, j, ok)
+	}
+	for _, j := range s.jobs {
+		if !seen[j.JobID] {
+			row(j.PartitionID, j.ComputationID, "-", "missing", j, true)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var failed []string
+	for _, j := range s.jobs {
+		if st, ok := s.statuses[j.JobID]; ok && st.Error != "" {
+			failed = append(failed, fmt.Sprintf("  %s: %s", j.JobID, strings.ReplaceAll(st.Error, "\n", "\n    ")))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\njob errors\n%s\n", strings.Join(failed, "\n"))
+	}
+	if len(s.logs) > 0 {
+		fmt.Fprintf(w, "\ncontroller log (last %d)\n", len(s.logs))
+		for _, r := range s.logs {
+			fmt.Fprintf(w, "  %s  %s  %s\n", time.UnixMicro(int64(r.Time)).UTC().Format("15:04:05.000"), r.Host, r.Data)
+		}
+	}
+	return nil
+}
+
+func flagNote(j ytstore.Job, st ytstore.JobStatus) string {
+	what := "draining"
+	if j.Retiring {
+		what = "retiring"
+	}
+	if !st.Draining {
+		return " (" + what + " requested)"
+	}
+	return " (" + what + ")"
+}
+
+func init() {
+	register(&command{
+		name:    "status",
+		summary: "show a pipeline's state, workers, partitions, jobs, leases and lag",
+		run: func(ctx context.Context, env *environ, args []string) int {
+			var pf pipelineFlags
+			fs := newPipelineFlagSet("status", env, &pf)
+			logLines := fs.Int("log", 10, "how many controller log lines to show (0 = none)")
+			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
+				return code
+			}
+			st, err := openPipelineStore(ctx, env, pf.proxy, pf.path)
+			if err != nil {
+				return failf(env.stderr, "status: %v", err)
+			}
+			defer st.Close()
+			s, err := readStatus(ctx, st, *logLines)
+			if err != nil {
+				return failf(env.stderr, "status: %v", err)
+			}
+			if err := s.write(env.stdout, pf.path); err != nil {
+				return failf(env.stderr, "status: %v", err)
+			}
+			return 0
+		},
+	})
+}
