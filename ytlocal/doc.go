@@ -1,0 +1,131 @@
+// Package ytlocal is a single-process server that speaks the YTsaurus HTTP proxy API
+// (/hosts, /api/v4/<command>, /auth/whoami) well enough for the unmodified Go SDK
+// (yt/ythttp) and for yt-flow's own tests.
+//
+// Start one with Start(ctx, Config{}) (random loopback port, memory only) or with
+// Config.DataDir for durability; tests use ytlocaltest.New(t). Server.Addr is the proxy
+// address; Server.Close is idempotent and waits for every goroutine.
+//
+// # Wire protocol
+//
+// Parameters come from X-YT-Parameters (text YSON, or base64 split into
+// X-YT-Parameters0..N) and, for POST, from the body. PUT bodies are the command input.
+// Request bodies may be z-<codec> block-compressed (YTsaurus blockcodecs framing),
+// gzip or identity, and chunked. Responses are materialised completely before the first
+// byte is written, so every error is reported as HTTP 4xx with X-YT-Error (yterrors
+// JSON), X-YT-Response-Code and a JSON body — never after the body started. A response
+// is z-compressed with exactly the codec named in Accept-Encoding and Content-Encoding
+// echoes it. Mutating commands are deduplicated by mutation_id (a bounded in-memory
+// cache answers retries with the original outcome).
+//
+// # State and concurrency
+//
+// All state (Cypress tree, master transactions, locks, extensions) is guarded by one
+// mutex, the state lock. The HTTP layer decodes the request outside the lock, then runs
+// the handler with the lock held, then encodes outside the lock. Handlers, extension
+// hooks and the single timer goroutine (transaction timeouts, extension deadlines) all
+// run under that lock, so they never need their own synchronisation and must never block.
+//
+// Cypress keeps a committed ("trunk") version of every node and, per master transaction,
+// a branch with only that transaction's changes; reads walk the transaction, its
+// ancestors, then the trunk. Commit folds a branch into the parent or, for a topmost
+// transaction, logs it and applies it to the trunk. Commands issued without
+// transaction_id run in an implicit transaction committed at once. Locks (snapshot,
+// shared with child_key/attribute_key, exclusive; waitable) follow YTsaurus' conflict
+// rules and fail with code 402. Committing a transaction aborts its open nested ones;
+// a transaction started with prerequisite_transaction_ids is aborted when any of them
+// ends; unpinged transactions are aborted by the timer when their timeout passes.
+//
+// # Durability
+//
+// With DataDir, every committed mutation is appended to a write-ahead log and fsynced
+// before the response is sent; a snapshot is taken every Config.SnapshotEvery records
+// and the log restarted. Start replays snapshot + log; a torn tail (crash in the middle
+// of an append, never acknowledged) is dropped. Open master transactions do not survive
+// a restart (they are aborted, as if they had expired).
+//
+// # Adding commands
+//
+// This section is the stable contract for code in this package that adds commands or
+// state (the dynamic-table engine lives in dyn_*.go files). Names listed here are kept;
+// they may gain fields or methods, never lose them.
+//
+// Registering. In an init() of your file call
+//
+//	registerCommand("insert_rows", commandOpts{Mutating: true, Heavy: true, NoTxCheck: true}, handleInsertRows)
+//
+// with handlerFunc = func(c *call) (any, error). commandOpts.Mutating enables
+// mutation-id deduplication; NoTxCheck disables the generic check that transaction_id
+// names a live MASTER transaction (set it for commands that take tablet transaction ids;
+// the check already skips ids for which IsTabletTxID is true). Before the handler runs the
+// dispatcher has (under the state lock) checked prerequisite_transaction_ids (code 1000
+// if any is not a live master transaction); the handler's result is applied in the same
+// critical section, so a tablet commit with prerequisites is exactly fenced against
+// master commit/abort/expiry.
+//
+// Reading parameters (all tolerate the entity # as "absent" and report a YT error
+// naming the parameter on a wrong type): c.str(name, def), c.requiredStr(name),
+// c.boolean(name, def), c.int64p(name, def), c.uint64p(name, def),
+// c.duration(name, def) (milliseconds on the wire), c.guidp(name),
+// c.guids(name) (list of GUIDs), c.decode(name, &dst) (any yson target, e.g.
+// schema.Schema or []any pivot keys), c.richPath(name) (*ypath.Rich with attributes,
+// ranges and columns), c.path(name) (plain string), c.has(name), c.param(name),
+// c.params (the raw merged map). The decompressed PUT body is c.input (c.inFmt is
+// its format name); c.inputRows() parses it as a YSON list fragment of rows (maps,
+// or nil for #), c.inputValue() as one value. c.now is the command's clock reading.
+// c.s is the *Server.
+//
+// Returning. nil means {}. A map such as map[string]any{"value": v} is written in
+// the requested output format (binary YSON by default, text, or JSON). A *rowsResult
+// {Rows, Params} is written as a YSON list fragment (each row a map[string]any, nil
+// for #, or a yson.StreamMarshaler such as an ordered row), compressed per
+// Accept-Encoding, with Params sent as X-YT-Response-Parameters. rawResult is sent as is.
+// Errors: return ytErr(yterrors.CodeXxx, "format", args...) (optionally
+// withAttrs(e, "key", value, ...)); any other error becomes code 1. Use
+// noSuchTx(id) for 11000.
+//
+// Cypress lookups (state lock held): s.LookupNode(path, txID) returns a NodeInfo
+// {ID, Type, Path, Attrs} (code 500 if missing, 11000 for a dead master transaction;
+// a zero or tablet txID reads committed state); s.NodeByID(id) returns the committed
+// view; NodeInfo.Schema() and NodeInfo.Dynamic() decode the usual attributes.
+// s.SetNodeAttrs(id, attrs) writes stored attributes of a committed node (e.g. schema
+// and dynamic from alter_table), logged before it returns. Inside the package,
+// s.tree.attrOf(n, tx, name) and s.tree.nodes[id] give direct access (tx nil = trunk).
+//
+// Extensions. Stateful components register a factory in init():
+//
+//	registerExtension("dyn", func(s *Server) (Extension, error) { ... })
+//
+// and fetch themselves with s.extension("dyn"). An Extension is Persistent (see
+// below) plus Close. It may also implement:
+//   - NodeObserver: NodeCommitted(NodeEvent) for committed (trunk) changes —
+//     NodeCreated, NodeRemoved, NodeAttrsChanged, NodeContentChanged; Replay is true
+//     while the log is replayed at start.
+//   - AttributeProvider: computed attributes (tablet_state, tablet_count, tablets,
+//     row_count of dynamic tables, ...) consulted before stored ones; names listed by
+//     NodeAttributeNames appear in `get <path>/@`.
+//   - TxObserver: MasterTxFinished(id, committed), called in the critical section that
+//     ends a master transaction (commit, abort, expiry, dependent abort, parent commit).
+//   - TabletTxManager: start_transaction with type != master (or sticky=%true) calls
+//     StartTx with a fresh id whose object type makes IsTabletTxID true
+//     (atomicity=none gets the non-atomic type); ping/commit/abort_transaction of such
+//     ids call PingTx/CommitTx/AbortTx.
+//   - Expirer: NextDeadline/Expire driven by the server's timer goroutine; call
+//     s.kickTimers() after moving a deadline earlier.
+//   - DynamicTableReader: rows for read_table of a dynamic table.
+//   - TableMounter: MountCreatedTable(id), called after a queue_consumer or
+//     queue_producer node (created as a dynamic sorted table with the fixed schema and
+//     treat_as_queue_consumer/treat_as_queue_producer=%true) is committed.
+//
+// Timestamps: s.Timestamps() is the one ts.Oracle shared by master transactions,
+// generate_timestamp and the tablet engine; replay must call Observe with the
+// timestamps it finds so a restart never reissues one.
+//
+// Durability hook. s.logRecord(owner, rec) appends rec under the extension's name and
+// fsyncs it; call it with the state lock held BEFORE making a change visible, and if it
+// fails, do not apply the change and return the error. On start, after the Cypress
+// state and before serving, each extension gets Restore(snapshot section) (only if a
+// snapshot exists) and then Apply(rec) for each of its records, in log order,
+// interleaved with Cypress records exactly as they were logged. Snapshot(w) must write
+// the full state; it is called under the state lock when the log is rotated.
+package ytlocal

@@ -1,0 +1,433 @@
+package ytlocal
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.ytsaurus.tech/library/go/blockcodecs"
+	_ "go.ytsaurus.tech/library/go/blockcodecs/all" // register every block codec
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/guid"
+	"go.ytsaurus.tech/yt/go/yson"
+	"go.ytsaurus.tech/yt/go/yterrors"
+)
+
+// response is a fully materialised reply; nothing is written before it exists, so an
+// error can always be reported in headers.
+type response struct {
+	status  int
+	headers map[string]string
+	body    []byte
+}
+
+// ServeHTTP implements the YTsaurus HTTP proxy protocol.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-YT-Proxy", s.Addr())
+	w.Header().Set("Cache-Control", "no-store")
+	p := r.URL.Path
+	switch {
+	case p == "/hosts" || strings.HasPrefix(p, "/hosts/"):
+		writeJSON(w, []string{s.Addr()})
+	case p == "/api" || p == "/api/":
+		writeJSON(w, []string{"v4"})
+	case p == "/api/v4" || p == "/api/v4/":
+		writeJSON(w, commandDescriptors())
+	case p == "/auth/whoami":
+		writeJSON(w, map[string]string{"login": "root", "realm": "ytlocal", "csrf_token": ""})
+	case p == "/ping":
+		w.WriteHeader(http.StatusOK)
+	case strings.HasPrefix(p, "/api/v4/"):
+		rsp := s.serveCommand(r, strings.TrimPrefix(p, "/api/v4/"))
+		for k, v := range rsp.headers {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(rsp.body)))
+		w.WriteHeader(rsp.status)
+		_, _ = w.Write(rsp.body)
+	default:
+		writeError(w, http.StatusNotFound, ytErr(yterrors.CodeGeneric, "Unknown HTTP path %q", p))
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	body, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, status int, e *yterrors.Error) {
+	rsp := errorResponse(status, e)
+	for k, v := range rsp.headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(rsp.status)
+	_, _ = w.Write(rsp.body)
+}
+
+func errorResponse(status int, e *yterrors.Error) response {
+	body, err := e.MarshalJSON()
+	if err != nil {
+		body = []byte(fmt.Sprintf(`{"code":1,"message":%q}`, e.Message))
+	}
+	return response{
+		status: status,
+		headers: map[string]string{
+			"X-YT-Error":            string(body),
+			"X-YT-Response-Code":    strconv.Itoa(int(e.Code)),
+			"X-YT-Response-Message": sanitizeHeader(e.Message),
+			"Content-Type":          "application/json",
+		},
+		body: body,
+	}
+}
+
+func sanitizeHeader(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r >= 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+func commandDescriptors() []map[string]any {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]map[string]any, 0, len(names))
+	for _, n := range names {
+		c := commands[n]
+		out = append(out, map[string]any{"name": n, "is_volatile": c.opts.Mutating, "is_heavy": c.opts.Heavy,
+			"input_type": "structured", "output_type": "structured"})
+	}
+	return out
+}
+
+// asYTError converts any error into a YTsaurus error.
+func asYTError(err error) *yterrors.Error {
+	var e *yterrors.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &yterrors.Error{Code: yterrors.CodeGeneric, Message: err.Error()}
+}
+
+// decodedRequest is the protocol-level content of one command request.
+type decodedRequest struct {
+	params map[string]any
+	input  []byte
+	inFmt  string
+}
+
+// decodeRequest extracts parameters and the decompressed body. It is a pure function of
+// the request bytes (FuzzDecodeRequest).
+func decodeRequest(method string, header http.Header, body []byte) (*decodedRequest, error) {
+	req := &decodedRequest{params: map[string]any{}, inFmt: formatName(header.Get("X-YT-Input-Format"))}
+	ph := header.Get("X-YT-Parameters")
+	if ph == "" && header.Get("X-YT-Parameters0") != "" {
+		var b strings.Builder
+		for i := 0; ; i++ {
+			part := header.Get(fmt.Sprintf("X-YT-Parameters%d", i))
+			if part == "" {
+				part = header.Get(fmt.Sprintf("X-YT-Parameters-%d", i))
+			}
+			if part == "" {
+				break
+			}
+			b.WriteString(part)
+		}
+		dec, err := base64.StdEncoding.DecodeString(b.String())
+		if err != nil {
+			return nil, ytErr(yterrors.CodeGeneric, "Error decoding split X-YT-Parameters header: %v", err)
+		}
+		ph = string(dec)
+	}
+	if ph != "" {
+		if err := mergeParams(req.params, []byte(ph), formatName(header.Get("X-YT-Header-Format"))); err != nil {
+			return nil, ytErr(yterrors.CodeGeneric, "Error parsing X-YT-Parameters header: %v", err)
+		}
+	}
+	switch method {
+	case http.MethodPost:
+		if len(bytes.TrimSpace(body)) > 0 {
+			if err := mergeParams(req.params, body, req.inFmt); err != nil {
+				return nil, ytErr(yterrors.CodeGeneric, "Error parsing request body as parameters: %v", err)
+			}
+		}
+	case http.MethodPut:
+		req.input = body
+	}
+	return req, nil
+}
+
+func mergeParams(dst map[string]any, data []byte, format string) error {
+	var v any
+	if err := unmarshalInput(data, format, &v); err != nil {
+		return err
+	}
+	m, ok := yson.ValueOf(v).(map[string]any)
+	if !ok {
+		return fmt.Errorf("parameters must be a map, got %s", ysonTypeName(yson.ValueOf(v)))
+	}
+	for k, val := range m {
+		dst[k] = val
+	}
+	return nil
+}
+
+// formatName returns the format name of a format header value such as
+// `<format=text>yson`: "yson", "yson-text", "json" ...
+func formatName(h string) string {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return "yson"
+	}
+	var v any
+	if err := yson.Unmarshal([]byte(h), &v); err != nil {
+		return h
+	}
+	name, _ := yson.ValueOf(v).(string)
+	if name == "yson" {
+		if f, _ := yson.AttrsOf(v)["format"].(string); f == "text" || f == "pretty" {
+			return "yson-text"
+		}
+	}
+	return name
+}
+
+// readBody reads and decompresses the request body.
+func readBody(r *http.Request, limit int64) ([]byte, *yterrors.Error, int) {
+	var src io.Reader = io.LimitReader(r.Body, limit+1)
+	enc := strings.TrimSpace(r.Header.Get("Content-Encoding"))
+	switch {
+	case enc == "" || enc == "identity":
+	case enc == "gzip" || enc == "deflate" && false:
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, ytErr(yterrors.CodeGeneric, "Error decoding gzip request body: %v", err), http.StatusBadRequest
+		}
+		src = io.LimitReader(zr, limit+1)
+	case strings.HasPrefix(enc, "z-"):
+		codec := blockcodecs.FindCodecByName(strings.TrimPrefix(enc, "z-"))
+		if codec == nil {
+			return nil, ytErr(yterrors.CodeGeneric, "Unsupported Content-Encoding %q", enc), http.StatusUnsupportedMediaType
+		}
+		d := blockcodecs.NewDecoder(src)
+		d.SetCheckUnderlyingEOF(true)
+		src = io.LimitReader(d, limit+1)
+	default:
+		return nil, ytErr(yterrors.CodeGeneric, "Unsupported Content-Encoding %q", enc), http.StatusUnsupportedMediaType
+	}
+	body, err := io.ReadAll(src)
+	if err != nil {
+		return nil, ytErr(yterrors.CodeGeneric, "Error reading request body (Content-Encoding %q): %v", enc, err), http.StatusBadRequest
+	}
+	if int64(len(body)) > limit {
+		return nil, ytErr(yterrors.CodeGeneric, "Request body exceeds %d bytes", limit), http.StatusRequestEntityTooLarge
+	}
+	return body, nil, 0
+}
+
+func (s *Server) serveCommand(r *http.Request, name string) response {
+	cmd, ok := commands[name]
+	if !ok {
+		return errorResponse(http.StatusNotFound, ytErr(yterrors.CodeGeneric, "Command %q is not registered", name))
+	}
+	body, yerr, status := readBody(r, s.cfg.MaxRequestBytes)
+	if yerr != nil {
+		return errorResponse(status, yerr)
+	}
+	req, err := decodeRequest(r.Method, r.Header, body)
+	if err != nil {
+		return errorResponse(http.StatusBadRequest, asYTError(err))
+	}
+	accept := acceptedEncoding(r.Header.Get("Accept-Encoding"))
+	if accept != "" && strings.HasPrefix(accept, "z-") && blockcodecs.FindCodecByName(strings.TrimPrefix(accept, "z-")) == nil {
+		return errorResponse(http.StatusUnsupportedMediaType, ytErr(yterrors.CodeGeneric, "Unsupported Accept-Encoding %q", accept))
+	}
+	outFmt := formatName(r.Header.Get("X-YT-Output-Format"))
+	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating}
+	result, err := s.execute(cmd, c)
+	if err != nil {
+		e := asYTError(err)
+		s.log.Debug("command failed", log.String("command", name), log.Int("code", int(e.Code)), log.String("message", e.Message))
+		return errorResponse(http.StatusBadRequest, e)
+	}
+	rsp, err := encodeResult(result, outFmt, accept)
+	if err != nil {
+		return errorResponse(http.StatusInternalServerError, ytErr(yterrors.CodeGeneric, "Error encoding response of %q: %v", name, err))
+	}
+	return rsp
+}
+
+// execute runs a command under the state lock, with mutation-id deduplication and the
+// generic transaction and prerequisite checks.
+func (s *Server) execute(cmd *command, c *call) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ytErr(yterrors.CodeGeneric, "Server is shutting down")
+	}
+	c.now = s.now()
+	var mutationID guid.GUID
+	if cmd.opts.Mutating {
+		if id, ok, err := c.guidp("mutation_id"); err != nil {
+			return nil, err
+		} else if ok {
+			mutationID = id
+			if cached, ok := s.mutations.get(id); ok {
+				return cached.result, cached.err
+			}
+		}
+	}
+	result, err := s.executeLocked(cmd, c)
+	if !zeroGUID(mutationID) {
+		s.mutations.put(mutationID, result, err)
+	}
+	return result, err
+}
+
+func (s *Server) executeLocked(cmd *command, c *call) (any, error) {
+	prereqs, err := c.guids("prerequisite_transaction_ids")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkPrerequisites(prereqs); err != nil {
+		return nil, err
+	}
+	if !cmd.opts.NoTxCheck {
+		if id, ok, err := c.guidp("transaction_id"); err != nil {
+			return nil, err
+		} else if ok && !IsTabletTxID(id) {
+			if _, err := s.liveTx(id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return cmd.h(c)
+}
+
+// acceptedEncoding picks the response encoding: the first z-* entry, else gzip, else none.
+func acceptedEncoding(h string) string {
+	var gz bool
+	for _, part := range strings.Split(h, ",") {
+		e := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
+		if strings.HasPrefix(e, "z-") {
+			return e
+		}
+		if e == "gzip" {
+			gz = true
+		}
+	}
+	if gz {
+		return "gzip"
+	}
+	return ""
+}
+
+func encodeResult(result any, outFmt, accept string) (response, error) {
+	rsp := response{status: http.StatusOK, headers: map[string]string{}}
+	var body []byte
+	var err error
+	switch v := result.(type) {
+	case *rowsResult:
+		body, err = encodeRows(v.Rows, outFmt)
+		if v.Params != nil {
+			p, perr := yson.MarshalFormat(v.Params, yson.FormatText)
+			if perr != nil {
+				return rsp, perr
+			}
+			rsp.headers["X-YT-Response-Parameters"] = string(p)
+		}
+	case rawResult:
+		body = v
+	case nil:
+		body, err = encodeValue(map[string]any{}, outFmt)
+	default:
+		body, err = encodeValue(v, outFmt)
+	}
+	if err != nil {
+		return rsp, err
+	}
+	if strings.HasPrefix(outFmt, "json") {
+		rsp.headers["Content-Type"] = "application/json"
+	} else {
+		rsp.headers["Content-Type"] = "application/x-yt-yson-binary"
+	}
+	switch {
+	case strings.HasPrefix(accept, "z-"):
+		codec := blockcodecs.FindCodecByName(strings.TrimPrefix(accept, "z-"))
+		var buf bytes.Buffer
+		enc := blockcodecs.NewEncoder(&buf, codec)
+		if _, err := enc.Write(body); err != nil {
+			return rsp, err
+		}
+		if err := enc.Close(); err != nil {
+			return rsp, err
+		}
+		body = buf.Bytes()
+		rsp.headers["Content-Encoding"] = accept
+	case accept == "gzip":
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(body)
+		if err := zw.Close(); err != nil {
+			return rsp, err
+		}
+		body = buf.Bytes()
+		rsp.headers["Content-Encoding"] = "gzip"
+	default:
+		rsp.headers["Content-Encoding"] = "identity"
+	}
+	rsp.body = body
+	return rsp, nil
+}
+
+func encodeValue(v any, outFmt string) ([]byte, error) {
+	switch outFmt {
+	case "json":
+		return marshalJSONValue(v)
+	case "yson-text":
+		return yson.MarshalFormat(v, yson.FormatText)
+	default:
+		return yson.MarshalFormat(v, yson.FormatBinary)
+	}
+}
+
+func encodeRows(rows []any, outFmt string) ([]byte, error) {
+	var buf bytes.Buffer
+	if outFmt == "json" {
+		for _, row := range rows {
+			b, err := marshalJSONValue(row)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+			buf.WriteByte('\n')
+		}
+		return buf.Bytes(), nil
+	}
+	format := yson.FormatBinary
+	if outFmt == "yson-text" {
+		format = yson.FormatText
+	}
+	w := yson.NewWriterConfig(&buf, yson.WriterConfig{Format: format, Kind: yson.StreamListFragment})
+	for _, row := range rows {
+		w.Any(row)
+	}
+	if err := w.Finish(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,797 @@
+package ytlocal
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"go.ytsaurus.tech/yt/go/guid"
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
+	"go.ytsaurus.tech/yt/go/yterrors"
+)
+
+const defaultMaxRowWeight = 16 << 20
+
+var tableAttrNames = []string{"row_count", "chunk_count", "dynamic", "schema_mode", "sorted",
+	"sorted_by", "key_columns", "data_weight", "uncompressed_data_size", "compressed_data_size",
+	"compression_codec", "erasure_codec", "optimize_for"}
+
+// emptySchema is the schema of a table created without one.
+func emptySchema() any {
+	return &yson.ValueWithAttrs{Attrs: map[string]any{"strict": false, "unique_keys": false}, Value: []any{}}
+}
+
+// tableSchema returns the parsed schema of a table node (empty non-strict when unset).
+func (s *Server) tableSchema(n *node, tx *masterTx) schema.Schema {
+	v, ok := s.tree.attrOf(n, tx, "schema")
+	if !ok {
+		return schema.Schema{Strict: ptrBool(false), UniqueKeys: false}
+	}
+	sc, err := parseSchemaValue(v)
+	if err != nil {
+		return schema.Schema{Strict: ptrBool(false)}
+	}
+	return sc
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+func parseSchemaValue(v any) (schema.Schema, error) {
+	var sc schema.Schema
+	raw, err := yson.Marshal(v)
+	if err != nil {
+		return sc, err
+	}
+	err = yson.Unmarshal(raw, &sc)
+	return sc, err
+}
+
+func dynamicOf(s *Server, n *node, tx *masterTx) bool {
+	v, _ := s.tree.attrOf(n, tx, "dynamic")
+	b, _ := v.(bool)
+	return b
+}
+
+// normalizeSchemaAttr validates a schema attribute value and returns its canonical form.
+// Sorted dynamic tables always have unique keys.
+func normalizeSchemaAttr(v any, dynamic bool) (any, error) {
+	sc, err := parseSchemaValue(v)
+	if err != nil {
+		return nil, ytErr(yterrors.CodeGeneric, "Error parsing table schema: %v", err)
+	}
+	seen := map[string]bool{}
+	sortedDone := false
+	for _, c := range sc.Columns {
+		if c.Name == "" {
+			return nil, ytErr(yterrors.CodeGeneric, "Invalid table schema: column name cannot be empty")
+		}
+		if seen[c.Name] {
+			return nil, ytErr(yterrors.CodeGeneric, "Invalid table schema: duplicate column %q", c.Name)
+		}
+		seen[c.Name] = true
+		if c.SortOrder != schema.SortNone {
+			if sortedDone {
+				return nil, ytErr(yterrors.CodeGeneric, "Invalid table schema: key column %q follows a non-key column", c.Name)
+			}
+		} else {
+			sortedDone = true
+		}
+	}
+	if dynamic && len(sc.KeyColumns()) > 0 {
+		sc.UniqueKeys = true
+	}
+	raw, err := yson.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := yson.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// prepareNodeAttrs validates and canonicalises creation attributes.
+func (s *Server) prepareNodeAttrs(typ string, attrs map[string]any) error {
+	switch typ {
+	case "queue_consumer":
+		attrs["dynamic"] = true
+		attrs["treat_as_queue_consumer"] = true
+		attrs["schema"] = consumerSchema()
+	case "queue_producer":
+		attrs["dynamic"] = true
+		attrs["treat_as_queue_producer"] = true
+		attrs["schema"] = producerSchema()
+	}
+	if v, ok := attrs["schema"]; ok && storedType(typ) == "table" {
+		dyn, _ := attrs["dynamic"].(bool)
+		norm, err := normalizeSchemaAttr(v, dyn)
+		if err != nil {
+			return err
+		}
+		attrs["schema"] = norm
+	}
+	return nil
+}
+
+func col(name, typ string, sorted bool, required bool) map[string]any {
+	m := map[string]any{"name": name, "type": typ, "required": required}
+	if sorted {
+		m["sort_order"] = "ascending"
+	}
+	return m
+}
+
+func consumerSchema() any {
+	return &yson.ValueWithAttrs{Attrs: map[string]any{"strict": true, "unique_keys": true}, Value: []any{
+		col("queue_cluster", "string", true, true),
+		col("queue_path", "string", true, true),
+		col("partition_index", "uint64", true, true),
+		col("offset", "uint64", false, true),
+		col("meta", "any", false, false),
+	}}
+}
+
+func producerSchema() any {
+	return &yson.ValueWithAttrs{Attrs: map[string]any{"strict": true, "unique_keys": true}, Value: []any{
+		col("queue_cluster", "string", true, true),
+		col("queue_path", "string", true, true),
+		col("session_id", "string", true, true),
+		col("sequence_number", "int64", false, true),
+		col("epoch", "int64", false, true),
+		col("user_meta", "any", false, false),
+		col("system_meta", "any", false, false),
+	}}
+}
+
+// TableMounter is implemented by the dynamic-table extension to mount tables that
+// ytlocal creates already mounted (queue_consumer, queue_producer).
+type TableMounter interface {
+	MountCreatedTable(id guid.GUID) error
+}
+
+// afterCreate runs creation side effects inside tx.
+func (s *Server) afterCreate(tx *masterTx, n *node, requestedType string) {
+	if requestedType != "queue_consumer" && requestedType != "queue_producer" {
+		return
+	}
+	tx.afterCommit = append(tx.afterCommit, func() {
+		for _, name := range s.extOrder {
+			if m, ok := s.exts[name].(TableMounter); ok {
+				if err := m.MountCreatedTable(n.id); err != nil {
+					s.log.Warn("ytlocal: auto-mount failed")
+				}
+			}
+		}
+	})
+}
+
+func (s *Server) tableAttr(n *node, tx *masterTx, name string) (any, bool) {
+	c := s.tree.contentOf(n, tx)
+	switch name {
+	case "schema":
+		if v, ok := s.tree.attrOf(n, tx, "schema"); ok {
+			return v, true
+		}
+		return emptySchema(), true
+	case "schema_mode":
+		if _, ok := s.tree.attrOf(n, tx, "schema"); ok {
+			return "strong", true
+		}
+		return "weak", true
+	case "dynamic":
+		return dynamicOf(s, n, tx), true
+	case "row_count":
+		return int64(len(c.rows)), true
+	case "chunk_count":
+		if len(c.rows) == 0 {
+			return int64(0), true
+		}
+		return int64(1), true
+	case "data_weight", "uncompressed_data_size", "compressed_data_size":
+		var w int64
+		for _, r := range c.rows {
+			w += valueWeight(r)
+		}
+		return w, true
+	case "sorted", "sorted_by", "key_columns":
+		sc := s.tableSchema(n, tx)
+		keys := []any{}
+		for _, col := range sc.Columns {
+			if col.SortOrder != schema.SortNone {
+				keys = append(keys, col.Name)
+			}
+		}
+		if name == "sorted" {
+			return len(keys) > 0, true
+		}
+		if name == "sorted_by" && len(keys) == 0 {
+			return nil, false
+		}
+		return keys, true
+	case "compression_codec":
+		return "lz4", true
+	case "erasure_codec":
+		return "none", true
+	case "optimize_for":
+		return "lookup", true
+	}
+	return nil, false
+}
+
+// valueWeight approximates YTsaurus data weight of a value.
+func valueWeight(v any) int64 {
+	switch x := v.(type) {
+	case nil:
+		return 1
+	case string:
+		return int64(len(x))
+	case []byte:
+		return int64(len(x))
+	case map[string]any:
+		var w int64 = 1
+		for k, e := range x {
+			w += int64(len(k)) + valueWeight(e)
+		}
+		return w
+	case []any:
+		var w int64 = 1
+		for _, e := range x {
+			w += valueWeight(e)
+		}
+		return w
+	case *yson.ValueWithAttrs:
+		return valueWeight(x.Value) + valueWeight(x.Attrs)
+	}
+	return 8
+}
+
+// convertValue coerces v to the column's physical type.
+func convertValue(c *schema.Column, v any) (any, error) {
+	if v == nil {
+		if c.Required {
+			return nil, fmt.Errorf("required column %q is null or missing", c.Name)
+		}
+		return nil, nil
+	}
+	if c.ComplexType != nil && c.Type == "" {
+		return v, nil
+	}
+	bad := func() error {
+		return fmt.Errorf("column %q of type %s got a value of type %s", c.Name, c.Type, ysonTypeName(v))
+	}
+	switch c.Type {
+	case schema.TypeInt64, schema.TypeInt32, schema.TypeInt16, schema.TypeInt8, schema.TypeInterval:
+		switch x := v.(type) {
+		case int64:
+			return x, nil
+		case uint64:
+			if x > math.MaxInt64 {
+				return nil, bad()
+			}
+			return int64(x), nil
+		}
+		return nil, bad()
+	case schema.TypeUint64, schema.TypeUint32, schema.TypeUint16, schema.TypeUint8,
+		schema.TypeDate, schema.TypeDatetime, schema.TypeTimestamp:
+		switch x := v.(type) {
+		case uint64:
+			return x, nil
+		case int64:
+			if x < 0 {
+				return nil, bad()
+			}
+			return uint64(x), nil
+		}
+		return nil, bad()
+	case schema.TypeFloat64, schema.TypeFloat32:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case int64:
+			return float64(x), nil
+		case uint64:
+			return float64(x), nil
+		}
+		return nil, bad()
+	case schema.TypeBoolean:
+		if _, ok := v.(bool); ok {
+			return v, nil
+		}
+		return nil, bad()
+	case schema.TypeBytes, schema.TypeString:
+		if _, ok := v.(string); ok {
+			return v, nil
+		}
+		return nil, bad()
+	}
+	return v, nil
+}
+
+// validateRows checks and converts rows for a table with schema sc.
+func validateRows(sc schema.Schema, rows []any, maxWeight int64, path string) ([]any, error) {
+	strict := sc.Strict == nil || *sc.Strict
+	cols := map[string]*schema.Column{}
+	for i := range sc.Columns {
+		cols[sc.Columns[i].Name] = &sc.Columns[i]
+	}
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		m, ok := yson.ValueOf(r).(map[string]any)
+		if !ok {
+			return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Row %d written to %s is %s, expected a map", i, path, ysonTypeName(r)), "path", path, "row_index", int64(i))
+		}
+		if w := valueWeight(m); w > maxWeight {
+			return nil, withAttrs(ytErr(yterrors.CodeRowWeightLimitExceeded,
+				"Row weight is too large (%d > %d) in row %d written to %s", w, maxWeight, i, path), "path", path, "row_weight", w, "row_weight_limit", maxWeight)
+		}
+		if len(sc.Columns) == 0 {
+			out[i] = m
+			continue
+		}
+		nm := make(map[string]any, len(m))
+		for k, v := range m {
+			c, ok := cols[k]
+			if !ok {
+				if strict {
+					return nil, withAttrs(ytErr(yterrors.CodeSchemaViolation, "Unknown column %q in row %d written to %s (strict schema)", k, i, path), "path", path)
+				}
+				nm[k] = v
+				continue
+			}
+			cv, err := convertValue(c, v)
+			if err != nil {
+				return nil, withAttrs(ytErr(yterrors.CodeSchemaViolation, "Schema violation in row %d written to %s: %v", i, path, err), "path", path)
+			}
+			if cv != nil {
+				nm[k] = cv
+			}
+		}
+		for _, c := range sc.Columns {
+			if _, ok := nm[c.Name]; !ok && c.Required {
+				return nil, withAttrs(ytErr(yterrors.CodeSchemaViolation, "Schema violation in row %d written to %s: required column %q is missing", i, path, c.Name), "path", path)
+			}
+		}
+		out[i] = nm
+	}
+	return out, nil
+}
+
+// compareValues orders YSON scalars like YTsaurus: null < int < uint < double < bool < string.
+func compareValues(a, b any) int {
+	rank := func(v any) int {
+		switch v.(type) {
+		case nil:
+			return 0
+		case int64:
+			return 1
+		case uint64:
+			return 2
+		case float64:
+			return 3
+		case bool:
+			return 4
+		case string:
+			return 5
+		}
+		return 6
+	}
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		return cmp.Compare(ra, rb)
+	}
+	switch x := a.(type) {
+	case int64:
+		return cmp.Compare(x, b.(int64))
+	case uint64:
+		return cmp.Compare(x, b.(uint64))
+	case float64:
+		return cmp.Compare(x, b.(float64))
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case string:
+		return cmp.Compare(x, b.(string))
+	}
+	ab, _ := yson.Marshal(a)
+	bb, _ := yson.Marshal(b)
+	return bytes.Compare(ab, bb)
+}
+
+func rowKey(row any, keys []string) []any {
+	m, _ := row.(map[string]any)
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
+
+func compareKeys(a, b []any) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := compareValues(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// --- write_table / read_table ---
+
+func cmdWriteTable(c *call) (any, error) {
+	s := c.s
+	rich, err := c.richPath("path")
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePath(string(rich.Path))
+	if err != nil {
+		return nil, err
+	}
+	maxWeight := int64(defaultMaxRowWeight)
+	var tw struct {
+		MaxRowWeight *int64 `yson:"max_row_weight"`
+	}
+	if _, err := c.decode("table_writer", &tw); err != nil {
+		return nil, err
+	}
+	if tw.MaxRowWeight != nil && *tw.MaxRowWeight > 0 {
+		maxWeight = *tw.MaxRowWeight
+	}
+	rows, err := c.inputRows()
+	if err != nil {
+		return nil, err
+	}
+	tx, finish, err := s.txForCall(c)
+	if err != nil {
+		return nil, err
+	}
+	err = func() error {
+		obj, err := s.resolve(p, tx, true)
+		if err != nil {
+			return err
+		}
+		n := obj.n
+		if n == nil || n.typ != "table" {
+			return withAttrs(ytErr(yterrors.CodeGeneric, "Cannot write rows to %s: not a table", p.raw), "path", p.raw)
+		}
+		if dynamicOf(s, n, tx) {
+			return withAttrs(ytErr(yterrors.CodeGeneric, "Cannot write_table to dynamic table %s; use insert_rows", p.raw), "path", p.raw)
+		}
+		appendMode := rich.Append != nil && *rich.Append
+		mode := lockExclusive
+		if appendMode {
+			mode = lockShared
+		}
+		if _, err := s.acquire(n, tx, mode, "", "", false); err != nil {
+			return err
+		}
+		sc := s.tableSchema(n, tx)
+		if rich.Schema != nil {
+			if appendMode {
+				return ytErr(yterrors.CodeGeneric, "Cannot set schema of %s in append mode", p.raw)
+			}
+			norm, err := normalizeSchemaAttr(*rich.Schema, false)
+			if err != nil {
+				return err
+			}
+			if _, err := s.acquire(n, tx, lockShared, "", "schema", false); err != nil {
+				return err
+			}
+			s.tree.setAttr(n, tx, "schema", norm, false)
+			sc = s.tableSchema(n, tx)
+		}
+		if len(rich.SortedBy) > 0 {
+			sc = withSortedBy(sc, rich.SortedBy)
+			norm, err := normalizeSchemaAttr(sc, false)
+			if err != nil {
+				return err
+			}
+			s.tree.setAttr(n, tx, "schema", norm, false)
+		}
+		conv, err := validateRows(sc, rows, maxWeight, p.raw)
+		if err != nil {
+			return err
+		}
+		if keys := sc.KeyColumns(); len(keys) > 0 {
+			var prev []any
+			if appendMode {
+				if cur := s.tree.contentOf(n, tx).rows; len(cur) > 0 {
+					prev = rowKey(cur[len(cur)-1], keys)
+				}
+			}
+			for i, r := range conv {
+				k := rowKey(r, keys)
+				if prev != nil && compareKeys(prev, k) > 0 {
+					return withAttrs(ytErr(yterrors.CodeGeneric, "Sort order violation in row %d written to sorted table %s", i, p.raw), "path", p.raw)
+				}
+				prev = k
+			}
+		}
+		if appendMode {
+			s.tree.appendRows(n, tx, conv)
+		} else {
+			s.tree.setContent(n, tx, &content{rows: conv})
+		}
+		return nil
+	}()
+	return nil, finish(err)
+}
+
+func withSortedBy(sc schema.Schema, keys []string) schema.Schema {
+	out := schema.Schema{Strict: sc.Strict, UniqueKeys: sc.UniqueKeys}
+	byName := map[string]schema.Column{}
+	for _, c := range sc.Columns {
+		byName[c.Name] = c
+	}
+	for _, k := range keys {
+		c, ok := byName[k]
+		if !ok {
+			c = schema.Column{Name: k, Type: schema.TypeAny}
+		}
+		c.SortOrder = schema.SortAscending
+		out.Columns = append(out.Columns, c)
+		delete(byName, k)
+	}
+	for _, c := range sc.Columns {
+		if _, ok := byName[c.Name]; ok {
+			c.SortOrder = schema.SortNone
+			out.Columns = append(out.Columns, c)
+		}
+	}
+	if out.Strict == nil && len(sc.Columns) == 0 {
+		out.Strict = ptrBool(false)
+	}
+	return out
+}
+
+// DynamicTableReader lets the dynamic-table extension serve read_table of dynamic tables.
+type DynamicTableReader interface {
+	ReadDynamicTable(id guid.GUID) (rows []any, ok bool)
+}
+
+func cmdReadTable(c *call) (any, error) {
+	s := c.s
+	rich, err := c.richPath("path")
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePath(string(rich.Path))
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.readTx(c)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.resolve(p, tx, true)
+	if err != nil {
+		return nil, err
+	}
+	n := obj.n
+	if n == nil || n.typ != "table" {
+		return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Cannot read rows from %s: not a table", p.raw), "path", p.raw)
+	}
+	rows := s.tree.contentOf(n, tx).rows
+	if dynamicOf(s, n, tx) {
+		for _, name := range s.extOrder {
+			if r, ok := s.exts[name].(DynamicTableReader); ok {
+				if dr, ok := r.ReadDynamicTable(n.id); ok {
+					rows = dr
+				}
+			}
+		}
+	}
+	sc := s.tableSchema(n, tx)
+	selected, start, err := selectRanges(rows, rich.Ranges, sc.KeyColumns())
+	if err != nil {
+		return nil, err
+	}
+	out := selected
+	if rich.Columns != nil {
+		out = make([]any, len(selected))
+		for i, r := range selected {
+			m, _ := r.(map[string]any)
+			nm := make(map[string]any, len(rich.Columns))
+			for _, col := range rich.Columns {
+				if v, ok := m[col]; ok {
+					nm[col] = v
+				}
+			}
+			out[i] = nm
+		}
+	}
+	params := map[string]any{"approximate_row_count": int64(len(rows))}
+	if len(out) > 0 {
+		params["start_row_index"] = start
+	}
+	return &rowsResult{Rows: out, Params: params}, nil
+}
+
+// selectRanges applies read ranges; it returns the rows and the index of the first one.
+func selectRanges(rows []any, ranges []ypath.Range, keys []string) ([]any, int64, error) {
+	if len(ranges) == 0 {
+		return rows, 0, nil
+	}
+	var out []any
+	first := int64(-1)
+	n := int64(len(rows))
+	for _, r := range ranges {
+		lo, hi := int64(0), n
+		apply := func(l *ypath.ReadLimit, lower bool, exact bool) error {
+			if l == nil {
+				return nil
+			}
+			if l.RowIndex != nil {
+				i := *l.RowIndex
+				if exact {
+					lo, hi = max(lo, i), min(hi, i+1)
+				} else if lower {
+					lo = max(lo, i)
+				} else {
+					hi = min(hi, i)
+				}
+			}
+			if l.Key != nil {
+				if len(keys) == 0 {
+					return ytErr(yterrors.CodeGeneric, "Key ranges need a sorted table")
+				}
+				k := normalizeKey(l.Key)
+				cmpAt := func(i int) int { return compareKeys(rowKey(rows[i], keys)[:min(len(keys), len(k))], k) }
+				lb := int64(sortSearch(len(rows), func(i int) bool { return cmpAt(i) >= 0 }))
+				ub := int64(sortSearch(len(rows), func(i int) bool { return cmpAt(i) > 0 }))
+				switch {
+				case exact:
+					lo, hi = max(lo, lb), min(hi, ub)
+				case lower:
+					lo = max(lo, lb)
+				default:
+					hi = min(hi, lb)
+				}
+			}
+			return nil
+		}
+		if err := apply(r.Exact, true, true); err != nil {
+			return nil, 0, err
+		}
+		if err := apply(r.Lower, true, false); err != nil {
+			return nil, 0, err
+		}
+		if err := apply(r.Upper, false, false); err != nil {
+			return nil, 0, err
+		}
+		lo, hi = max(lo, 0), min(hi, n)
+		if lo < hi {
+			if first < 0 {
+				first = lo
+			}
+			out = append(out, rows[lo:hi]...)
+		}
+	}
+	if first < 0 {
+		first = 0
+	}
+	return out, first, nil
+}
+
+func sortSearch(n int, f func(int) bool) int { return sort.Search(n, f) }
+
+func normalizeKey(k []any) []any {
+	out := make([]any, len(k))
+	for i, v := range k {
+		switch x := v.(type) {
+		case int:
+			out[i] = int64(x)
+		case int32:
+			out[i] = int64(x)
+		case uint32:
+			out[i] = uint64(x)
+		default:
+			out[i] = yson.ValueOf(v)
+		}
+	}
+	return out
+}
+
+// --- files ---
+
+// rawResult is a response body sent as is (read_file).
+type rawResult []byte
+
+func cmdWriteFile(c *call) (any, error) {
+	s := c.s
+	rich, err := c.richPath("path")
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePath(string(rich.Path))
+	if err != nil {
+		return nil, err
+	}
+	data := c.input
+	if data == nil {
+		data = []byte{}
+	}
+	tx, finish, err := s.txForCall(c)
+	if err != nil {
+		return nil, err
+	}
+	err = func() error {
+		obj, err := s.resolve(p, tx, true)
+		if err != nil {
+			return err
+		}
+		n := obj.n
+		if n == nil || n.typ != "file" {
+			return withAttrs(ytErr(yterrors.CodeGeneric, "Cannot write file data to %s: not a file", p.raw), "path", p.raw)
+		}
+		if _, err := s.acquire(n, tx, lockExclusive, "", "", false); err != nil {
+			return err
+		}
+		if rich.Append != nil && *rich.Append {
+			cur := s.tree.contentOf(n, tx).data
+			data = append(slices.Clip(cur), data...)
+		}
+		s.tree.setContent(n, tx, &content{data: slices.Clone(data)})
+		return nil
+	}()
+	return nil, finish(err)
+}
+
+func cmdReadFile(c *call) (any, error) {
+	s := c.s
+	p, err := c.pathRef("path")
+	if err != nil {
+		return nil, err
+	}
+	offset, err := c.int64p("offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	length, err := c.int64p("length", -1)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.readTx(c)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.resolve(p, tx, true)
+	if err != nil {
+		return nil, err
+	}
+	n := obj.n
+	if n == nil || n.typ != "file" {
+		return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Cannot read file data from %s: not a file", p.raw), "path", p.raw)
+	}
+	data := s.tree.contentOf(n, tx).data
+	if offset < 0 {
+		offset = 0
+	}
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	data = data[offset:]
+	if length >= 0 && length < int64(len(data)) {
+		data = data[:length]
+	}
+	return rawResult(data), nil
+}
+
+func init() {
+	registerCommand("write_table", commandOpts{Mutating: true, Heavy: true}, cmdWriteTable)
+	registerCommand("read_table", commandOpts{Heavy: true}, cmdReadTable)
+	registerCommand("write_file", commandOpts{Mutating: true, Heavy: true}, cmdWriteFile)
+	registerCommand("read_file", commandOpts{Heavy: true}, cmdReadFile)
+}

@@ -1,0 +1,409 @@
+package ytlocal
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/guid"
+)
+
+// The Cypress tree. Every node has a committed ("trunk") version and, per master
+// transaction that changed it, a branch holding only that transaction's changes
+// (attributes, children, content). A read under transaction T walks T, its ancestors
+// and finally the trunk and takes the first value found for the key it needs. A commit
+// folds a branch into the parent transaction's branch or, for a topmost transaction,
+// into the trunk; only trunk changes are logged (cypressDelta records).
+//
+// A snapshot lock stores a full frozen copy in the branch (version.snapshot) and reads
+// stop there.
+
+// deletedMark marks a removed attribute inside a branch.
+type deletedMark struct{}
+
+type content struct {
+	rows  []any  // table rows; never mutated in place, only replaced or appended to a clipped copy
+	data  []byte // file bytes; replaced only
+	value any    // document value
+}
+
+type version struct {
+	attrs    map[string]any       // trunk: all user attributes; branch: changed ones (deletedMark = removed)
+	children map[string]guid.GUID // trunk: all; branch: changed ones (zero GUID = removed)
+	content  *content             // branch: nil = unchanged
+	// appendFrom >= 0 says the branch only appended rows content.rows[appendFrom:] to
+	// what it saw; -1 means it replaced the content.
+	appendFrom int
+	created    bool // branch: the node was created in this transaction
+	snapshot   bool // branch: frozen full copy taken by a snapshot lock
+	modified   time.Time
+	revision   uint64
+}
+
+type node struct {
+	id       guid.GUID
+	typ      string
+	parent   guid.GUID // zero for the root
+	key      string
+	created  time.Time
+	trunk    *version
+	branches map[guid.GUID]*version
+	locks    []*lockEntry
+}
+
+type tree struct {
+	s        *Server
+	nodes    map[guid.GUID]*node
+	root     *node
+	revision uint64
+}
+
+func newVersion() *version {
+	return &version{attrs: map[string]any{}, children: map[string]guid.GUID{}, appendFrom: -1}
+}
+
+func newTree(s *Server) *tree {
+	t := &tree{s: s, nodes: map[guid.GUID]*node{}}
+	t.bootstrap()
+	return t
+}
+
+// bootstrap creates the fixed skeleton: /, //tmp, //sys and its well-known maps.
+func (t *tree) bootstrap() {
+	now := t.s.now()
+	t.nodes = map[guid.GUID]*node{}
+	rootID := guid.FromParts(0, 1, objectTypeMapNode, 0x10000)
+	t.root = &node{id: rootID, typ: "map_node", created: now, trunk: newVersion(), branches: map[guid.GUID]*version{}}
+	t.root.trunk.modified = now
+	t.nodes[rootID] = t.root
+	t.revision = 1
+	t.root.trunk.revision = 1
+	mk := func(parent *node, key string, n uint32) *node {
+		id := guid.FromParts(0, n, objectTypeMapNode, 0x10000)
+		nd := &node{id: id, typ: "map_node", parent: parent.id, key: key, created: now, trunk: newVersion(), branches: map[guid.GUID]*version{}}
+		nd.trunk.modified = now
+		nd.trunk.revision = 1
+		t.nodes[id] = nd
+		parent.trunk.children[key] = id
+		return nd
+	}
+	mk(t.root, "tmp", 2)
+	sys := mk(t.root, "sys", 3)
+	mk(sys, "accounts", 4)
+	mk(sys, "users", 5)
+	mk(sys, "groups", 6)
+	mk(sys, "transactions", 7)
+	mk(sys, "tablet_cell_bundles", 8)
+	mk(sys, "pools", 9)
+	mk(t.root, "home", 10)
+}
+
+// txChain returns tx ids from tx up to its topmost ancestor (empty for nil).
+func txChain(tx *masterTx) []guid.GUID {
+	var out []guid.GUID
+	for ; tx != nil; tx = tx.parent {
+		out = append(out, tx.id)
+	}
+	return out
+}
+
+// exists reports whether n has any version visible under tx.
+func (t *tree) visible(n *node, tx *masterTx) bool {
+	for ; tx != nil; tx = tx.parent {
+		if _, ok := n.branches[tx.id]; ok {
+			return true
+		}
+	}
+	return n.trunk != nil
+}
+
+// childOf looks up a child id under tx.
+func (t *tree) childOf(n *node, tx *masterTx, key string) (*node, bool) {
+	for x := tx; x != nil; x = x.parent {
+		if b, ok := n.branches[x.id]; ok {
+			if id, ok := b.children[key]; ok {
+				if zeroGUID(id) {
+					return nil, false
+				}
+				c := t.nodes[id]
+				return c, c != nil
+			}
+			if b.snapshot {
+				return nil, false
+			}
+		}
+	}
+	if n.trunk == nil {
+		return nil, false
+	}
+	id, ok := n.trunk.children[key]
+	if !ok {
+		return nil, false
+	}
+	c := t.nodes[id]
+	return c, c != nil
+}
+
+// childrenOf lists child keys (sorted) and ids under tx.
+func (t *tree) childrenOf(n *node, tx *masterTx) ([]string, map[string]guid.GUID) {
+	chain := []*version{}
+	for x := tx; x != nil; x = x.parent {
+		if b, ok := n.branches[x.id]; ok {
+			chain = append(chain, b)
+			if b.snapshot {
+				break
+			}
+		}
+	}
+	out := map[string]guid.GUID{}
+	if len(chain) == 0 || !chain[len(chain)-1].snapshot {
+		if n.trunk != nil {
+			maps.Copy(out, n.trunk.children)
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for k, id := range chain[i].children {
+			if zeroGUID(id) {
+				delete(out, k)
+			} else {
+				out[k] = id
+			}
+		}
+	}
+	keys := slices.Collect(maps.Keys(out))
+	sort.Strings(keys)
+	return keys, out
+}
+
+// attrOf returns a user attribute under tx.
+func (t *tree) attrOf(n *node, tx *masterTx, name string) (any, bool) {
+	for x := tx; x != nil; x = x.parent {
+		if b, ok := n.branches[x.id]; ok {
+			if v, ok := b.attrs[name]; ok {
+				if _, del := v.(deletedMark); del {
+					return nil, false
+				}
+				return v, true
+			}
+			if b.snapshot {
+				return nil, false
+			}
+		}
+	}
+	if n.trunk == nil {
+		return nil, false
+	}
+	v, ok := n.trunk.attrs[name]
+	return v, ok
+}
+
+// userAttrs returns all user attributes under tx.
+func (t *tree) userAttrs(n *node, tx *masterTx) map[string]any {
+	chain := []*version{}
+	for x := tx; x != nil; x = x.parent {
+		if b, ok := n.branches[x.id]; ok {
+			chain = append(chain, b)
+			if b.snapshot {
+				break
+			}
+		}
+	}
+	out := map[string]any{}
+	if (len(chain) == 0 || !chain[len(chain)-1].snapshot) && n.trunk != nil {
+		maps.Copy(out, n.trunk.attrs)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for k, v := range chain[i].attrs {
+			if _, del := v.(deletedMark); del {
+				delete(out, k)
+			} else {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// contentOf returns the content visible under tx (never nil).
+func (t *tree) contentOf(n *node, tx *masterTx) *content {
+	for x := tx; x != nil; x = x.parent {
+		if b, ok := n.branches[x.id]; ok && (b.content != nil || b.snapshot) {
+			if b.content == nil {
+				return &content{}
+			}
+			return b.content
+		}
+	}
+	if n.trunk == nil || n.trunk.content == nil {
+		return &content{}
+	}
+	return n.trunk.content
+}
+
+// versionInfo returns revision and modification time visible under tx.
+func (t *tree) versionInfo(n *node, tx *masterTx) (uint64, time.Time) {
+	for x := tx; x != nil; x = x.parent {
+		if b, ok := n.branches[x.id]; ok {
+			return b.revision, b.modified
+		}
+	}
+	if n.trunk == nil {
+		return 0, n.created
+	}
+	return n.trunk.revision, n.trunk.modified
+}
+
+// branch returns tx's branch of n, creating an empty one (and registering n as touched).
+func (t *tree) branch(n *node, tx *masterTx) *version {
+	if b, ok := n.branches[tx.id]; ok {
+		return b
+	}
+	b := newVersion()
+	b.revision, b.modified = t.versionInfo(n, tx)
+	n.branches[tx.id] = b
+	tx.touched = append(tx.touched, n.id)
+	return b
+}
+
+func (t *tree) touch(b *version, now time.Time) {
+	t.revision++
+	b.revision = t.revision
+	b.modified = now
+}
+
+// setAttr changes a user attribute of n inside tx (value nil with del=true removes it).
+func (t *tree) setAttr(n *node, tx *masterTx, name string, value any, del bool) {
+	b := t.branch(n, tx)
+	if del {
+		b.attrs[name] = deletedMark{}
+	} else {
+		b.attrs[name] = value
+	}
+	t.touch(b, tx.now)
+}
+
+func (t *tree) setChild(n *node, tx *masterTx, key string, id guid.GUID) {
+	b := t.branch(n, tx)
+	b.children[key] = id
+	t.touch(b, tx.now)
+}
+
+// setContent replaces content of n inside tx.
+func (t *tree) setContent(n *node, tx *masterTx, c *content) {
+	b := t.branch(n, tx)
+	b.content = c
+	b.appendFrom = -1
+	t.touch(b, tx.now)
+}
+
+// appendRows appends rows to a table inside tx.
+func (t *tree) appendRows(n *node, tx *masterTx, rows []any) {
+	b := t.branch(n, tx)
+	cur := t.contentOf(n, tx)
+	if b.content == nil {
+		b.appendFrom = len(cur.rows)
+	}
+	nc := &content{rows: append(slices.Clip(cur.rows), rows...)}
+	b.content = nc
+	t.touch(b, tx.now)
+}
+
+// newNode allocates a node created inside tx under parent/key.
+func (t *tree) newNode(tx *masterTx, typ string, objType uint32, parent *node, key string) *node {
+	n := &node{id: t.s.newID(objType), typ: typ, parent: parent.id, key: key, created: tx.now, branches: map[guid.GUID]*version{}}
+	t.nodes[n.id] = n
+	b := t.branch(n, tx)
+	b.created = true
+	t.touch(b, tx.now)
+	t.setChild(parent, tx, key, n.id)
+	return n
+}
+
+// fold merges tx's branches into its parent (or the trunk for a topmost tx, returning
+// the deltas to log). It does not drop the branches; call dropBranches after.
+func (t *tree) fold(tx *masterTx) []nodeDelta {
+	var deltas []nodeDelta
+	for _, id := range tx.touched {
+		n := t.nodes[id]
+		if n == nil {
+			continue
+		}
+		b, ok := n.branches[tx.id]
+		if !ok || b.snapshot {
+			continue
+		}
+		if tx.parent == nil {
+			deltas = append(deltas, t.deltaOf(n, b))
+			continue
+		}
+		pb := t.branch(n, tx.parent)
+		if pb.snapshot {
+			continue
+		}
+		if b.created {
+			pb.created = true
+		}
+		maps.Copy(pb.attrs, b.attrs)
+		maps.Copy(pb.children, b.children)
+		if b.content != nil {
+			pb.content = b.content
+			pb.appendFrom = -1
+		}
+		pb.revision, pb.modified = b.revision, b.modified
+	}
+	return deltas
+}
+
+// dropBranches forgets every branch of tx.
+func (t *tree) dropBranches(tx *masterTx) {
+	for _, id := range tx.touched {
+		if n := t.nodes[id]; n != nil {
+			delete(n.branches, tx.id)
+			if n.trunk == nil && len(n.branches) == 0 {
+				delete(t.nodes, id)
+			}
+		}
+	}
+	tx.touched = nil
+}
+
+// path returns the path of n under tx and whether n is reachable from the root.
+func (t *tree) path(n *node, tx *masterTx) (string, bool) {
+	if n == t.root {
+		return "/", true
+	}
+	var keys []string
+	cur := n
+	for cur != t.root {
+		p := t.nodes[cur.parent]
+		if p == nil {
+			return "", false
+		}
+		c, ok := t.childOf(p, tx, cur.key)
+		if !ok || c != cur {
+			return "", false
+		}
+		keys = append(keys, escapeKey(cur.key))
+		cur = p
+	}
+	out := "/"
+	for i := len(keys) - 1; i >= 0; i-- {
+		out += "/" + keys[i]
+	}
+	return out, true
+}
+
+// removeSubtreeGarbage forgets nodes of a committed removal that no transaction sees.
+func (t *tree) collect(id guid.GUID) {
+	n := t.nodes[id]
+	if n == nil || len(n.branches) > 0 || len(n.locks) > 0 {
+		return
+	}
+	if n.trunk != nil {
+		for _, c := range n.trunk.children {
+			t.collect(c)
+		}
+	}
+	delete(t.nodes, id)
+}

@@ -1,0 +1,353 @@
+package ytlocal
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.ytsaurus.tech/library/go/core/log"
+)
+
+// On-disk layout of DataDir:
+//
+//	snapshot        latest snapshot (written to snapshot.tmp, fsynced, renamed)
+//	wal.<N>         write-ahead log segments; the snapshot names the first segment
+//	                that is not contained in it, older segments are deleted
+//
+// A log record is [u32 LE payload length][u32 LE CRC-32C of payload][payload]; the
+// payload is [u8 owner length][owner][data]. A torn or corrupt tail (a crash in the
+// middle of an append) ends replay and is truncated away; a record is acknowledged
+// only after fsync, so a torn record was never acknowledged.
+//
+// A snapshot is "ytlsnap1" [u64 LE next segment] [u64 LE last timestamp] then sections
+// [u32 owner length][owner][u64 data length][data], then [u32 CRC-32C of all before].
+
+const (
+	cypressLogName = "cypress"
+	snapshotMagic  = "ytlsnap1"
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+type wal struct {
+	dir     string
+	seg     uint64
+	f       *os.File
+	records int
+}
+
+func segmentName(dir string, seg uint64) string {
+	return filepath.Join(dir, "wal."+strconv.FormatUint(seg, 10))
+}
+
+// openDurable restores state from DataDir and opens the log for appending.
+func (s *Server) openDurable() error {
+	dir := s.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("ytlocal: create data dir %s: %w", dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, err := s.loadSnapshot(filepath.Join(dir, "snapshot"))
+	if err != nil {
+		return err
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	last := next
+	replayed := 0
+	for _, seg := range segs {
+		if seg < next {
+			_ = os.Remove(segmentName(dir, seg))
+			continue
+		}
+		n, err := s.replaySegment(segmentName(dir, seg))
+		if err != nil {
+			return err
+		}
+		replayed += n
+		last = seg
+	}
+	f, err := os.OpenFile(segmentName(dir, last), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("ytlocal: open log segment: %w", err)
+	}
+	s.wal = &wal{dir: dir, seg: last, f: f, records: replayed}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	s.log.Info("ytlocal restored", log.String("data_dir", dir), log.Int("replayed_records", replayed))
+	return nil
+}
+
+func listSegments(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("ytlocal: read data dir %s: %w", dir, err)
+	}
+	var segs []uint64
+	for _, e := range entries {
+		if n, ok := strings.CutPrefix(e.Name(), "wal."); ok {
+			if seg, err := strconv.ParseUint(n, 10, 64); err == nil {
+				segs = append(segs, seg)
+			}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i] < segs[j] })
+	return segs, nil
+}
+
+// replaySegment applies every intact record of one segment and truncates a torn tail.
+func (s *Server) replaySegment(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("ytlocal: read log %s: %w", path, err)
+	}
+	off, n := 0, 0
+	for {
+		owner, rec, size, ok := decodeRecord(data[off:])
+		if !ok {
+			break
+		}
+		if err := s.applyRecord(owner, rec); err != nil {
+			return n, fmt.Errorf("ytlocal: replay %s record %d (%s): %w", path, n, owner, err)
+		}
+		off += size
+		n++
+	}
+	if off < len(data) {
+		s.log.Warn("ytlocal: truncating torn log tail", log.String("file", path), log.Int("offset", off), log.Int("size", len(data)))
+		if err := os.Truncate(path, int64(off)); err != nil {
+			return n, fmt.Errorf("ytlocal: truncate torn log %s: %w", path, err)
+		}
+	}
+	return n, nil
+}
+
+func decodeRecord(b []byte) (owner string, rec []byte, size int, ok bool) {
+	if len(b) < 8 {
+		return "", nil, 0, false
+	}
+	n := binary.LittleEndian.Uint32(b)
+	sum := binary.LittleEndian.Uint32(b[4:])
+	if uint64(n) > uint64(len(b)-8) || n < 1 {
+		return "", nil, 0, false
+	}
+	payload := b[8 : 8+n]
+	if crc32.Checksum(payload, crcTable) != sum {
+		return "", nil, 0, false
+	}
+	ol := int(payload[0])
+	if 1+ol > len(payload) {
+		return "", nil, 0, false
+	}
+	return string(payload[1 : 1+ol]), payload[1+ol:], 8 + int(n), true
+}
+
+func encodeRecord(owner string, rec []byte) []byte {
+	payload := make([]byte, 0, 1+len(owner)+len(rec))
+	payload = append(payload, byte(len(owner)))
+	payload = append(payload, owner...)
+	payload = append(payload, rec...)
+	out := make([]byte, 8, 8+len(payload))
+	binary.LittleEndian.PutUint32(out, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(out[4:], crc32.Checksum(payload, crcTable))
+	return append(out, payload...)
+}
+
+func (s *Server) applyRecord(owner string, rec []byte) error {
+	if owner == cypressLogName {
+		return s.tree.Apply(rec)
+	}
+	e, ok := s.exts[owner]
+	if !ok {
+		return fmt.Errorf("record of unknown owner %q", owner)
+	}
+	return e.Apply(rec)
+}
+
+// logRecord appends one record to the write-ahead log and fsyncs it. Call it with the
+// state lock held, BEFORE making the change visible; if it fails, do not apply the
+// change and return the error. Without a DataDir it does nothing.
+func (s *Server) logRecord(owner string, rec []byte) error {
+	if s.wal == nil {
+		return nil
+	}
+	if len(owner) > 255 {
+		return fmt.Errorf("ytlocal: log owner name %q too long", owner)
+	}
+	if _, err := s.wal.f.Write(encodeRecord(owner, rec)); err != nil {
+		return fmt.Errorf("ytlocal: append to write-ahead log: %w", err)
+	}
+	if err := s.wal.f.Sync(); err != nil {
+		return fmt.Errorf("ytlocal: fsync write-ahead log: %w", err)
+	}
+	s.wal.records++
+	if s.wal.records >= s.cfg.SnapshotEvery {
+		if err := s.snapshotLocked(); err != nil {
+			s.log.Error("ytlocal: snapshot failed", log.Error(err))
+		}
+	}
+	return nil
+}
+
+// snapshotLocked writes a snapshot of all state and starts a new log segment.
+func (s *Server) snapshotLocked() error {
+	w := s.wal
+	next := w.seg + 1
+	nf, err := os.OpenFile(segmentName(w.dir, next), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("ytlocal: create log segment: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(snapshotMagic)
+	_ = binary.Write(&buf, binary.LittleEndian, next)
+	_ = binary.Write(&buf, binary.LittleEndian, s.oracle.Last())
+	section := func(name string, p Persistent) error {
+		var data bytes.Buffer
+		if err := p.Snapshot(&data); err != nil {
+			return fmt.Errorf("ytlocal: snapshot %s: %w", name, err)
+		}
+		_ = binary.Write(&buf, binary.LittleEndian, uint32(len(name)))
+		buf.WriteString(name)
+		_ = binary.Write(&buf, binary.LittleEndian, uint64(data.Len()))
+		buf.Write(data.Bytes())
+		return nil
+	}
+	if err := section(cypressLogName, s.tree); err != nil {
+		nf.Close()
+		return err
+	}
+	for _, name := range s.extOrder {
+		if err := section(name, s.exts[name]); err != nil {
+			nf.Close()
+			return err
+		}
+	}
+	_ = binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), crcTable))
+	tmp := filepath.Join(w.dir, "snapshot.tmp")
+	if err := writeFileSync(tmp, buf.Bytes()); err != nil {
+		nf.Close()
+		return err
+	}
+	if err := nf.Sync(); err != nil {
+		nf.Close()
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(w.dir, "snapshot")); err != nil {
+		nf.Close()
+		return fmt.Errorf("ytlocal: install snapshot: %w", err)
+	}
+	if err := syncDir(w.dir); err != nil {
+		nf.Close()
+		return err
+	}
+	_ = w.f.Close()
+	_ = os.Remove(segmentName(w.dir, w.seg))
+	w.f, w.seg, w.records = nf, next, 0
+	return nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("ytlocal: write %s: %w", path, err)
+	}
+	bw := bufio.NewWriter(f)
+	_, err = bw.Write(data)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("ytlocal: write %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("ytlocal: open data dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("ytlocal: fsync data dir: %w", err)
+	}
+	return nil
+}
+
+// loadSnapshot restores the snapshot if present and returns the first log segment not
+// contained in it.
+func (s *Server) loadSnapshot(path string) (uint64, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ytlocal: read snapshot: %w", err)
+	}
+	if len(data) < len(snapshotMagic)+20 || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return 0, fmt.Errorf("ytlocal: snapshot %s: bad header", path)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return 0, fmt.Errorf("ytlocal: snapshot %s: checksum mismatch", path)
+	}
+	r := bytes.NewReader(body[len(snapshotMagic):])
+	var next, lastTS uint64
+	_ = binary.Read(r, binary.LittleEndian, &next)
+	_ = binary.Read(r, binary.LittleEndian, &lastTS)
+	s.oracle.Observe(lastTS)
+	for r.Len() > 0 {
+		var nl uint32
+		if err := binary.Read(r, binary.LittleEndian, &nl); err != nil || int(nl) > r.Len() {
+			return 0, fmt.Errorf("ytlocal: snapshot %s: bad section header", path)
+		}
+		name := make([]byte, nl)
+		_, _ = io.ReadFull(r, name)
+		var dl uint64
+		if err := binary.Read(r, binary.LittleEndian, &dl); err != nil || dl > uint64(r.Len()) {
+			return 0, fmt.Errorf("ytlocal: snapshot %s: bad section %q", path, name)
+		}
+		sec := make([]byte, dl)
+		_, _ = io.ReadFull(r, sec)
+		var p Persistent
+		if string(name) == cypressLogName {
+			p = s.tree
+		} else if e, ok := s.exts[string(name)]; ok {
+			p = e
+		} else {
+			return 0, fmt.Errorf("ytlocal: snapshot %s: unknown section %q", path, name)
+		}
+		if err := p.Restore(bytes.NewReader(sec)); err != nil {
+			return 0, fmt.Errorf("ytlocal: restore %s from snapshot: %w", name, err)
+		}
+	}
+	return next, nil
+}
+
+func (w *wal) close() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
