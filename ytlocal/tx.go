@@ -34,7 +34,7 @@ type masterTx struct {
 	implicit   bool
 	// afterCommit runs after a topmost commit reached the trunk (e.g. auto-mount).
 	afterCommit []func()
-	now        time.Time // time of the current command (set per command)
+	now         time.Time // time of the current command (set per command)
 }
 
 func (tx *masterTx) expiry() time.Time {
@@ -433,19 +433,19 @@ func init() {
 // txAttributes returns the attributes of a live transaction (for #<tx id>/@).
 func (s *Server) txAttributes(tx *masterTx) map[string]any {
 	a := map[string]any{
-		"id":                          tx.id.String(),
-		"type":                        "transaction",
-		"timeout":                     int64(tx.timeout / time.Millisecond),
-		"last_ping_time":              fmtTime(tx.lastPing),
-		"start_time":                  fmtTime(tx.started),
-		"start_timestamp":             tx.startTS,
-		"state":                       "active",
+		"id":                           tx.id.String(),
+		"type":                         "transaction",
+		"timeout":                      int64(tx.timeout / time.Millisecond),
+		"last_ping_time":               fmtTime(tx.lastPing),
+		"start_time":                   fmtTime(tx.started),
+		"start_timestamp":              tx.startTS,
+		"state":                        "active",
 		"prerequisite_transaction_ids": guidStrings(tx.prereqs),
-		"owner":                       "root",
-		"nested_transaction_ids":      guidStrings(keysOf(tx.children)),
-		"dependent_transaction_ids":   guidStrings(keysOf(tx.dependents)),
-		"lock_count":                  int64(len(tx.locks)),
-		"staged_node_ids":             guidStrings(tx.touched),
+		"owner":                        "root",
+		"nested_transaction_ids":       guidStrings(keysOf(tx.children)),
+		"dependent_transaction_ids":    guidStrings(keysOf(tx.dependents)),
+		"lock_count":                   int64(len(tx.locks)),
+		"staged_node_ids":              guidStrings(tx.touched),
 	}
 	if tx.parent != nil {
 		a["parent_id"] = tx.parent.id.String()

@@ -1,9 +1,9 @@
 package ytlocal
 
 import (
-	"go.ytsaurus.tech/yt/go/guid"
 	"errors"
 	"fmt"
+	"go.ytsaurus.tech/yt/go/guid"
 	"time"
 )
 

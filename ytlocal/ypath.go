@@ -11,13 +11,13 @@ import (
 // pathRef is a parsed Cypress path: a root (/ or #<id>), keys, and an optional
 // attribute part (/@name/sub...).
 type pathRef struct {
-	raw    string
-	byID   bool
-	id     guid.GUID
-	keys   []string
-	amp    []bool // amp[i]: key i carried & (do not resolve a link there)
+	raw     string
+	byID    bool
+	id      guid.GUID
+	keys    []string
+	amp     []bool // amp[i]: key i carried & (do not resolve a link there)
 	rootAmp bool
-	attr   []string // nil: not an attribute path; []string{""}: /@ (all attributes)
+	attr    []string // nil: not an attribute path; []string{""}: /@ (all attributes)
 }
 
 func (p *pathRef) isAttr() bool { return p.attr != nil }
