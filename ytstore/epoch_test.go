@@ -1,0 +1,172 @@
+package ytstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/ytlocal"
+)
+
+// epochStore starts ytlocal and returns a store on a fresh pipeline.
+func epochStore(t *testing.T) (*Store, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	s, err := Open(ctx, Config{Proxy: srv.Addr(), Path: "//tmp/pipe"})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	require.NoError(t, s.CreatePipeline(ctx))
+	return s, ctx
+}
+
+func sampleEpoch(partition, lease string, token uint64) *EpochWrite {
+	return &EpochWrite{
+		PartitionID: partition, Lease: lease, Token: token,
+		Dedup: []DedupRow{
+			{DedupKey: DedupKey{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"}, SystemTimestamp: 1},
+			{DedupKey: DedupKey{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true}, SystemTimestamp: 1},
+		},
+		States:    []StateRow{{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), Name: "count", State: []byte("2")}},
+		TimersSet: []TimerRow{{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), MessageID: "t1", StreamID: "flush", TriggerTimestamp: 9}},
+		OutputsAdd: []OutputRow{{PartitionID: partition, Destination: "down", MessageID: "o1", StreamID: "s",
+			Key: []byte("k2"), KeyHash: 8, Payload: []byte("{}")}},
+		PartitionStates: map[string][]byte{"offset/lines": []byte("5")},
+	}
+}
+
+func TestCommitEpochAtomic(t *testing.T) {
+	s, ctx := epochStore(t)
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+
+	require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 100)))
+
+	token, found, err := s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, uint64(100), token, "the commit token is what an unknown outcome is checked against")
+
+	dup, err := s.LookupDedup(ctx, []DedupKey{
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m3"},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m3", Compact: true},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, true, false, false}, dup)
+
+	states, err := s.LoadStates(ctx, "c", []uint64{7})
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	assert.Equal(t, []byte("2"), states[0].State)
+
+	timers, err := s.LoadTimers(ctx, "c", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, timers, 1)
+	assert.Equal(t, uint64(9), timers[0].TriggerTimestamp)
+	none, err := s.LoadTimers(ctx, "c", 8, 0)
+	require.NoError(t, err)
+	assert.Empty(t, none, "timers outside the hash range are not loaded")
+
+	outs, err := s.LoadOutputs(ctx, "p1")
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	assert.Equal(t, "o1", outs[0].MessageID)
+
+	ps, err := s.LoadPartitionStates(ctx, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"offset/lines": []byte("5")}, ps)
+
+	// The next epoch deletes what the first one wrote.
+	next := &EpochWrite{PartitionID: "p1", Lease: lease, Token: 101,
+		States:          []StateRow{{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), Name: "count"}},
+		TimersFired:     timers,
+		OutputsDone:     []OutputKey{{PartitionID: "p1", Destination: "down", MessageID: "o1"}},
+		PartitionStates: map[string][]byte{"offset/lines": nil},
+	}
+	require.NoError(t, s.CommitEpoch(ctx, next))
+	states, err = s.LoadStates(ctx, "c", []uint64{7})
+	require.NoError(t, err)
+	assert.Empty(t, states, "a nil state deletes the row")
+	timers, err = s.LoadTimers(ctx, "c", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, timers, "fired timers are deleted")
+	outs, err = s.LoadOutputs(ctx, "p1")
+	require.NoError(t, err)
+	assert.Empty(t, outs, "acknowledged outputs are deleted")
+}
+
+func TestZombieCommitRejected(t *testing.T) {
+	s, ctx := epochStore(t)
+	require.NoError(t, s.EnsureUserTable(ctx, UserTable{Path: "//tmp/sink", Kind: UserSortedTable, Schema: schema.Schema{
+		UniqueKeys: true,
+		Columns: []schema.Column{
+			{Name: "k", Type: schema.TypeString, SortOrder: schema.SortAscending},
+			{Name: "v", Type: schema.TypeInt64},
+		},
+	}}))
+	lease, err := s.StartLease(ctx, "job-z", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, s.AbortLease(ctx, lease))
+
+	w := sampleEpoch("pz", lease, 200)
+	w.Sinks = []SinkWrite{{Path: "//tmp/sink", Rows: []map[string]any{{"k": "a", "v": int64(1)}}}}
+	err = s.CommitEpoch(ctx, w)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrLeaseLost), "a dead lease is reported as ErrLeaseLost: %v", err)
+
+	_, found, err := s.PartitionToken(ctx, "pz")
+	require.NoError(t, err)
+	assert.False(t, found, "no partition token written")
+	dup, err := s.LookupDedup(ctx, []DedupKey{{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"}})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false}, dup, "no dedup row written")
+	states, err := s.LoadStates(ctx, "c", []uint64{7})
+	require.NoError(t, err)
+	assert.Empty(t, states, "no state written")
+	outs, err := s.LoadOutputs(ctx, "pz")
+	require.NoError(t, err)
+	assert.Empty(t, outs, "no output written")
+	rows, err := s.SelectRows(ctx, "* from [//tmp/sink]")
+	require.NoError(t, err)
+	assert.Empty(t, rows, "no sink write")
+}
+
+func TestQueueRoundTrip(t *testing.T) {
+	s, ctx := epochStore(t)
+	qs := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
+	require.NoError(t, s.EnsureUserTable(ctx, UserTable{Path: "//tmp/q", Kind: UserQueue, Schema: qs}))
+	require.NoError(t, s.EnsureUserTable(ctx, UserTable{Path: "//tmp/consumer", Kind: UserConsumer, Queue: "//tmp/q"}))
+	require.NoError(t, s.EnsureUserTable(ctx, UserTable{Path: "//tmp/out", Kind: UserQueue, Schema: qs}))
+	require.NoError(t, s.EnsureUserTable(ctx, UserTable{Path: "//tmp/producer", Kind: UserProducer}))
+
+	require.NoError(t, s.InsertRows(ctx, "//tmp/q", []map[string]any{{"data": "a"}, {"data": "b"}, {"data": "c"}}))
+	rows, err := s.PullQueue(ctx, "//tmp/q", "//tmp/consumer", 0, 1, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	assert.Equal(t, int64(1), rows[0].Offset)
+	assert.Equal(t, "b", rows[0].Columns["data"])
+	_, hasSystem := rows[0].Columns["$row_index"]
+	assert.False(t, hasSystem, "system columns are removed")
+	require.NoError(t, s.AdvanceConsumer(ctx, "//tmp/q", "//tmp/consumer", 0, 3))
+
+	ps, err := s.OpenProducerSession(ctx, "//tmp/producer", "//tmp/out", "p0/sink")
+	require.NoError(t, err)
+	_, err = s.Push(ctx, ps, 0, []map[string]any{{"data": "x"}, {"data": "y"}})
+	require.NoError(t, err)
+	last, err := s.Push(ctx, ps, 0, []map[string]any{{"data": "x"}, {"data": "y"}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), last)
+	out, err := s.SelectRows(ctx, "data from [//tmp/out]")
+	require.NoError(t, err)
+	assert.Len(t, out, 2, "a resend with the same sequence numbers is dropped by the queue")
+}
