@@ -1,0 +1,66 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func addSeeds(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*/*.yson")
+	examples, _ := filepath.Glob("../examples/*/pipeline.yson")
+	for _, file := range append(files, examples...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{path="//p"; spec={computations={}}}`))
+	f.Add([]byte(`{computations={a={computation_class_name="transform"}}}`))
+}
+
+// checkResult asserts the parse contract: a value or a *ValidationError with located,
+// sorted problems, and the same answer on a second parse (no map-order dependence).
+func checkResult[T any](t *testing.T, data []byte, parse func([]byte) (*T, error)) {
+	v, err := parse(data)
+	if err == nil {
+		if v == nil {
+			t.Fatal("nil result without error")
+		}
+		return
+	}
+	if v != nil {
+		t.Fatal("result together with an error")
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+		t.Fatalf("error %T %v is not a non-empty *ValidationError", err, err)
+	}
+	for i, p := range ve.Problems {
+		if p.Path == "" || p.Message == "" {
+			t.Fatalf("problem without path or message: %+v", p)
+		}
+		if i > 0 && ve.Problems[i-1].Path > p.Path {
+			t.Fatalf("problems not sorted: %q before %q", ve.Problems[i-1].Path, p.Path)
+		}
+	}
+	_, err2 := parse(data)
+	if err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("parse is not deterministic:\n%v\n---\n%v", err, err2)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) { checkResult(t, data, ParseConfig) })
+}
+
+func FuzzParsePipeline(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkResult(t, data, ParsePipeline)
+		checkResult(t, data, ParseDynamic)
+	})
+}
