@@ -33,6 +33,7 @@ type Config struct {
 // Store gives access to one pipeline on one cluster. It is safe for concurrent
 // use. Close releases the client and aborts the sessions it started.
 type Store struct {
+	proxy  string
 	yc     yt.Client
 	path   ypath.Path
 	logger log.Structured
@@ -65,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
 	}
 	_ = ctx // reserved: connecting is lazy in the SDK
-	return &Store{yc: yc, path: path, logger: logger}, nil
+	return &Store{proxy: cfg.Proxy, yc: yc, path: path, logger: logger}, nil
 }
 
 // Path returns the pipeline node path.
