@@ -178,7 +178,9 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", 0, "unexpected end of text"},
 		{"farm_hash(", 10, "unexpected end of text"},
-		{"farm_hash(a", 11, `expected ","`},
+		{"farm_hash(a", 11, `expected "," or ")", found end of text`},
+		{"(a, b", 5, `expected "," or ")"`},
+		{"a IN (1 2)", 8, `expected "," or ")"`},
 		{"a +", 3, "unexpected end of text"},
 		{"a b", 2, "after the expression"},
 		{"nosuch(a)", 0, `unknown function "nosuch"`},

@@ -273,8 +273,9 @@ func (p *parser) parseInList() ([]*node, error) {
 		if p.acceptPunct(")") {
 			return list, nil
 		}
-		if err := p.expectPunct(","); err != nil {
-			return nil, err
+		if !p.acceptPunct(",") {
+			t := p.peek()
+			return nil, parseErrorf(t.pos, `expected "," or ")", found %v`, t)
 		}
 	}
 }
@@ -393,8 +394,9 @@ func (p *parser) parsePrimary() (*node, error) {
 				}
 				tuple.args = append(tuple.args, x)
 			}
-			if err := p.expectPunct(")"); err != nil {
-				return nil, err
+			if !p.acceptPunct(")") {
+				t := p.peek()
+				return nil, parseErrorf(t.pos, `expected "," or ")", found %v`, t)
 			}
 			return tuple, nil
 		}
@@ -426,8 +428,9 @@ func (p *parser) parseCall(name token, lower string) (*node, error) {
 			if p.acceptPunct(")") {
 				break
 			}
-			if err := p.expectPunct(","); err != nil {
-				return nil, err
+			if !p.acceptPunct(",") {
+				t := p.peek()
+				return nil, parseErrorf(t.pos, `expected "," or ")", found %v`, t)
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"go.ytsaurus.tech/yt/go/schema"
 )
 
 // table returns a scan function over rows that counts how many rows were read.
@@ -244,5 +246,51 @@ func TestExecuteErrors(t *testing.T) {
 				t.Errorf("err = %v, want %v containing %q", err, tc.kind, tc.msg)
 			}
 		})
+	}
+}
+
+func TestCheckSchema(t *testing.T) {
+	s := schema.Schema{Columns: []schema.Column{
+		{Name: "k", Type: schema.TypeUint64, SortOrder: schema.SortAscending},
+		{Name: "v", Type: schema.TypeString},
+	}}
+	for _, tc := range []struct {
+		text string
+		pos  int // -1: no error
+	}{
+		{"k, v FROM [//t] WHERE k > 1u", -1},
+		{"k, [$row_index] FROM [//t]", -1},
+		{"k, x FROM [//t]", 3},
+		{"k FROM [//t] WHERE x = 1", 19},
+		{"k AS a FROM [//t] ORDER BY a LIMIT 1", -1},
+		{"k FROM [//t] ORDER BY z LIMIT 1", 22},
+		{"g, sum(k) AS s FROM [//t] GROUP BY v AS g ORDER BY s LIMIT 1", -1},
+		{"g, sum(w) AS s FROM [//t] GROUP BY v AS g", 7},
+		{"g FROM [//t] GROUP BY w AS g", 22},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			q, err := ParseQuery(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = q.CheckSchema(s)
+			if tc.pos < 0 {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.Is(err, ErrQuery) || !errors.As(err, &e) || e.Pos != tc.pos || !strings.Contains(err.Error(), "undefined reference") {
+				t.Errorf("err = %v, want undefined reference at %d", err, tc.pos)
+			}
+		})
+	}
+	e, err := ParseExpression("farm_hash(v, missing)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CheckSchema(s); !errors.Is(err, ErrQuery) || !strings.Contains(err.Error(), `"missing"`) {
+		t.Errorf("Expr.CheckSchema: err = %v", err)
 	}
 }
