@@ -53,7 +53,9 @@ func (s *Server) executeSub(parent *call, name string, params map[string]any, in
 		return nil, ytErr(yterrors.CodeGeneric, "Command %q is not supported in execute_batch", name)
 	}
 	sub := &call{s: s, name: name, params: params, now: parent.now, mutates: cmd.opts.Mutating, inFmt: "yson"}
-	if input != nil {
+	if b, ok := input.(string); ok {
+		sub.input = []byte(b)
+	} else if input != nil {
 		raw, err := yson.MarshalFormat(input, yson.FormatBinary)
 		if err != nil {
 			return nil, err

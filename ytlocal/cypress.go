@@ -1052,7 +1052,7 @@ func (s *Server) buildValue(tx *masterTx, parent *node, key string, value any) *
 func (s *Server) setAttrs(tx *masterTx, n *node, attrs map[string]any, allowSystem bool) error {
 	for _, k := range slices.Sorted(maps.Keys(attrs)) {
 		if readOnlyAttrs[k] && !allowSystem {
-			return ytErr(yterrors.CodeGeneric, "Attribute %q cannot be set", k)
+			return ytErr(yterrors.CodeGeneric, "Builtin attribute %q cannot be set", k)
 		}
 		if _, err := s.acquire(n, tx, lockShared, "", k, false); err != nil {
 			return err
