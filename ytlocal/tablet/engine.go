@@ -7,6 +7,8 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/yterrors"
+
+	"github.com/ytflow/yt-flow/ytlocal/ts"
 )
 
 // Journal makes records durable. Append is called with the engine lock held,
@@ -26,8 +28,9 @@ type Prerequisites interface {
 
 // Config configures an Engine. The zero value is usable.
 type Config struct {
-	// Oracle generates timestamps; default NewOracle(Clock).
-	Oracle *Oracle
+	// Oracle generates timestamps; default an oracle reading Clock. Share it
+	// with everything else that hands out timestamps so they are totally ordered.
+	Oracle *ts.Oracle
 	// Clock reads wall time for transaction leases; default time.Now.
 	Clock func() time.Time
 	// Compile compiles computed-column expressions; nil rejects computed columns.
@@ -46,7 +49,7 @@ type Config struct {
 type Engine struct {
 	mu            sync.Mutex
 	cfg           Config
-	oracle        *Oracle
+	oracle        *ts.Oracle
 	tables        map[string]*table
 	txs           map[string]*Tx
 	registrations map[string]map[string]*Registration // queue id -> consumer id
@@ -58,7 +61,7 @@ func New(cfg Config) *Engine {
 		cfg.Clock = time.Now
 	}
 	if cfg.Oracle == nil {
-		cfg.Oracle = NewOracle(cfg.Clock)
+		cfg.Oracle = &ts.Oracle{Now: cfg.Clock}
 	}
 	if cfg.VersionRetention == 0 {
 		cfg.VersionRetention = 30 * time.Minute
@@ -76,7 +79,9 @@ func New(cfg Config) *Engine {
 }
 
 // Oracle returns the engine's timestamp oracle.
-func (e *Engine) Oracle() *Oracle { return e.oracle }
+func (e *Engine) Oracle() *ts.Oracle { return e.oracle }
+
+func (e *Engine) next() Timestamp { return Timestamp(e.oracle.Next()) }
 
 // Cluster returns the cluster name used in queue tables.
 func (e *Engine) Cluster() string { return e.cfg.Cluster }

@@ -46,24 +46,6 @@ func requireCode(t *testing.T, err error, code yterrors.ErrorCode) {
 	require.True(t, yterrors.ContainsErrorCode(err, code), "want code %d, got %v", code, err)
 }
 
-func TestOracleMonotonic(t *testing.T) {
-	now := time.Unix(1000, 0)
-	o := NewOracle(func() time.Time { return now })
-	a := o.Next()
-	b := o.Next()
-	now = time.Unix(999, 0) // the clock goes back
-	c := o.Next()
-	now = time.Unix(2000, 0)
-	d := o.Next()
-	assert.Less(t, a, b)
-	assert.Less(t, b, c)
-	assert.Less(t, c, d)
-	assert.Equal(t, time.Unix(1000, 0), a.Time())
-	assert.Equal(t, Timestamp(2000)<<30, d)
-	o.Observe(d + 100)
-	assert.Equal(t, d+101, o.Next())
-}
-
 func TestInsertLookupDelete(t *testing.T) {
 	e := New(Config{})
 	newMounted(t, e, "t", kvSchema())
@@ -99,7 +81,7 @@ func TestReadAtTimestamp(t *testing.T) {
 	e := New(Config{})
 	newMounted(t, e, "t", kvSchema())
 	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(1)})
-	ts := e.Oracle().Next()
+	ts := Timestamp(e.Oracle().Next())
 	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(2)})
 	_, err := e.Run(func(tx string) error { return e.Delete(tx, "t", []map[string]any{{"k": "a"}}) })
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ type tabletSnapshot struct {
 func (e *Engine) Snapshot() ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := snapshotState{LastTimestamp: e.oracle.Last()}
+	st := snapshotState{LastTimestamp: Timestamp(e.oracle.Last())}
 	for _, t := range e.tables {
 		ts := tableSnapshot{ID: t.id, Path: t.path, Schema: t.schema, State: t.state, PivotKeys: t.pivotKeys}
 		for _, r := range t.sortedRows() {
@@ -142,6 +142,6 @@ func (e *Engine) Restore(data []byte) error {
 	e.tables = tables
 	e.registrations = regs
 	e.txs = map[string]*Tx{}
-	e.oracle.Observe(st.LastTimestamp)
+	e.oracle.Observe(uint64(st.LastTimestamp))
 	return nil
 }

@@ -74,7 +74,7 @@ func (e *Engine) StartTx(id string, timeout time.Duration) (Timestamp, error) {
 	if _, ok := e.txs[id]; ok {
 		return 0, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Transaction %s already exists", id))
 	}
-	tx := &Tx{id: id, start: e.oracle.Next(), timeout: timeout}
+	tx := &Tx{id: id, start: e.next(), timeout: timeout}
 	tx.expires = e.cfg.Clock().Add(timeout)
 	e.txs[id] = tx
 	return tx.start, nil
@@ -444,7 +444,7 @@ func (e *Engine) Commit(txID string, prerequisites []string, p Prerequisites) (T
 // second to commit fails with 1700 and applies nothing (TestConcurrentWriteConflict).
 func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 	if len(tx.ops) == 0 {
-		return e.oracle.Next(), nil
+		return e.next(), nil
 	}
 	for i := range tx.ops {
 		o := &tx.ops[i]
@@ -490,7 +490,7 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 			}
 		}
 	}
-	rec := &CommitRecord{Timestamp: e.oracle.Next()}
+	rec := &CommitRecord{Timestamp: e.next()}
 	pending := map[string]int{} // table id + key -> index in rec.Writes
 	for i := range tx.ops {
 		o := &tx.ops[i]
@@ -561,7 +561,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 	if rec == nil {
 		return fmt.Errorf("commit record without body")
 	}
-	e.oracle.Observe(rec.Timestamp)
+	e.oracle.Observe(uint64(rec.Timestamp))
 	horizon := rec.Timestamp - Timestamp(e.cfg.VersionRetention/time.Second)<<timestampCounterBits
 	for _, w := range rec.Writes {
 		t, ok := e.tables[w.Table]
@@ -636,4 +636,17 @@ func prune(r *row, horizon Timestamp) {
 	if keep > 0 {
 		r.versions = append(r.versions[:0], r.versions[keep:]...)
 	}
+}
+
+// NextExpiry returns the earliest lease end of the open transactions.
+func (e *Engine) NextExpiry() (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var next time.Time
+	for _, tx := range e.txs {
+		if next.IsZero() || tx.expires.Before(next) {
+			next = tx.expires
+		}
+	}
+	return next, !next.IsZero()
 }

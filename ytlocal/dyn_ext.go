@@ -1,0 +1,311 @@
+package ytlocal
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/guid"
+	"go.ytsaurus.tech/yt/go/yson"
+	"go.ytsaurus.tech/yt/go/yterrors"
+
+	"github.com/ytflow/yt-flow/ytlocal/tablet"
+	"github.com/ytflow/yt-flow/ytql"
+)
+
+// dynLogName names the dynamic-table records in the write-ahead log. Never change it.
+const dynLogName = "dyn"
+
+// dynExt plugs the dynamic-table engine (package tablet) into the server: it keeps an
+// engine table for every dynamic Cypress table, owns tablet transactions, computes
+// tablet attributes and journals engine records through the server's log.
+type dynExt struct {
+	s   *Server
+	eng *tablet.Engine
+}
+
+var (
+	_ Extension          = (*dynExt)(nil)
+	_ NodeObserver       = (*dynExt)(nil)
+	_ AttributeProvider  = (*dynExt)(nil)
+	_ TabletTxManager    = (*dynExt)(nil)
+	_ Expirer            = (*dynExt)(nil)
+	_ TableMounter       = (*dynExt)(nil)
+	_ DynamicTableReader = (*dynExt)(nil)
+)
+
+func init() {
+	registerExtension(dynLogName, func(s *Server) (Extension, error) {
+		d := &dynExt{s: s}
+		d.eng = tablet.New(tablet.Config{
+			Oracle:  s.Timestamps(),
+			Clock:   s.now,
+			Compile: compileExpression,
+			Journal: d,
+		})
+		return d, nil
+	})
+}
+
+// dyn returns the server's dynamic-table extension.
+func (s *Server) dyn() *dynExt {
+	d, _ := s.extension(dynLogName).(*dynExt)
+	return d
+}
+
+func compileExpression(text string) (tablet.Evaluator, error) {
+	e, err := ytql.ParseExpression(text)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Append implements tablet.Journal: engine records go to the server's log.
+func (d *dynExt) Append(rec *tablet.Record) error {
+	raw, err := yson.MarshalFormat(rec, yson.FormatBinary)
+	if err != nil {
+		return fmt.Errorf("encode %s record: %w", rec.Kind, err)
+	}
+	return d.s.logRecord(dynLogName, raw)
+}
+
+func (d *dynExt) Snapshot(w io.Writer) error {
+	data, err := d.eng.Snapshot()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func (d *dynExt) Restore(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return d.eng.Restore(data)
+}
+
+func (d *dynExt) Apply(raw []byte) error {
+	var rec tablet.Record
+	if err := yson.Unmarshal(raw, &rec); err != nil {
+		return fmt.Errorf("decode dynamic-table record: %w", err)
+	}
+	return d.eng.Apply(&rec)
+}
+
+func (d *dynExt) Close() error { return nil }
+
+// NodeCommitted creates an engine table when a dynamic table (or a queue consumer or
+// producer) appears in Cypress or a table becomes dynamic, and drops it when the node
+// is removed. During log replay the engine's own records rebuild the tables, so
+// events are ignored.
+func (d *dynExt) NodeCommitted(ev NodeEvent) {
+	if ev.Replay || ev.Type != "table" {
+		return
+	}
+	id := ev.ID.String()
+	switch ev.Kind {
+	case NodeRemoved:
+		if err := d.eng.RemoveTable(id); err != nil {
+			d.s.log.Error("dynamic table removal failed", log.String("node_id", id), log.Error(err))
+		}
+	case NodeCreated, NodeAttrsChanged:
+		if err := d.ensureTable(ev.ID); err != nil {
+			d.s.log.Error("dynamic table creation failed", log.String("node_id", id), log.Error(err))
+		}
+	}
+}
+
+// ensureTable registers node id with the engine if it is a dynamic table that the
+// engine does not know yet.
+func (d *dynExt) ensureTable(id guid.GUID) error {
+	if d.eng.HasTable(id.String()) {
+		return nil
+	}
+	info, ok := d.s.NodeByID(id)
+	if !ok || info.Type != "table" || !info.Dynamic() {
+		return nil
+	}
+	sc, err := info.Schema()
+	if err != nil {
+		return fmt.Errorf("schema of dynamic table %s: %w", info.Path, err)
+	}
+	return d.eng.CreateTable(id.String(), info.Path, sc, tablet.StateUnmounted)
+}
+
+// MountCreatedTable mounts a queue consumer or producer table right after creation.
+func (d *dynExt) MountCreatedTable(id guid.GUID) error {
+	if err := d.ensureTable(id); err != nil {
+		return err
+	}
+	return d.eng.SetState(id.String(), tablet.StateMounted)
+}
+
+// ReadDynamicTable serves read_table of a dynamic table: its latest rows, in key
+// order for sorted tables and by ($tablet_index, $row_index) for ordered ones.
+func (d *dynExt) ReadDynamicTable(id guid.GUID) ([]any, bool) {
+	var rows []any
+	err := d.eng.Scan(id.String(), tablet.ReadOptions{}, func(r map[string]any) bool {
+		delete(r, "$tablet_index")
+		delete(r, "$row_index")
+		rows = append(rows, r)
+		return true
+	})
+	if err != nil {
+		return nil, false
+	}
+	return rows, true
+}
+
+var dynAttrNames = []string{"tablet_state", "expected_tablet_state", "tablet_count", "tablets"}
+
+// NodeAttribute reports tablet attributes of dynamic tables; sorted dynamic tables
+// always have unique keys.
+func (d *dynExt) NodeAttribute(id guid.GUID, typ, name string) (any, bool) {
+	if typ != "table" {
+		return nil, false
+	}
+	tid := id.String()
+	if !d.eng.HasTable(tid) {
+		return nil, false
+	}
+	switch name {
+	case "tablet_state", "expected_tablet_state":
+		st, err := d.eng.TabletState(tid)
+		return string(st), err == nil
+	case "tablet_count":
+		tablets, err := d.eng.Tablets(tid)
+		return int64(len(tablets)), err == nil
+	case "tablets":
+		tablets, err := d.eng.Tablets(tid)
+		if err != nil {
+			return nil, false
+		}
+		out := make([]any, len(tablets))
+		for i, t := range tablets {
+			m := map[string]any{
+				"index":             int64(t.Index),
+				"tablet_id":         fmt.Sprintf("%s-%d", tid, t.Index),
+				"state":             string(t.State),
+				"cell_id":           "1-1-2bc-1",
+				"trimmed_row_count": t.TrimmedRowCount,
+				"flushed_row_count": t.RowCount,
+				"total_row_count":   t.RowCount,
+			}
+			if t.PivotKey != nil {
+				m["pivot_key"] = t.PivotKey
+			}
+			out[i] = m
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func (d *dynExt) NodeAttributeNames(id guid.GUID, typ string) []string {
+	if typ != "table" || !d.eng.HasTable(id.String()) {
+		return nil
+	}
+	return dynAttrNames
+}
+
+// StartTx starts a sticky tablet transaction.
+func (d *dynExt) StartTx(c *call, id guid.GUID, timeout time.Duration) error {
+	if _, err := d.eng.StartTx(id.String(), timeout); err != nil {
+		return err
+	}
+	d.s.kickTimers()
+	return nil
+}
+
+func (d *dynExt) PingTx(c *call, id guid.GUID) (any, error) {
+	return nil, stickyErr(id, d.eng.Ping(id.String()))
+}
+
+// CommitTx commits a tablet transaction. Its prerequisite transactions are checked
+// again inside the engine commit, under the state lock that master commits, aborts and
+// expiries take, so a tablet commit can never land after its prerequisite ended.
+func (d *dynExt) CommitTx(c *call, id guid.GUID) (any, error) {
+	prereqs, err := c.guids("prerequisite_transaction_ids")
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(prereqs))
+	for i, p := range prereqs {
+		ids[i] = p.String()
+	}
+	_, err = d.eng.Commit(id.String(), ids, d)
+	return nil, stickyErr(id, err)
+}
+
+func (d *dynExt) AbortTx(c *call, id guid.GUID) (any, error) {
+	return nil, stickyErr(id, d.eng.Abort(id.String()))
+}
+
+// WhileAlive implements tablet.Prerequisites. It runs under the server state lock.
+func (d *dynExt) WhileAlive(ids []string, commit func() error) error {
+	gs := make([]guid.GUID, len(ids))
+	for i, s := range ids {
+		g, err := guid.ParseString(s)
+		if err != nil {
+			return ytErr(yterrors.CodePrerequisiteCheckFailed, "Prerequisite check failed: invalid transaction id %q", s)
+		}
+		gs[i] = g
+	}
+	if err := d.s.checkPrerequisites(gs); err != nil {
+		return err
+	}
+	return commit()
+}
+
+func (d *dynExt) NextDeadline() (time.Time, bool) { return d.eng.NextExpiry() }
+
+func (d *dynExt) Expire(now time.Time) {
+	for _, id := range d.eng.Expire(now) {
+		d.s.log.Debug("tablet transaction expired", log.String("transaction_id", id))
+	}
+}
+
+// stickyErr rewrites the engine's 11000 into the proxy's wording for sticky transactions.
+func stickyErr(id guid.GUID, err error) error {
+	if err == nil {
+		return nil
+	}
+	if yterrors.ContainsErrorCode(err, yterrors.CodeNoSuchTransaction) {
+		return withAttrs(ytErr(yterrors.CodeNoSuchTransaction,
+			"Sticky transaction %s is not found, it may have expired or been committed or aborted", id), "transaction_id", id.String())
+	}
+	return err
+}
+
+// rowValues is one output row with columns in a fixed order.
+type rowValues struct {
+	cols []string
+	vals []any
+}
+
+func (r rowValues) MarshalYSON(w *yson.Writer) error {
+	w.BeginMap()
+	for i, c := range r.cols {
+		w.MapKeyString(c)
+		w.Any(r.vals[i])
+	}
+	w.EndMap()
+	return w.Err()
+}
+
+// rowsOf converts an engine row set into a response (a nil row is written as #).
+func rowsOf(rs *tablet.RowSet) *rowsResult {
+	out := &rowsResult{Rows: make([]any, len(rs.Rows))}
+	for i, r := range rs.Rows {
+		if r == nil {
+			out.Rows[i] = nil
+			continue
+		}
+		out.Rows[i] = rowValues{cols: rs.Columns, vals: r}
+	}
+	return out
+}
