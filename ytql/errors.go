@@ -19,6 +19,9 @@ var (
 	// ErrQuery: a query that parses but breaks a YTsaurus rule (ORDER BY
 	// without LIMIT, aggregate without GROUP BY, …).
 	ErrQuery = errors.New("query error")
+	// ErrIncomplete: an execution exceeded Options.InputRowLimit or
+	// Options.OutputRowLimit.
+	ErrIncomplete = errors.New("incomplete result")
 )
 
 // Error is a positioned error: Kind is one of the sentinels above, Pos the

@@ -1,10 +1,25 @@
 package ytql
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 )
+
+// Options tune one execution. The zero value means no placeholders and no
+// row limits.
+type Options struct {
+	// Placeholders binds {name} values (a list value is a tuple).
+	Placeholders map[string]any
+	// InputRowLimit, if positive, fails the execution with ErrIncomplete when
+	// the query needs more input rows than this (select_rows'
+	// input_row_limit with fail_on_incomplete_result).
+	InputRowLimit int64
+	// OutputRowLimit, if positive, fails the execution with ErrIncomplete
+	// when the result has more rows than this (output_row_limit).
+	OutputRowLimit int64
+}
 
 // Execute runs the query over the rows that scan yields (in the table's
 // order: key order for sorted tables, ($tablet_index, $row_index) for
@@ -16,6 +31,39 @@ import (
 // yield for each row and stop when yield returns false; Execute does not
 // retain or modify the rows.
 func (q *Query) Execute(placeholders map[string]any, scan func(yield func(row map[string]any) bool)) ([]map[string]any, error) {
+	return q.ExecuteWith(Options{Placeholders: placeholders}, scan)
+}
+
+// ExecuteWith is Execute with row limits.
+func (q *Query) ExecuteWith(opts Options, scan func(yield func(row map[string]any) bool)) ([]map[string]any, error) {
+	inputExceeded := false
+	if opts.InputRowLimit > 0 {
+		inner := scan
+		scan = func(yield func(map[string]any) bool) {
+			read := int64(0)
+			inner(func(row map[string]any) bool {
+				if read >= opts.InputRowLimit {
+					inputExceeded = true
+					return false
+				}
+				read++
+				return yield(row)
+			})
+		}
+	}
+	out, err := q.run(opts.Placeholders, scan)
+	switch {
+	case err != nil:
+		return nil, err
+	case inputExceeded:
+		return nil, &Error{Kind: ErrIncomplete, Pos: -1, Msg: fmt.Sprintf("query terminated prematurely due to excessive input; consider rewriting the query or raising the input row limit of %d", opts.InputRowLimit)}
+	case opts.OutputRowLimit > 0 && int64(len(out)) > opts.OutputRowLimit:
+		return nil, &Error{Kind: ErrIncomplete, Pos: -1, Msg: fmt.Sprintf("query terminated prematurely due to excessive output; consider rewriting the query or raising the output row limit of %d", opts.OutputRowLimit)}
+	}
+	return out, nil
+}
+
+func (q *Query) run(placeholders map[string]any, scan func(yield func(row map[string]any) bool)) ([]map[string]any, error) {
 	if q.groupBy != nil {
 		return q.executeGrouped(placeholders, scan)
 	}

@@ -294,3 +294,29 @@ func TestCheckSchema(t *testing.T) {
 		t.Errorf("Expr.CheckSchema: err = %v", err)
 	}
 }
+
+func TestExecuteRowLimits(t *testing.T) {
+	q, err := ParseQuery("id FROM [//t] WHERE age > {min}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := table(people, nil)
+	got, err := q.ExecuteWith(Options{Placeholders: map[string]any{"min": 0}, InputRowLimit: 5, OutputRowLimit: 4}, scan)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("at the limits: %d rows, err %v; want 4 rows", len(got), err)
+	}
+	if _, err := q.ExecuteWith(Options{Placeholders: map[string]any{"min": 0}, InputRowLimit: 4}, scan); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "excessive input") {
+		t.Errorf("input limit: err = %v", err)
+	}
+	if _, err := q.ExecuteWith(Options{Placeholders: map[string]any{"min": 0}, OutputRowLimit: 3}, scan); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "excessive output") {
+		t.Errorf("output limit: err = %v", err)
+	}
+	// A LIMIT that stops the scan early never trips the input limit.
+	lq, err := ParseQuery("id FROM [//t] LIMIT 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lq.ExecuteWith(Options{InputRowLimit: 2}, scan); err != nil || len(got) != 2 {
+		t.Errorf("LIMIT within input limit: %d rows, err %v", len(got), err)
+	}
+}
