@@ -1,0 +1,378 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+
+	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/job"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+func init() {
+	register(&command{
+		name:    "run",
+		summary: "run a pipeline end to end: embedded YTsaurus (or --proxy), controller and workers in one process",
+		run:     runRun,
+	})
+}
+
+// runOptions are the flags of `yt-flow run`.
+type runOptions struct {
+	specFile string
+	proxy    string
+	workers  int
+	dataDir  string
+	setup    string
+	logFile  string
+	progress time.Duration
+}
+
+func runRun(ctx context.Context, env *environ, args []string) int {
+	var o runOptions
+	fs := flag.NewFlagSet("yt-flow run", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.StringVar(&o.specFile, "spec", "", "runner config file (pipeline.yson) with path, spec and dynamic_spec (required)")
+	fs.StringVar(&o.proxy, "proxy", "", "YTsaurus HTTP proxy; default $YT_PROXY, then the config's proxy, else an embedded server")
+	fs.IntVar(&o.workers, "workers", 2, "number of workers to run")
+	fs.StringVar(&o.dataDir, "data-dir", "yt-flow-data", "data folder of the embedded server (kept between runs)")
+	fs.StringVar(&o.setup, "setup", "", "setup file with user tables and input (default: local.yson next to the spec, embedded server only)")
+	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
+	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
+		fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE]")
+		return 2
+	}
+	return (&runner{env: env, o: o}).run(ctx)
+}
+
+// runner is one `yt-flow run` invocation.
+type runner struct {
+	env    *environ
+	o      runOptions
+	start  time.Time
+	logger log.Structured
+}
+
+func (r *runner) say(format string, args ...any) {
+	fmt.Fprintf(r.env.stdout, format+"\n", args...)
+}
+
+func (r *runner) run(ctx context.Context) int {
+	r.start = time.Now()
+	cfg, err := spec.ParseConfigFile(r.o.specFile)
+	if err != nil {
+		return failf(r.env.stderr, "run: %s: %v", r.o.specFile, err)
+	}
+	data, err := os.ReadFile(r.o.specFile)
+	if err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	static, dynamic, err := specBytes(data)
+	if err != nil {
+		return failf(r.env.stderr, "run: %s: %v", r.o.specFile, err)
+	}
+	proxy := cmp.Or(r.o.proxy, r.env.getenv("YT_PROXY"), cfg.Proxy)
+	embedded := proxy == ""
+
+	// Logs go to a file next to the data so that the console shows progress only.
+	logPath := r.o.logFile
+	if logPath == "" && embedded {
+		logPath = filepath.Join(r.o.dataDir, "yt-flow.log")
+	}
+	logOut := r.env.stderr
+	if logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	r.logger = newStderrLogger(logOut, log.InfoLevel)
+
+	if embedded {
+		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: r.o.dataDir, Logger: r.logger.Logger()})
+		if err != nil {
+			return failf(r.env.stderr, "run: start embedded YTsaurus in %s: %v", r.o.dataDir, err)
+		}
+		defer srv.Close()
+		proxy = srv.Addr()
+		r.say("embedded YTsaurus at %s, data in %s, logs in %s", proxy, r.o.dataDir, logPath)
+	} else {
+		r.say("YTsaurus proxy %s", proxy)
+	}
+
+	st, err := openPipelineStore(ctx, r.env, proxy, cfg.Path)
+	if err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	defer st.Close()
+
+	setup, err := r.loadSetup(embedded)
+	if err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	if setup != nil {
+		if err := setup.apply(ctx, st, r.say); err != nil {
+			return failf(r.env.stderr, "run: setup: %v", err)
+		}
+	}
+	summary, err := startPipeline(ctx, st, static, dynamic)
+	if err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	r.say("%s", summary)
+
+	// Controller and workers run until the pipeline completes or the user interrupts.
+	runCtx, stopAll := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAll()
+	var wg sync.WaitGroup
+	errs := make(chan error, r.o.workers+1)
+	wg.Go(func() {
+		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path, Logger: r.logger}); err != nil {
+			errs <- fmt.Errorf("controller: %w", err)
+		}
+	})
+	for i := range r.o.workers {
+		w := job.NewWorker(job.Config{
+			Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path,
+			WorkerID: fmt.Sprintf("run-%d-%d", os.Getpid(), i), Logger: r.logger,
+		})
+		wg.Go(func() {
+			if err := w.Run(runCtx); err != nil {
+				errs <- fmt.Errorf("worker %s: %w", w.ID(), err)
+			}
+		})
+	}
+	code := r.watch(ctx, st, errs)
+	stopAll()
+	wg.Wait()
+	if code == 0 {
+		r.report(context.WithoutCancel(ctx), st, setup, cfg.Path)
+	}
+	return code
+}
+
+// loadSetup finds the setup file: --setup, else local.yson next to the spec when the
+// server is embedded (on a real cluster the user's tables are the user's business).
+func (r *runner) loadSetup(embedded bool) (*setupFile, error) {
+	path := r.o.setup
+	if path == "" {
+		if !embedded {
+			return nil, nil
+		}
+		path = filepath.Join(filepath.Dir(r.o.specFile), "local.yson")
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil
+		}
+	}
+	return loadSetup(path)
+}
+
+// watch prints progress until the pipeline completes (0), the user interrupts (the
+// pipeline is stopped gracefully first; 130), or a component fails (1).
+func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error) int {
+	tick := time.NewTicker(cmp.Or(r.o.progress, time.Second))
+	defer tick.Stop()
+	lastErrors := map[string]string{}
+	lastLine := ""
+	for {
+		select {
+		case err := <-errs:
+			fmt.Fprintf(r.env.stderr, "yt-flow: run: %v\n", err)
+			return 1
+		case <-ctx.Done():
+			r.say("interrupted: stopping the pipeline (Ctrl-C again to quit at once)")
+			return r.stopGracefully(st)
+		case <-tick.C:
+		}
+		attrs, err := st.Attributes(ctx)
+		if err != nil {
+			continue // transient; the next tick retries
+		}
+		statuses, _ := st.JobStatuses(ctx)
+		for _, s := range statuses {
+			if s.Error != "" && lastErrors[s.JobID] != s.Error {
+				fmt.Fprintf(r.env.stderr, "job %s: %s\n", s.JobID, s.Error)
+			}
+			lastErrors[s.JobID] = s.Error
+		}
+		if r.o.progress > 0 {
+			if line := progressLine(attrs.PipelineState, statuses); line != lastLine {
+				r.say("[%5.1fs] %s", time.Since(r.start).Seconds(), line)
+				lastLine = line
+			}
+		}
+		if attrs.PipelineState == ytstore.StateCompleted {
+			return 0
+		}
+	}
+}
+
+// stopGracefully asks the controller to stop the pipeline and waits for it, so that the
+// next run resumes from a clean, committed point. A second interrupt is not needed:
+// committed data is safe either way.
+func (r *runner) stopGracefully(st *ytstore.Store) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := st.SetTargetState(ctx, ytstore.TargetStopped); err != nil {
+		fmt.Fprintf(r.env.stderr, "yt-flow: run: stop: %v\n", err)
+		return 130
+	}
+	for ctx.Err() == nil {
+		if attrs, err := st.Attributes(ctx); err == nil && attrs.PipelineState == ytstore.StateStopped {
+			r.say("pipeline stopped; run the same command again to resume")
+			return 130
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.say("pipeline did not stop within 30s; committed data is safe, the next run resumes from it")
+	return 130
+}
+
+// progressLine summarises job statuses per computation: jobs, epochs, in-flight messages.
+func progressLine(state string, statuses []ytstore.JobStatus) string {
+	type agg struct {
+		jobs, done            int
+		epochs, inFlight, lag int64
+	}
+	per := map[string]*agg{}
+	for _, s := range statuses {
+		comp, _, _ := strings.Cut(s.JobID, "/")
+		a := per[comp]
+		if a == nil {
+			a = &agg{}
+			per[comp] = a
+		}
+		a.jobs++
+		if s.State == ytstore.JobCompleted {
+			a.done++
+		}
+		a.epochs += s.Epoch
+		a.inFlight += s.InFlight
+		a.lag += s.InputLag
+	}
+	names := make([]string, 0, len(per))
+	for n := range per {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := []string{"state=" + cmp.Or(state, "starting")}
+	for _, n := range names {
+		a := per[n]
+		p := fmt.Sprintf("%s: %d jobs, %d epochs, %d in flight", n, a.jobs, a.epochs, a.inFlight)
+		if a.lag > 0 {
+			p += fmt.Sprintf(", lag %d", a.lag)
+		}
+		if a.done > 0 {
+			p += fmt.Sprintf(", %d done", a.done)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " | ")
+}
+
+// report prints where the results are and the setup's result queries.
+func (r *runner) report(ctx context.Context, st *ytstore.Store, setup *setupFile, path string) {
+	r.say("pipeline %s completed in %.1fs", path, time.Since(r.start).Seconds())
+	if setup == nil {
+		return
+	}
+	for _, t := range setup.Tables {
+		if t.Kind == ytstore.UserSortedTable || (t.Kind == ytstore.UserQueue && !isInput(setup, t.Path)) {
+			r.say("results: %s", t.Path)
+		}
+	}
+	for _, q := range setup.Results {
+		rows, err := st.SelectRows(ctx, q.Query)
+		if err != nil {
+			fmt.Fprintf(r.env.stderr, "yt-flow: run: result query %q: %v\n", q.Query, err)
+			continue
+		}
+		r.say("\n%s:", cmp.Or(q.Title, q.Query))
+		r.say("%s", formatRows(rows))
+	}
+}
+
+func isInput(s *setupFile, path string) bool {
+	for _, in := range s.Inputs {
+		if in.Queue == path {
+			return true
+		}
+	}
+	return false
+}
+
+// formatRows renders rows as an aligned text table, columns in first-seen order.
+func formatRows(rows []map[string]any) string {
+	if len(rows) == 0 {
+		return "  (no rows)"
+	}
+	var cols []string
+	seen := map[string]bool{}
+	for _, row := range rows {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				cols = append(cols, k)
+			}
+		}
+	}
+	width := make([]int, len(cols))
+	cells := make([][]string, len(rows))
+	for i, c := range cols {
+		width[i] = len(c)
+	}
+	for j, row := range rows {
+		cells[j] = make([]string, len(cols))
+		for i, c := range cols {
+			v := fmt.Sprint(row[c])
+			if row[c] == nil {
+				v = "#"
+			}
+			cells[j][i] = v
+			width[i] = max(width[i], len(v))
+		}
+	}
+	var b strings.Builder
+	line := func(vals []string) {
+		b.WriteString(" ")
+		for i, v := range vals {
+			fmt.Fprintf(&b, " %-*s", width[i], v)
+		}
+		b.WriteString("\n")
+	}
+	line(cols)
+	for _, c := range cells {
+		line(c)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// messages is the input size of the fault tests; E2E_MESSAGES overrides it.
+func messages(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("E2E_MESSAGES")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// seed returns the fault schedule seed (E2E_SEED, else random) and logs it so that a
+// failing run can be repeated.
+func seed(t *testing.T) uint64 {
+	s := rand.Uint64() % 1000000
+	if v, err := strconv.ParseUint(os.Getenv("E2E_SEED"), 10, 64); err == nil {
+		s = v
+	}
+	t.Logf("fault schedule seed %d (repeat with E2E_SEED=%d)", s, s)
+	return s
+}
+
+// TestExactlyOnceUnderFaults runs queue → keyed stateful count → table + queue over
+// 100k messages while workers are killed, a worker is frozen past its Lease and
+// resumed, the leader controller is killed, and ytlocal itself is killed and restarted.
+// The output must be exact: no loss, no duplicate.
+func TestExactlyOnceUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e fault test")
+	}
+	sd := seed(t)
+	rng := rand.New(rand.NewPCG(sd, 1))
+	c := NewCluster(t)
+	wc := NewWordCount(t, c, "faults", WordCountOptions{Messages: messages(100000), Words: 1000, Tablets: 2, CountPartitions: 4, Seed: sd})
+	wc.StartPipeline(t)
+	ctrl := []*Proc{wc.Controller(t, "controller-a"), wc.Controller(t, "controller-b")}
+	workers := map[string]*Proc{}
+	next := 0
+	addWorker := func() *Proc {
+		name := fmt.Sprintf("worker-%d", next)
+		next++
+		p := wc.Worker(t, name)
+		workers[name] = p
+		return p
+	}
+	for range 3 {
+		addWorker()
+	}
+	randomWorker := func() (string, *Proc) {
+		names := make([]string, 0, len(workers))
+		for n := range workers {
+			names = append(names, n)
+		}
+		slices.Sort(names) // a reproducible choice under a seed
+		n := names[rng.IntN(len(names))]
+		return n, workers[n]
+	}
+	progress := func() int {
+		n := 0
+		for _, v := range wc.Counts(t) {
+			n += int(v)
+		}
+		return n
+	}
+	waitProgress := func(atLeast int) {
+		Eventually(t, 3*time.Minute, func() (bool, string) {
+			p := progress()
+			return p >= atLeast || wc.State() == "completed", fmt.Sprintf("counted %d of %d", p, atLeast)
+		})
+	}
+	total := messages(100000)
+
+	// 1. Kill workers with SIGKILL at random points, several times.
+	for i := range 3 {
+		waitProgress(total * (i + 1) / 12)
+		name, p := randomWorker()
+		t.Logf("kill -9 %s (pid %d) at %d counted", name, p.Pid(), progress())
+		p.Kill()
+		delete(workers, name)
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		addWorker()
+	}
+
+	// 2. Freeze a worker past its Lease, then resume it: its late commit must be refused.
+	waitProgress(total / 3)
+	zname, zombie := randomWorker()
+	t.Logf("SIGSTOP %s (pid %d)", zname, zombie.Pid())
+	if err := zombie.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	addWorker()
+	// The controller notices the dead session, aborts the zombie's leases and moves its
+	// jobs; wait until no job is assigned to it any more.
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		jobs, err := wc.Store.Jobs(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, j := range jobs {
+			if j.WorkerID == zname {
+				return false, "job " + j.JobID + " still on the frozen worker"
+			}
+		}
+		return true, ""
+	})
+	t.Logf("SIGCONT %s", zname)
+	if err := zombie.Resume(); err != nil {
+		t.Fatal(err)
+	}
+
+	// 3. Kill the leader controller; the standby takes over.
+	leader := leaderOf(t, wc, ctrl)
+	t.Logf("kill -9 leader controller %s (pid %d)", leader.Name, leader.Pid())
+	leader.Kill()
+	Eventually(t, time.Minute, func() (bool, string) {
+		l := leaderOf(t, wc, ctrl)
+		return l != nil && l != leader, "no new leader yet"
+	})
+
+	// 4. Kill ytlocal with SIGKILL mid-run and restart it on its data folder.
+	if !c.Real() && wc.State() != "completed" {
+		t.Logf("kill -9 ytlocal at %d counted", progress())
+		c.KillLocal()
+		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+		c.RestartLocal()
+	}
+
+	Eventually(t, 8*time.Minute, func() (bool, string) {
+		s := wc.State()
+		return s == "completed", fmt.Sprintf("pipeline state %q, counted %d of %d", s, progress(), total)
+	})
+	wc.CheckExactlyOnce(t)
+
+	// The zombie must have seen its commit refused because its Lease was gone.
+	if !leaseLostRE.MatchString(zombie.Log()) {
+		t.Errorf("the resumed zombie %s never reported a refused commit (lease lost); its log:\n%s", zname, tail(zombie.Log(), 3000))
+	}
+	dups := 0
+	for _, p := range append(allProcs(workers), zombie) {
+		dups += duplicatesDropped(p.Log())
+	}
+	t.Logf("duplicates dropped by dedup across workers: %d", dups)
+}
+
+var leaseLostRE = regexp.MustCompile(`(?i)lease (lost|is lost|aborted)|fenced|zombie`)
+
+var dupRE = regexp.MustCompile(`duplicates dropped.*"count":\s*([0-9]+)`)
+
+func duplicatesDropped(log string) int {
+	n := 0
+	for _, m := range dupRE.FindAllStringSubmatch(log, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
+}
+
+func allProcs(m map[string]*Proc) []*Proc {
+	var out []*Proc
+	for _, p := range m {
+		out = append(out, p)
+	}
+	return out
+}
+
+// leaderOf returns the controller process whose pid is in @leader_controller_address.
+func leaderOf(t *testing.T, wc *WordCount, ctrl []*Proc) *Proc {
+	a, err := wc.Store.Attributes(t.Context())
+	if err != nil {
+		return nil
+	}
+	for _, p := range ctrl {
+		if !p.Exited() && strings.HasSuffix(a.LeaderControllerAddress, fmt.Sprintf("pid:%d", p.Pid())) {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// WordCount is the e2e pipeline: queue → SplitWords (source) → CountWords (keyed, state)
+// → a sorted table (sync sink) and an output queue (async sink, producer dedup).
+// Input lines hold one word each, so the expected counts are known exactly.
+type WordCount struct {
+	C    *Cluster
+	Root string
+	// Path is the pipeline node.
+	Path string
+	// SpecFile is the runner config written for the test.
+	SpecFile string
+	// Expected word → count of the input.
+	Expected map[string]int64
+	Store    *ytstore.Store
+}
+
+// WordCountOptions shape the pipeline.
+type WordCountOptions struct {
+	Messages, Words int
+	// Tablets of the input queue (= source partitions).
+	Tablets int
+	// CountPartitions of the keyed computation.
+	CountPartitions int
+	// ProcessingMode of the count computation ("" = exactly_once).
+	ProcessingMode string
+	// AtMostOnceBytes, when positive, turns on at_most_once_strategy on the async sink
+	// with this total_queue_bytes_limit.
+	AtMostOnceBytes int64
+	Seed            uint64
+}
+
+// NewWordCount creates the user tables, loads the input and writes the spec file.
+func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *WordCount {
+	t.Helper()
+	root := c.Root(name)
+	w := &WordCount{C: c, Root: root, Path: root + "/pipeline", Expected: map[string]int64{}}
+	w.Store = c.Store(w.Path)
+	ctx := context.Background()
+	mk := func(ut ytstore.UserTable) {
+		t.Helper()
+		if err := w.Store.EnsureUserTable(ctx, ut); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(ytstore.UserTable{Path: root + "/input", Kind: ytstore.UserQueue, TabletCount: o.Tablets,
+		Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}})
+	mk(ytstore.UserTable{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: root + "/input"})
+	mk(ytstore.UserTable{Path: root + "/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
+		{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending},
+		{Name: "word", Type: schema.TypeString, SortOrder: schema.SortAscending},
+		{Name: "count", Type: schema.TypeInt64},
+	}}})
+	mk(ytstore.UserTable{Path: root + "/output", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{
+		{Name: "hash", Type: schema.TypeUint64},
+		{Name: "word", Type: schema.TypeString},
+		{Name: "count", Type: schema.TypeInt64},
+	}}})
+	mk(ytstore.UserTable{Path: root + "/producer", Kind: ytstore.UserProducer})
+
+	rng := rand.New(rand.NewPCG(o.Seed, 7))
+	rows := make([]map[string]any, 0, 1000)
+	flush := func() {
+		if len(rows) == 0 {
+			return
+		}
+		if err := w.Store.InsertRows(ctx, root+"/input", rows); err != nil {
+			t.Fatal(err)
+		}
+		rows = rows[:0]
+	}
+	for i := range o.Messages {
+		word := fmt.Sprintf("w%04d", rng.IntN(o.Words))
+		w.Expected[word]++
+		rows = append(rows, map[string]any{"text": word, "$tablet_index": int64(i % max(o.Tablets, 1))})
+		if len(rows) == cap(rows) {
+			flush()
+		}
+	}
+	flush()
+
+	mode := ""
+	if o.ProcessingMode != "" {
+		mode = fmt.Sprintf("processing_mode = %q;", o.ProcessingMode)
+	}
+	amo := ""
+	if o.AtMostOnceBytes > 0 {
+		amo = fmt.Sprintf("at_most_once_strategy = {enabled = %%true; total_queue_bytes_limit = %d};", o.AtMostOnceBytes)
+	}
+	text := strings.NewReplacer("ROOT", root, "MODE", mode, "AMO", amo,
+		"SPLITN", fmt.Sprint(max(o.Tablets, 1)), "COUNTN", fmt.Sprint(max(o.CountPartitions, 1))).Replace(wordCountSpec)
+	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
+	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+const wordCountSpec = `{
+    path = "ROOT/pipeline";
+    spec = {
+        computations = {
+            split = {
+                computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
+                processing_function = "SplitWords";
+                source_streams = {
+                    lines = {
+                        source_class_name = "NYT::NFlow::TQueueSource";
+                        parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = %true};
+                    };
+                };
+                output_stream_ids = ["words"];
+            };
+            count = {
+                computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
+                processing_function = "CountWords";
+                MODE
+                group_by_schema = [
+                    {name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(word)"};
+                    {name = "word"; type = "string"; required = %true};
+                ];
+                input_stream_ids = ["words"];
+                output_stream_ids = ["counts"];
+                sinks = {
+                    table = {
+                        sink_class_name = "NYT::NFlow::NSortedDynamicTable::TSyncSink";
+                        input_stream_ids = ["counts"];
+                        parameters = {table_path = "ROOT/counts"};
+                    };
+                    out = {
+                        sink_class_name = "NYT::NFlow::TAsyncQueueSink";
+                        input_stream_ids = ["counts"];
+                        parameters = {queue_path = "ROOT/output"; producer_path = "ROOT/producer"};
+                        AMO
+                    };
+                };
+            };
+        };
+        streams = {
+            words = {schema = [{name = "word"; type = "string"; required = %true}]};
+            counts = {schema = [{name = "hash"; type = "uint64"}; {name = "word"; type = "string"}; {name = "count"; type = "int64"}]};
+        };
+    };
+    dynamic_spec = {
+        computations = {
+            split = {batch_duration = 100; parameters = {desired_partition_count = SPLITN}};
+            count = {batch_duration = 100; parameters = {desired_partition_count = COUNTN}};
+        };
+    };
+}
+`
+
+// StartPipeline runs `yt-flow start`.
+func (w *WordCount) StartPipeline(t *testing.T) {
+	t.Helper()
+	p := Start(t, "start", "start", "--proxy", w.C.Proxy, "--spec", w.SpecFile)
+	err, ok := p.Wait(2 * time.Minute)
+	if !ok || err != nil {
+		t.Fatalf("yt-flow start: %v (exited %v)\n%s", err, ok, p.Log())
+	}
+}
+
+// Controller starts a `yt-flow controller` process.
+func (w *WordCount) Controller(t *testing.T, name string) *Proc {
+	return Start(t, name, "controller", "--proxy", w.C.Proxy, "--path", w.Path, "--lease-timeout", "10s", "--session-timeout", "3s")
+}
+
+// Worker starts a `yt-flow worker` process.
+func (w *WordCount) Worker(t *testing.T, name string) *Proc {
+	return Start(t, name, "worker", "--proxy", w.C.Proxy, "--path", w.Path, "--id", name)
+}
+
+// State reads @pipeline_state ("" when unreadable, e.g. while ytlocal restarts).
+func (w *WordCount) State() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a, err := w.Store.Attributes(ctx)
+	if err != nil {
+		return ""
+	}
+	return a.PipelineState
+}
+
+// Counts reads the sorted result table as word → count.
+func (w *WordCount) Counts(t *testing.T) map[string]int64 {
+	t.Helper()
+	rows, err := w.Store.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/counts]", w.Root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r["word"].(string)] = toInt(r["count"])
+	}
+	return out
+}
+
+// Output reads every row of the output queue as (word, count) pairs.
+func (w *WordCount) Output(t *testing.T) [][2]any {
+	t.Helper()
+	rows, err := w.Store.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][2]any, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, [2]any{r["word"], toInt(r["count"])})
+	}
+	return out
+}
+
+// CheckExactlyOnce asserts the two sinks saw every input exactly once: the table holds
+// the exact count per word, and the output queue holds no (word, count) pair twice and
+// reaches the exact count for every word.
+func (w *WordCount) CheckExactlyOnce(t *testing.T) {
+	t.Helper()
+	got := w.Counts(t)
+	var bad []string
+	for word, n := range w.Expected {
+		if got[word] != n {
+			bad = append(bad, fmt.Sprintf("%s: table %d, want %d", word, got[word], n))
+		}
+	}
+	for word := range got {
+		if _, ok := w.Expected[word]; !ok {
+			bad = append(bad, fmt.Sprintf("%s: unexpected word in table", word))
+		}
+	}
+	seen := map[[2]any]int{}
+	maxCount := map[string]int64{}
+	for _, p := range w.Output(t) {
+		seen[p]++
+		word := p[0].(string)
+		maxCount[word] = max(maxCount[word], p[1].(int64))
+	}
+	for p, n := range seen {
+		if n > 1 {
+			bad = append(bad, fmt.Sprintf("output %v delivered %d times", p, n))
+		}
+	}
+	for word, n := range w.Expected {
+		if maxCount[word] != n {
+			bad = append(bad, fmt.Sprintf("%s: output reaches %d, want %d", word, maxCount[word], n))
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		if len(bad) > 20 {
+			bad = append(bad[:20], fmt.Sprintf("… and %d more", len(bad)-20))
+		}
+		t.Fatalf("exactly-once violated:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case uint64:
+		return int64(x)
+	case int:
+		return int64(x)
+	}
+	return -1
+}
