@@ -37,8 +37,10 @@ type Config struct {
 	ClusterURL string
 	// ProxyRole selects a proxy role (optional).
 	ProxyRole string
-	Spec      *Pipeline
-	Dynamic   *DynamicPipeline
+	// Spec is the static spec (required, never nil after a successful parse).
+	Spec *Pipeline
+	// Dynamic is the dynamic spec; an absent dynamic_spec parses as empty (never nil).
+	Dynamic *DynamicPipeline
 
 	// Flow runner settings, accepted for compatibility and kept as written.
 	AbortOnUnrecognizedOptions    bool
