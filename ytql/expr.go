@@ -462,6 +462,10 @@ func init() {
 		"upper":     {1, 1, stringFunc("upper", strings.ToUpper)},
 		"concat":    {2, 2, callConcat},
 		"is_prefix": {2, 2, callIsPrefix},
+		"is_substr": {2, 2, callIsSubstr},
+		"is_nan":    {1, 1, callIsNaN},
+		"if_null":   {2, 2, callCoalesce},
+		"coalesce":  {1, -1, callCoalesce},
 		"int64":     {1, 1, castFunc("int64")},
 		"uint64":    {1, 1, castFunc("uint64")},
 		"double":    {1, 1, castFunc("double")},
@@ -479,23 +483,77 @@ func callFarmHash(n *node, args []any) (any, error) {
 	return RowFingerprint(args...)
 }
 
+// callIf: a NULL condition gives NULL, as in YTsaurus.
 func callIf(n *node, a []any) (any, error) {
-	var cond bool
-	switch c := a[0].(type) {
-	case nil:
-	case bool:
-		cond = c
-	default:
-		return nil, typeErrorf(n.args[0].pos, "if condition must be boolean, got %s", typeName(c))
-	}
 	th, el, err := unify(n.pos, a[1], n.args[1].constant(), a[2], n.args[2].constant(), "if branches")
 	if err != nil {
 		return nil, err
 	}
-	if cond {
-		return th, nil
+	switch c := a[0].(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		if c {
+			return th, nil
+		}
+		return el, nil
 	}
-	return el, nil
+	return nil, typeErrorf(n.args[0].pos, "if condition must be boolean, got %s", typeName(a[0]))
+}
+
+// callCoalesce returns the first non-NULL argument; all arguments must share
+// one type (constants adapt).
+func callCoalesce(n *node, a []any) (any, error) {
+	var first any
+	firstConst := true
+	for i, v := range a {
+		if v == nil {
+			continue
+		}
+		if first == nil {
+			first, firstConst = v, n.args[i].constant()
+			continue
+		}
+		if _, _, err := unify(n.args[i].pos, first, firstConst, v, n.args[i].constant(), n.name+" arguments"); err != nil {
+			return nil, err
+		}
+	}
+	for i, v := range a {
+		if v != nil {
+			// Convert a constant to the type of the column-valued argument.
+			for j, w := range a {
+				if j != i && w != nil && !n.args[j].constant() && n.args[i].constant() {
+					if c, ok := convertConst(v, w); ok {
+						return c, nil
+					}
+				}
+			}
+			return v, nil
+		}
+	}
+	return nil, nil
+}
+
+func callIsNaN(n *node, a []any) (any, error) {
+	switch x := a[0].(type) {
+	case nil:
+		return false, nil
+	case float64:
+		return math.IsNaN(x), nil
+	}
+	return nil, typeErrorf(n.args[0].pos, "is_nan needs a double, got %s", typeName(a[0]))
+}
+
+func callIsSubstr(n *node, a []any) (any, error) {
+	if a[0] == nil || a[1] == nil {
+		return nil, nil
+	}
+	sub, ok1 := a[0].(string)
+	s, ok2 := a[1].(string)
+	if !ok1 || !ok2 {
+		return nil, typeErrorf(n.pos, "is_substr needs strings, got %s and %s", typeName(a[0]), typeName(a[1]))
+	}
+	return strings.Contains(s, sub), nil
 }
 
 func stringFunc(name string, f func(string) string) func(*node, []any) (any, error) {
