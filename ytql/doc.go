@@ -1,35 +1,77 @@
-// Package ytql implements YTsaurus' farm_hash and a subset of the YTsaurus
-// query language (the select_rows dialect) as pure Go with no I/O.
+// Package ytql implements YTsaurus' farm_hash and the subset of the YTsaurus
+// query language (the select_rows dialect) that yt-flow and ytlocal need, as
+// pure Go: no I/O, no clocks, safe for concurrent use once parsed.
 //
-// farm_hash: FarmHash(args…) equals the YTsaurus query function
-// farm_hash(args…), i.e. GetFarmFingerprint over the arguments as a row:
-// seed 0xdeadc0de, each value's fingerprint folded in with FarmHash
-// Fingerprint(uint128), the argument count xor-ed in at the end. A value's
-// fingerprint (ValueFingerprint) is FarmHash Fingerprint64 of a string's bytes,
-// Fingerprint(uint64) of an integer's or double's 64-bit payload,
-// Fingerprint(0|1) of a boolean and Fingerprint(0) of NULL. The primitives are
-// pinned by YTsaurus' own stability vectors (TestFarmFingerprintVectors).
+// # farm_hash
 //
-// Expressions (ParseExpression, Expr.Eval):
+// FarmHash(args…) equals the YTsaurus query function farm_hash(args…), which
+// YTsaurus computes as GetFarmFingerprint over its arguments taken as a row:
+// start from 0xdeadc0de, fold in each value's fingerprint with FarmHash
+// Fingerprint(uint128), xor the argument count at the end. This holds for one
+// argument too, so farm_hash(s) is not Fingerprint64(s). A single value's
+// fingerprint (ValueFingerprint) is FarmHash Fingerprint64 of a string's
+// bytes (github.com/dgryski/go-farm), Fingerprint(uint64) of an int64, uint64
+// or double payload, Fingerprint(0|1) of a boolean and Fingerprint(0) of NULL.
+// The primitives are pinned by YTsaurus' own stability vectors
+// (TestFarmFingerprintVectors). The query function accepts int64, uint64,
+// boolean, string and NULL arguments (not double), like YTsaurus.
+//
+// # Expressions
+//
+// ParseExpression/Expr.Eval support:
 //   - literals: int64 (123, -9223372036854775808), uint64 (123u), double
-//     (1.5, .5, 1e3), strings in '…' or "…" with escapes \n \t \r \0 \\ \' \"
-//     \xHH, booleans %true/%false/true/false, NULL as null or #;
-//   - column references: name, $name, `any name`, [any name] (e.g.
-//     [$tablet_index]); a column missing from the row is NULL;
-//   - placeholders {name}, bound at evaluation; a list value is a tuple;
-//   - arithmetic + - * / % and unary + -; comparisons = != <> < <= > >=;
-//     AND OR NOT; IN (…) including tuples; [NOT] BETWEEN … AND …; tuple
-//     comparison (a, b) > (1, 2); IS [NOT] NULL;
-//   - functions farm_hash(…), is_null(x), if(c, a, b), lower, upper,
-//     concat(a, b), is_prefix(p, s), int64/uint64/double casts.
+//     (1.5, .5, 1e3), strings in '…' or "…" with escapes \n \t \r \0 \\ \'
+//     \" \xHH, booleans %true %false true false, NULL as null or #;
+//   - column references: name or $name, `any name`, [any name] (e.g.
+//     [$tablet_index]); a column absent from the row map is NULL;
+//   - placeholders {name}, bound at evaluation (EvalWith, Execute); a list
+//     value is a tuple;
+//   - operators, loosest first: OR; AND; NOT; comparisons = != <> < <= > >=,
+//     [NOT] IN (…), [NOT] BETWEEN … AND …, IS [NOT] NULL; + - ||; * / %;
+//     unary + -; tuples (a, b) in comparisons, IN lists and BETWEEN bounds;
+//   - functions: farm_hash(…), is_null(x), if(c, a, b), if_null(x, y),
+//     coalesce(…), lower(s), upper(s), concat(a, b), is_prefix(p, s),
+//     is_substr(sub, s), is_nan(d), int64(x), uint64(x), double(x).
 //
-// Semantics follow YTsaurus: NULL is smaller than every value and equal to
-// NULL in comparisons (so comparisons never yield NULL); arithmetic with NULL
-// yields NULL; AND/OR are three-valued; integer division by zero is an error.
-// Typing is strict: int64 and uint64 (or any two different types) do not mix,
-// except that a constant integer (literal or placeholder) adapts to the other
-// operand's numeric type when it fits, as a YTsaurus literal does.
+// Semantics follow YTsaurus' evaluator: comparisons order NULL below every
+// value and NULL = NULL is true, so they never yield NULL; arithmetic and
+// most functions with a NULL operand yield NULL; AND/OR are three-valued
+// (NULL AND FALSE is FALSE, NULL OR TRUE is TRUE); NOT NULL and if(NULL, …)
+// are NULL; integer division or modulo by zero and INT_MIN / -1 are errors;
+// comparing NaN is an error; a WHERE/HAVING predicate that is NULL rejects
+// the row. Typing is strict: operands of different types (int64 and uint64
+// included) do not mix, except that a constant (literal or placeholder)
+// integer adapts to the other operand's numeric type when the conversion is
+// exact, as YTsaurus literals do (u = 1 works for a uint64 column u).
 //
-// Errors wrap ErrParse, ErrType, ErrEval or ErrQuery and name the byte offset
-// in the text: "ytql: parse error at 14: …".
+// # Queries
+//
+// ParseQuery/Query.Execute support
+//
+//	[SELECT] * | expr [AS name], … FROM [//path]
+//	[WHERE pred] [GROUP BY expr [AS name], …] [HAVING pred]
+//	[ORDER BY expr [ASC|DESC], …] [OFFSET n] [LIMIT n] [OFFSET n]
+//
+// with aggregates sum, min, max, avg (NULL inputs skipped; NULL over no
+// input), count(*) (rows) and count(x) (non-NULL values) in the select list,
+// HAVING and ORDER BY of grouped queries; GROUP BY 1 aggregates all rows.
+// Output column names are the alias, the column name for a plain reference,
+// or the canonical expression text ("age + 1", "sum(x)"); ResultColumns lists
+// them in order. ORDER BY and HAVING may use select aliases. Rules enforced
+// like YTsaurus: ORDER BY and OFFSET need LIMIT ("ORDER BY used without
+// LIMIT"); aggregates need GROUP BY; a grouped query may use only group keys
+// and aggregates; output names are unique; CheckSchema rejects references to
+// columns a table schema lacks ("undefined reference"). Execute keeps input
+// order without ORDER BY (groups in order of first appearance) and stops
+// reading once OFFSET+LIMIT rows are found; ORDER BY sorts stably with NULL
+// first. ExecuteWith adds input/output row limits (ErrIncomplete).
+//
+// Not supported: JOIN, subqueries, WITH TOTALS, DISTINCT, bitwise operators,
+// LIKE/regex and date functions, composite (YSON any) values in operators.
+//
+// # Errors
+//
+// Every error is an *Error wrapping ErrParse, ErrType, ErrEval, ErrQuery or
+// ErrIncomplete and naming the byte offset in the text where known:
+// "ytql: parse error at 14: expected \",\" or \")\", found end of text".
 package ytql
