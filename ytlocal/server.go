@@ -256,10 +256,9 @@ func (s *Server) timerLoop() {
 // newID allocates a fresh object id of the given YTsaurus object type (see objectType*).
 func (s *Server) newID(objectType uint32) guid.GUID {
 	s.idCounter++
-	g := guid.New()
-	a, b, _, d := g.Parts()
-	_ = b
-	return guid.FromParts(a, s.idCounter, objectType&0xffff, d)
+	a, _, _, d := guid.New().Parts()
+	// Printed as d-c-b-a: "<random>-<counter>-<cell tag, type>-<random>", like YTsaurus ids.
+	return guid.FromParts(a, objectType&0xffff, s.idCounter, d)
 }
 
 // YTsaurus object types used in ids (third word of the id, low 16 bits).
@@ -285,8 +284,8 @@ const (
 
 // objectTypeOf returns the object type encoded in an id.
 func objectTypeOf(id guid.GUID) uint32 {
-	_, _, c, _ := id.Parts()
-	return c & 0xffff
+	_, b, _, _ := id.Parts()
+	return b & 0xffff
 }
 
 // IsTabletTxID reports whether id names a tablet (non-master) transaction.

@@ -73,14 +73,14 @@ func newTree(s *Server) *tree {
 func (t *tree) bootstrap() {
 	now := t.s.now()
 	t.nodes = map[guid.GUID]*node{}
-	rootID := guid.FromParts(0, 1, objectTypeMapNode, 0x10000)
+	rootID := guid.FromParts(0x10000, objectTypeMapNode, 1, 0)
 	t.root = &node{id: rootID, typ: "map_node", created: now, trunk: newVersion(), branches: map[guid.GUID]*version{}}
 	t.root.trunk.modified = now
 	t.nodes[rootID] = t.root
 	t.revision = 1
 	t.root.trunk.revision = 1
 	mk := func(parent *node, key string, n uint32) *node {
-		id := guid.FromParts(0, n, objectTypeMapNode, 0x10000)
+		id := guid.FromParts(0x10000, objectTypeMapNode, n, 0)
 		nd := &node{id: id, typ: "map_node", parent: parent.id, key: key, created: now, trunk: newVersion(), branches: map[guid.GUID]*version{}}
 		nd.trunk.modified = now
 		nd.trunk.revision = 1

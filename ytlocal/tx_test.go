@@ -1,0 +1,187 @@
+package ytlocal_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/guid"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yterrors"
+
+	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
+)
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestUnpingedTransactionExpires(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+
+	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: yson1s()})
+	require.NoError(t, err)
+	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/staged"), yt.NodeMap, &yt.CreateNodeOptions{
+		TransactionOptions: &yt.TransactionOptions{TransactionID: id}})
+	require.NoError(t, err)
+
+	// The server's timer aborts the transaction without any further request.
+	eventually(t, 30*time.Second, "transaction expiry", func() bool {
+		ok, err := yc.NodeExists(ctx, ypath.Path("//sys/transactions").Child(id.String()), nil)
+		require.NoError(t, err)
+		return !ok
+	})
+	err = yc.PingTx(ctx, id, nil)
+	require.Error(t, err)
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodeNoSuchTransaction), "%v", err)
+	ok, err := yc.NodeExists(ctx, ypath.Path("//tmp/staged"), nil)
+	require.NoError(t, err)
+	require.False(t, ok, "changes of an expired transaction must be discarded")
+}
+
+func yson1s() *yson.Duration { d := yson.Duration(time.Second); return &d }
+
+func TestPingKeepsTransactionAlive(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: yson1s()})
+	require.NoError(t, err)
+	start := time.Now()
+	for time.Since(start) < 2500*time.Millisecond {
+		require.NoError(t, yc.PingTx(ctx, id, nil))
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NoError(t, yc.CommitTx(ctx, id, nil))
+}
+
+func TestParentCommitAbortsNestedTransactions(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+
+	parent, err := yc.StartTx(ctx, nil)
+	require.NoError(t, err)
+	child, err := yc.StartTx(ctx, &yt.StartTxOptions{TransactionOptions: &yt.TransactionOptions{TransactionID: parent}})
+	require.NoError(t, err)
+	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/from-child"), yt.NodeMap, &yt.CreateNodeOptions{
+		TransactionOptions: &yt.TransactionOptions{TransactionID: child}})
+	require.NoError(t, err)
+	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/from-parent"), yt.NodeMap, &yt.CreateNodeOptions{
+		TransactionOptions: &yt.TransactionOptions{TransactionID: parent}})
+	require.NoError(t, err)
+
+	require.NoError(t, yc.CommitTx(ctx, parent, nil))
+
+	err = yc.PingTx(ctx, child, nil)
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodeNoSuchTransaction), "%v", err)
+	ok, err := yc.NodeExists(ctx, ypath.Path("//tmp/from-parent"), nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = yc.NodeExists(ctx, ypath.Path("//tmp/from-child"), nil)
+	require.NoError(t, err)
+	require.False(t, ok, "the aborted nested transaction's changes must not be committed")
+}
+
+func TestNestedCommitIsVisibleToParentOnly(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	parent, err := yc.StartTx(ctx, nil)
+	require.NoError(t, err)
+	child, err := yc.StartTx(ctx, &yt.StartTxOptions{TransactionOptions: &yt.TransactionOptions{TransactionID: parent}})
+	require.NoError(t, err)
+	require.NoError(t, yc.SetNode(ctx, ypath.Path("//tmp/x"), int64(7), &yt.SetNodeOptions{
+		TransactionOptions: &yt.TransactionOptions{TransactionID: child}}))
+	require.NoError(t, yc.CommitTx(ctx, child, nil))
+
+	var v int64
+	require.NoError(t, yc.GetNode(ctx, ypath.Path("//tmp/x"), &v, &yt.GetNodeOptions{
+		TransactionOptions: &yt.TransactionOptions{TransactionID: parent}}))
+	require.Equal(t, int64(7), v)
+	ok, err := yc.NodeExists(ctx, ypath.Path("//tmp/x"), nil)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, yc.AbortTx(ctx, parent, nil))
+	ok, err = yc.NodeExists(ctx, ypath.Path("//tmp/x"), nil)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestDeadPrerequisiteFailsWithCode1000(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+
+	leader, err := yc.StartTx(ctx, nil)
+	require.NoError(t, err)
+	prereq := &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader}}
+	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/ok"), yt.NodeMap, &yt.CreateNodeOptions{PrerequisiteOptions: prereq})
+	require.NoError(t, err)
+
+	require.NoError(t, yc.AbortTx(ctx, leader, nil))
+	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/fenced"), yt.NodeMap, &yt.CreateNodeOptions{PrerequisiteOptions: prereq})
+	require.Error(t, err)
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodePrerequisiteCheckFailed), "%v", err)
+	err = yc.SetNode(ctx, ypath.Path("//tmp/ok/@a"), 1, &yt.SetNodeOptions{PrerequisiteOptions: prereq})
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodePrerequisiteCheckFailed), "%v", err)
+
+	unknown := yt.TxID(guid.New())
+	err = yc.RemoveNode(ctx, ypath.Path("//tmp/ok"), &yt.RemoveNodeOptions{
+		PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{unknown}}})
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodePrerequisiteCheckFailed), "%v", err)
+
+	ok, err := yc.NodeExists(ctx, ypath.Path("//tmp/fenced"), nil)
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = yc.NodeExists(ctx, ypath.Path("//tmp/ok"), nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+func TestDependentTransactionAbortedWithPrerequisite(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+
+	for _, commit := range []bool{true, false} {
+		leader, err := yc.StartTx(ctx, nil)
+		require.NoError(t, err)
+		dep, err := yc.StartTx(ctx, &yt.StartTxOptions{PrerequisiteTransactionIDs: []yt.TxID{leader}})
+		require.NoError(t, err)
+		var ids []string
+		require.NoError(t, yc.GetNode(ctx, ypath.Path("#"+leader.String()+"/@dependent_transaction_ids"), &ids, nil))
+		require.Equal(t, []string{dep.String()}, ids)
+
+		if commit {
+			require.NoError(t, yc.CommitTx(ctx, leader, nil))
+		} else {
+			require.NoError(t, yc.AbortTx(ctx, leader, nil))
+		}
+		err = yc.PingTx(ctx, dep, nil)
+		require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodeNoSuchTransaction), "commit=%v: %v", commit, err)
+	}
+
+	_, err := yc.StartTx(ctx, &yt.StartTxOptions{PrerequisiteTransactionIDs: []yt.TxID{yt.TxID(guid.New())}})
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodePrerequisiteCheckFailed), "%v", err)
+}
+
+func TestTransactionObjectAttributes(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Attributes: map[string]any{"title": "leader"}})
+	require.NoError(t, err)
+	var title string
+	require.NoError(t, yc.GetNode(ctx, ypath.Path("#"+id.String()+"/@title"), &title, nil))
+	require.Equal(t, "leader", title)
+	require.NoError(t, yc.AbortTx(ctx, id, nil))
+	err = yc.GetNode(ctx, ypath.Path("#"+id.String()+"/@title"), &title, nil)
+	require.True(t, yterrors.ContainsResolveError(err), "%v", err)
+}
