@@ -3,6 +3,8 @@ package ytql
 import (
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	farm "github.com/dgryski/go-farm"
@@ -101,4 +103,78 @@ func TestFarmHashPanicsOnComposite(t *testing.T) {
 		}
 	}()
 	FarmHash([]any{1})
+}
+
+// TestFarmHashCrossCheck compares with farm_hash values published in the
+// ytsaurus-spyt bucketing tests (FarmHashTest), an independent
+// implementation of YTsaurus' farm_hash: single int64 and string arguments,
+// every Fingerprint64 length branch, non-ASCII bytes and argument lists.
+func TestFarmHashCrossCheck(t *testing.T) {
+	pattern := func(n int) string {
+		const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+		return strings.Repeat(alphabet, n/len(alphabet)+1)[:n]
+	}
+	nonASCII := string([]byte{
+		0xc3, 0x90, 0xc2, 0xbf, 0xc3, 0x91, 0xc2, 0x80, 0xc3, 0x90, 0xc2, 0xb8,
+		0xc3, 0x90, 0xc2, 0xb2, 0xc3, 0x90, 0xc2, 0xb5, 0xc3, 0x91, 0xc2, 0x82,
+		0x5f, 0xc3, 0x90, 0xc2, 0xbc, 0xc3, 0x90, 0xc2, 0xb8, 0xc3, 0x91, 0xc2, 0x80,
+	})
+	for _, tc := range []struct {
+		args []any
+		want uint64
+	}{
+		{[]any{int64(0)}, 3315701238936582721},
+		{[]any{int64(1)}, 933529381690826619},
+		{[]any{int64(2)}, 3427386618069609762},
+		{[]any{int64(4)}, 15016036017421091022},
+		{[]any{int64(42)}, 8164349598829955404},
+		{[]any{int64(1000000007)}, 10215119506177658240},
+		{[]any{int64(-1)}, 7129902556246829656},
+		{[]any{int64(-42)}, 16397089221717914258},
+		{[]any{"abc"}, 8869018260447729478},
+		{[]any{strings.Repeat("x", 16)}, 1018863032141701326},
+		{[]any{strings.Repeat("y", 17)}, 10873447293606436884},
+		{[]any{pattern(32)}, 15718724012517393646},
+		{[]any{pattern(33)}, 8396789985032708545},
+		{[]any{pattern(64)}, 18377402886266701550},
+		{[]any{pattern(65)}, 12792382431158111648},
+		{[]any{pattern(200)}, 16806011184363067985},
+		{[]any{pattern(1024)}, 18015370968023235982},
+		{[]any{pattern(4096)}, 5786369983920396358},
+		{[]any{nonASCII}, 10566156234387381815},
+		{[]any{int64(1), int64(2)}, 3849326666456637875},
+		{[]any{int64(42), int64(-1)}, 15606905225410890809},
+		{[]any{int64(0), int64(0)}, 10793565175019682757},
+		{[]any{int64(1), "abc"}, 12535759425065966635},
+		{[]any{int64(-42), "hello_world"}, 534301023022786},
+		{[]any{int64(1), int64(2), int64(3)}, 9356478348297141860},
+		{[]any{int64(0), int64(0), int64(0)}, 11786296186984197942},
+		{[]any{"abc", "hello_world"}, 14072603354312202161},
+		{nil, 3735929054},
+	} {
+		if got := FarmHash(tc.args...); got != tc.want {
+			t.Errorf("farm_hash(%.20v) = %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	// Bucket vectors: farm_hash(x) % n with unsigned modulo.
+	for _, tc := range []struct {
+		arg      int64
+		buckets  uint64
+		expected uint64
+	}{
+		{0, 64, 1}, {1, 64, 59}, {42, 64, 12}, {-1, 64, 24}, {-42, 64, 18}, {1000000007, 64, 0},
+		{0, 100, 21}, {42, 100, 4}, {4, 100, 22}, {-1, 100, 56}, {-42, 100, 58},
+	} {
+		e, err := ParseExpression("farm_hash(x) % " + strconv.FormatUint(tc.buckets, 10) + "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.Eval(map[string]any{"x": tc.arg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != tc.expected {
+			t.Errorf("farm_hash(%d) %% %d = %v, want %d", tc.arg, tc.buckets, v, tc.expected)
+		}
+	}
 }
