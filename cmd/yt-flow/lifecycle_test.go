@@ -43,7 +43,6 @@ func lifecycleConfig(tag string, count int) string {
 }`
 }
 
-
 type lifecycle struct {
 	t     *testing.T
 	proxy string
