@@ -14,7 +14,9 @@ import (
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
 	"go.ytsaurus.tech/yt/go/yt/ythttp"
+	"go.ytsaurus.tech/yt/go/yterrors"
 
+	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 )
 
@@ -83,4 +85,237 @@ func TestDynInsertLookupSelect(t *testing.T) {
 	var state string
 	require.NoError(t, yc.GetNode(ctx, p.Attr("tablet_state"), &state, nil))
 	assert.Equal(t, "mounted", state)
+}
+
+// Invariant: a tablet commit whose prerequisite master transaction has ended fails
+// with 1000 and writes nothing.
+func TestDynPrerequisiteFencing(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := newSortedTable(t, ctx, yc)
+
+	commitWithPrerequisite := func(key string, master yt.TxID) error {
+		txID, err := yc.StartTabletTx(ctx, &yt.StartTabletTxOptions{Type: yt.TxTypeTablet, Sticky: true})
+		require.NoError(t, err)
+		require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{key, 1}}, &yt.InsertRowsOptions{
+			TransactionOptions: &yt.TransactionOptions{TransactionID: txID},
+		}))
+		return yc.CommitTx(ctx, txID, &yt.CommitTxOptions{
+			Sticky:              true,
+			PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{master}},
+		})
+	}
+
+	leader, err := yc.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, commitWithPrerequisite("leader", leader.ID()))
+	_, ok := lookupValue(t, ctx, yc, p, "leader")
+	assert.True(t, ok)
+
+	require.NoError(t, leader.Abort())
+	err = commitWithPrerequisite("zombie", leader.ID())
+	require.Error(t, err)
+	assert.True(t, yterrors.ContainsErrorCode(err, yterrors.CodePrerequisiteCheckFailed), "%v", err)
+	_, ok = lookupValue(t, ctx, yc, p, "zombie")
+	assert.False(t, ok)
+}
+
+// Invariant: of two tablet transactions writing one row concurrently, the later
+// committer fails with 1700 and none of its rows apply.
+func TestDynConcurrentTabletTxConflict(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := newSortedTable(t, ctx, yc)
+
+	tx1, err := yc.BeginTabletTx(ctx, nil)
+	require.NoError(t, err)
+	tx2, err := yc.BeginTabletTx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx1.InsertRows(ctx, p, []any{&kvRow{"k", 1}}, nil))
+	require.NoError(t, tx2.InsertRows(ctx, p, []any{&kvRow{"k", 2}, &kvRow{"other", 2}}, nil))
+	require.NoError(t, tx1.Commit())
+	err = tx2.Commit()
+	require.Error(t, err)
+	assert.True(t, yterrors.ContainsErrorCode(err, yterrors.CodeTransactionLockConflict), "%v", err)
+
+	v, ok := lookupValue(t, ctx, yc, p, "k")
+	require.True(t, ok)
+	assert.Equal(t, int64(1), v)
+	_, ok = lookupValue(t, ctx, yc, p, "other")
+	assert.False(t, ok)
+
+	// Reads inside a transaction see its start snapshot.
+	tx3, err := yc.BeginTabletTx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"k", 3}}, nil))
+	r, err := tx3.LookupRows(ctx, p, []any{&kvKey{"k"}}, nil)
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	var row kvRow
+	require.NoError(t, r.Scan(&row))
+	assert.Equal(t, int64(1), row.Value)
+	require.NoError(t, r.Close())
+	require.NoError(t, tx3.Abort())
+}
+
+type queueRow struct {
+	TabletIndex int    `yson:"$tablet_index"`
+	Value       string `yson:"value"`
+}
+
+type seqRow struct {
+	TabletIndex    int    `yson:"$tablet_index"`
+	SequenceNumber int64  `yson:"$sequence_number"`
+	Value          string `yson:"value"`
+}
+
+func newQueue(t *testing.T, ctx context.Context, yc yt.Client) (queue, producer, consumer ypath.Path) {
+	t.Helper()
+	dir := ypath.Path("//tmp/" + guid.New().String())
+	queue, producer, consumer = dir.Child("queue"), dir.Child("producer"), dir.Child("consumer")
+	require.NoError(t, migrate.Create(ctx, yc, queue, schema.MustInfer(&queueRow{})))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, queue))
+	_, err := yc.CreateNode(ctx, producer, yt.NodeQueueProducer, nil)
+	require.NoError(t, err)
+	_, err = yc.CreateNode(ctx, consumer, yt.NodeQueueConsumer, nil)
+	require.NoError(t, err)
+	return
+}
+
+func requireCode(t *testing.T, err error, code yterrors.ErrorCode) {
+	t.Helper()
+	require.Error(t, err)
+	require.True(t, yterrors.ContainsErrorCode(err, code), "want code %d, got %v", code, err)
+}
+
+func TestDynQueueProducerEpochsAndSequenceNumbers(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	queue, producer, _ := newQueue(t, ctx, yc)
+
+	s, err := yc.CreateQueueProducerSession(ctx, producer, queue, "s", nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), s.Epoch)
+	assert.Equal(t, int64(-1), s.SequenceNumber)
+
+	push := func(epoch int64, rows ...any) (*yt.PushQueueProducerResult, error) {
+		return yc.PushQueueProducer(ctx, producer, queue, "s", epoch, rows, nil)
+	}
+	res, err := push(0, &seqRow{0, 1, "a"}, &seqRow{0, 2, "b"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), res.LastSequenceNumber)
+	res, err = push(0, &seqRow{0, 2, "b"}, &seqRow{0, 5, "c"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), res.LastSequenceNumber)
+	assert.Equal(t, int64(1), res.SkippedRowCount)
+
+	_, err = push(1, &seqRow{0, 6, "x"})
+	requireCode(t, err, yterrors.CodeQueueClientInvalidEpoch)
+	_, err = push(0, &queueRow{0, "no sequence number"})
+	requireCode(t, err, yterrors.CodeInvalidRowSequenceNumbers)
+
+	s, err = yc.CreateQueueProducerSession(ctx, producer, queue, "s", nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), s.Epoch)
+	assert.Equal(t, int64(5), s.SequenceNumber)
+	_, err = push(0, &seqRow{0, 6, "zombie"})
+	requireCode(t, err, yterrors.CodeZombieEpoch)
+
+	r, err := yc.SelectRows(ctx, fmt.Sprintf("value FROM [%s]", queue), nil)
+	require.NoError(t, err)
+	var values []string
+	for r.Next() {
+		var row queueRow
+		require.NoError(t, r.Scan(&row))
+		values = append(values, row.Value)
+	}
+	require.NoError(t, r.Err())
+	assert.Equal(t, []string{"a", "b", "c"}, values)
+}
+
+func TestDynQueueConsumerOffsets(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	queue, _, consumer := newQueue(t, ctx, yc)
+	require.NoError(t, yc.InsertRows(ctx, queue, []any{&queueRow{0, "a"}, &queueRow{0, "b"}}, nil))
+
+	pull := func(offset int64) ([]string, error) {
+		r, _, err := yc.PullQueueConsumer(ctx, consumer, queue, &yt.PullQueueConsumerOptions{
+			PartitionIndex: ptrInt32(0), Offset: &offset,
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		var out []string
+		for r.Next() {
+			var row queueRow
+			require.NoError(t, r.Scan(&row))
+			out = append(out, row.Value)
+		}
+		return out, r.Err()
+	}
+	_, err := pull(0)
+	requireCode(t, err, yterrors.CodeAuthorizationError)
+	require.NoError(t, yc.RegisterQueueConsumer(ctx, queue, consumer, &yt.RegisterQueueConsumerOptions{Vital: ptrBool(true)}))
+	got, err := pull(1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, got)
+
+	advance := func(old, new int64) error {
+		return yc.AdvanceQueueConsumer(ctx, consumer, queue, &yt.AdvanceQueueConsumerOptions{
+			PartitionIndex: ptrInt32(0), OldOffset: &old, NewOffset: &new,
+		})
+	}
+	require.NoError(t, advance(0, 1))
+	requireCode(t, advance(0, 2), yterrors.CodeConsumerOffsetConflict)
+	require.NoError(t, advance(1, 2))
+}
+
+func ptrInt32(v int32) *int32 { return &v }
+func ptrBool(v bool) *bool    { return &v }
+
+func TestDynDurableAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := func() (*ytlocal.Server, yt.Client) {
+		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: dir})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = srv.Close() })
+		yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr()})
+		require.NoError(t, err)
+		t.Cleanup(yc.Stop)
+		return srv, yc
+	}
+
+	srv, yc := start()
+	p := newSortedTable(t, ctx, yc)
+	queue, producer, consumer := newQueue(t, ctx, yc)
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}, &kvRow{"b", 2}}, nil))
+	require.NoError(t, yc.DeleteRows(ctx, p, []any{&kvKey{"b"}}, nil))
+	require.NoError(t, yc.RegisterQueueConsumer(ctx, queue, consumer, &yt.RegisterQueueConsumerOptions{Vital: ptrBool(false)}))
+	_, err := yc.CreateQueueProducerSession(ctx, producer, queue, "s", nil)
+	require.NoError(t, err)
+	_, err = yc.PushQueueProducer(ctx, producer, queue, "s", 0, []any{&seqRow{0, 7, "q"}}, nil)
+	require.NoError(t, err)
+	old, next := int64(0), int64(1)
+	require.NoError(t, yc.AdvanceQueueConsumer(ctx, consumer, queue, &yt.AdvanceQueueConsumerOptions{
+		PartitionIndex: ptrInt32(0), OldOffset: &old, NewOffset: &next,
+	}))
+	require.NoError(t, srv.Close())
+
+	_, yc = start()
+	v, ok := lookupValue(t, ctx, yc, p, "a")
+	require.True(t, ok)
+	assert.Equal(t, int64(1), v)
+	_, ok = lookupValue(t, ctx, yc, p, "b")
+	assert.False(t, ok)
+
+	res, err := yc.PushQueueProducer(ctx, producer, queue, "s", 0, []any{&seqRow{0, 7, "q"}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.SkippedRowCount, "the session's sequence number survived")
+	requireCode(t, yc.AdvanceQueueConsumer(ctx, consumer, queue, &yt.AdvanceQueueConsumerOptions{
+		PartitionIndex: ptrInt32(0), OldOffset: &old, NewOffset: &next,
+	}), yterrors.CodeConsumerOffsetConflict)
+	r, _, err := yc.PullQueueConsumer(ctx, consumer, queue, &yt.PullQueueConsumerOptions{PartitionIndex: ptrInt32(0), Offset: &old})
+	require.NoError(t, err, "the registration survived")
+	require.True(t, r.Next())
+	require.NoError(t, r.Close())
 }

@@ -204,6 +204,12 @@ func (e *Engine) apply(rec *Record) error {
 		return nil
 	case RecordCommit:
 		return e.applyCommit(rec.Commit)
+	case RecordRegisterConsumer, RecordUnregisterConsumer:
+		if rec.Registration == nil {
+			return fmt.Errorf("%s record without registration", rec.Kind)
+		}
+	}
+	switch rec.Kind {
 	case RecordRegisterConsumer:
 		r := *rec.Registration
 		regs := e.registrations[r.Queue]
@@ -225,6 +231,9 @@ func (e *Engine) apply(rec *Record) error {
 	case RecordRenameTable:
 		t.path = rec.Path
 	case RecordAlterTable:
+		if rec.Schema == nil {
+			return fmt.Errorf("alter table %s: no schema", t.path)
+		}
 		nt, err := compileTable(t.id, t.path, *rec.Schema, e.cfg.Compile)
 		if err != nil {
 			return err
@@ -245,6 +254,9 @@ func (e *Engine) apply(rec *Record) error {
 			}
 		} else {
 			n := rec.TabletCount
+			if n <= 0 {
+				return fmt.Errorf("reshard %s: tablet count %d", t.path, n)
+			}
 			for len(t.tablets) < n {
 				t.tablets = append(t.tablets, &orderedTablet{})
 			}
@@ -257,6 +269,9 @@ func (e *Engine) apply(rec *Record) error {
 			}
 		}
 	case RecordTrim:
+		if rec.TabletIndex < 0 || rec.TabletIndex >= len(t.tablets) {
+			return fmt.Errorf("trim %s: no tablet %d", t.path, rec.TabletIndex)
+		}
 		tb := t.tablets[rec.TabletIndex]
 		if rec.TrimmedRowCount > tb.trimmed {
 			drop := min(rec.TrimmedRowCount-tb.trimmed, int64(len(tb.rows)))

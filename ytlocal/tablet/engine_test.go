@@ -21,13 +21,13 @@ func kvSchema() schema.Schema {
 	}}
 }
 
-func newMounted(t *testing.T, e *Engine, id string, s schema.Schema) {
+func newMounted(t testing.TB, e *Engine, id string, s schema.Schema) {
 	t.Helper()
 	require.NoError(t, e.CreateTable(id, "//tmp/"+id, s, ""))
 	require.NoError(t, e.SetState(id, StateMounted))
 }
 
-func insert(t *testing.T, e *Engine, id string, opts InsertOptions, rows ...map[string]any) {
+func insert(t testing.TB, e *Engine, id string, opts InsertOptions, rows ...map[string]any) {
 	t.Helper()
 	_, err := e.Run(func(tx string) error { return e.Insert(tx, id, rows, opts) })
 	require.NoError(t, err)
@@ -392,7 +392,7 @@ func TestOrderedTablets(t *testing.T) {
 	assert.Equal(t, int64(3), tablets[2].RowCount)
 }
 
-func setupQueue(t *testing.T, e *Engine) {
+func setupQueue(t testing.TB, e *Engine) {
 	t.Helper()
 	require.NoError(t, e.CreateTable("q", "//tmp/q", orderedSchema(), ""))
 	require.NoError(t, e.Reshard("q", 3, nil))
@@ -608,7 +608,7 @@ func (r *recorder) Append(rec *Record) error {
 	return nil
 }
 
-func populate(t *testing.T, e *Engine) {
+func populate(t testing.TB, e *Engine) {
 	setupQueue(t, e)
 	newMounted(t, e, "t", kvSchema())
 	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(1)}, map[string]any{"k": "b", "w": "x"})

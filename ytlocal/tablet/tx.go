@@ -561,6 +561,9 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 	if rec == nil {
 		return fmt.Errorf("commit record without body")
 	}
+	if err := e.checkCommit(rec); err != nil {
+		return fmt.Errorf("commit at %d: %w", rec.Timestamp, err)
+	}
 	e.oracle.Observe(uint64(rec.Timestamp))
 	horizon := rec.Timestamp - Timestamp(e.cfg.VersionRetention/time.Second)<<timestampCounterBits
 	for _, w := range rec.Writes {
@@ -649,4 +652,48 @@ func (e *Engine) NextExpiry() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// checkCommit verifies that a commit record fits the tables it names, so that
+// applying it cannot corrupt the engine (records from a damaged log).
+func (e *Engine) checkCommit(rec *CommitRecord) error {
+	sorted := func(id string, key []any, groups []int) (*table, error) {
+		t, ok := e.tables[id]
+		if !ok || !t.sorted {
+			return nil, fmt.Errorf("no sorted table %s", id)
+		}
+		if len(key) != t.keys {
+			return nil, fmt.Errorf("key of %d values for table %s with %d key columns", len(key), t.path, t.keys)
+		}
+		for _, g := range groups {
+			if g < 0 || g >= len(t.groups) {
+				return nil, fmt.Errorf("no lock group %d in table %s", g, t.path)
+			}
+		}
+		return t, nil
+	}
+	for _, w := range rec.Writes {
+		t, err := sorted(w.Table, w.Key, w.Groups)
+		if err != nil {
+			return err
+		}
+		if !w.Delete && len(w.Values) != len(t.cols) {
+			return fmt.Errorf("row of %d values for table %s with %d columns", len(w.Values), t.path, len(t.cols))
+		}
+	}
+	for _, l := range rec.Locks {
+		if _, err := sorted(l.Table, l.Key, l.Groups); err != nil {
+			return err
+		}
+	}
+	for _, a := range rec.Appends {
+		t, ok := e.tables[a.Table]
+		if !ok || t.sorted || a.Tablet < 0 || a.Tablet >= len(t.tablets) {
+			return fmt.Errorf("no tablet %d of ordered table %s", a.Tablet, a.Table)
+		}
+		if len(a.Values) != len(t.cols) {
+			return fmt.Errorf("row of %d values for table %s with %d columns", len(a.Values), t.path, len(t.cols))
+		}
+	}
+	return nil
 }
