@@ -1,0 +1,135 @@
+// Package sessions holds the process functions of the sessions example (examples/sessions,
+// whose README.md gives the stream schemas): ParseEvents turns raw lines into events,
+// SumByUser sums the amounts per user and flushes the total once the user has been idle for a
+// session gap of event time. Importing the package registers both under those names.
+package sessions
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/ytflow/yt-flow/flow"
+)
+
+func init() {
+	flow.Register("ParseEvents", flow.PerMessage(ParseEvents))
+	flow.Register("SumByUser", flow.Process{OnMessage: AddEvent, OnTimer: Flush})
+}
+
+// ParseEvents parses the data column of a raw message, "<user> <amount>" (a user name without
+// whitespace, one space, a decimal int64), into one events row {user; amount}. A malformed line
+// produces nothing. The output's only parent is its raw message, whose event time it inherits:
+// the function is deterministic, as a swift map must be.
+func ParseEvents(ctx *flow.Context, msg *flow.Message) error {
+	data, err := flow.Column[string](msg.Payload, "data")
+	if err != nil {
+		return err
+	}
+	if user, amount, ok := parseEvent(data); ok {
+		ctx.AddMessage("events", flow.Row{"user": user, "amount": amount})
+	}
+	return nil
+}
+
+func parseEvent(data string) (user string, amount int64, ok bool) {
+	user, num, found := strings.Cut(data, " ")
+	if !found || user == "" || strings.ContainsFunc(user, unicode.IsSpace) {
+		return "", 0, false
+	}
+	amount, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return user, amount, true
+}
+
+// Session is the state "session" of one user.
+type Session struct {
+	Total  int64 `yson:"total"`
+	Events int64 `yson:"events"`
+	// LastEventTime is the latest event time seen, in microseconds.
+	LastEventTime uint64 `yson:"last_event_time"`
+}
+
+// Params are SumByUser's processing_function_parameters.
+type Params struct {
+	// SessionGapSeconds is the event-time idle gap after which a user's session is flushed;
+	// it must be positive.
+	SessionGapSeconds int64 `yson:"session_gap_seconds"`
+}
+
+func gapOf(ctx *flow.Context) (uint64, error) {
+	p, err := flow.ParamsOf[Params](ctx)
+	if err != nil {
+		return 0, err
+	}
+	if p.SessionGapSeconds <= 0 {
+		return 0, fmt.Errorf("parameter session_gap_seconds = %d: %w: must be positive", p.SessionGapSeconds, flow.ErrBadParameters)
+	}
+	return uint64(p.SessionGapSeconds) * 1_000_000, nil
+}
+
+// userOf returns the user of the key [hash, user].
+func userOf(key flow.Key) (string, error) {
+	if len(key) == 2 {
+		if user, ok := key[1].(string); ok {
+			return user, nil
+		}
+	}
+	return "", fmt.Errorf("key %v: want [hash uint64, user string]", key)
+}
+
+// AddEvent is SumByUser's message handler: it adds the event's amount to the user's session,
+// moves the session's last event time forward (an event without event time counts at its
+// system time) and, when that moved the end of the session, sets a flush timer at last event
+// time + gap. Timers whose trigger a later event has overtaken are recognised as stale when
+// they fire.
+func AddEvent(ctx *flow.Context, msg *flow.Message) error {
+	gap, err := gapOf(ctx)
+	if err != nil {
+		return err
+	}
+	amount, err := flow.Column[int64](msg.Payload, "amount")
+	if err != nil {
+		return err
+	}
+	at := msg.EventTimestamp
+	if at == 0 {
+		at = msg.SystemTimestamp
+	}
+	state := flow.StateOf[Session](ctx, "session")
+	s, open := state.Get()
+	s.Total += amount
+	s.Events++
+	moved := !open || at > s.LastEventTime
+	s.LastEventTime = max(s.LastEventTime, at)
+	state.Set(s)
+	if moved {
+		ctx.AddTimer("flush", s.LastEventTime+gap, nil)
+	}
+	return nil
+}
+
+// Flush is SumByUser's timer handler: unless the timer is stale (the session was extended after
+// it was set) or the session is already flushed, it emits {user; total; events} to stream totals
+// and clears the session.
+func Flush(ctx *flow.Context, t *flow.Timer) error {
+	gap, err := gapOf(ctx)
+	if err != nil {
+		return err
+	}
+	user, err := userOf(ctx.Key())
+	if err != nil {
+		return err
+	}
+	state := flow.StateOf[Session](ctx, "session")
+	s, open := state.Get()
+	if !open || t.Trigger < s.LastEventTime+gap {
+		return nil
+	}
+	ctx.AddMessage("totals", flow.Row{"user": user, "total": s.Total, "events": s.Events})
+	state.Clear()
+	return nil
+}
