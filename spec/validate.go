@@ -213,6 +213,7 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 				p.errorf(yson.Join(sp, "input_stream_ids"), "the %s sink reads exactly one input stream", s.Class)
 			}
 		}
+		p.sinkColumns(pl, s, sp)
 		if s.HTTP != nil && s.HTTP.PayloadColumn != "" && len(s.InputStreamIDs) == 1 {
 			if st, ok := pl.Streams[s.InputStreamIDs[0]]; ok {
 				col, found := findColumn(st.Schema, s.HTTP.PayloadColumn)
@@ -316,4 +317,36 @@ func sameColumns(a, b schema.Schema) bool {
 		}
 	}
 	return true
+}
+
+// sinkColumns checks that the columns a sink's parameters name exist in each of its input streams.
+func (p *parser) sinkColumns(pl *Pipeline, s *Sink, sp string) {
+	named := map[string][]string{} // parameter key -> column names
+	switch {
+	case s.Queue != nil:
+		named["column_filter"] = s.Queue.ColumnFilter
+	case s.SortedTable != nil:
+		named["column_filter"] = s.SortedTable.ColumnFilter
+		named["aggregate_columns"] = s.SortedTable.AggregateColumns
+	case s.Kafka != nil:
+		named["payload_column"] = []string{s.Kafka.PayloadColumn}
+		if s.Kafka.KeyColumn != "" {
+			named["key_column"] = []string{s.Kafka.KeyColumn}
+		}
+	case s.ClickHouse != nil:
+		named["sharding_key_columns"] = s.ClickHouse.ShardingKeyColumns
+	}
+	for _, key := range sortedKeys(named) {
+		for _, in := range s.InputStreamIDs {
+			st, ok := pl.Streams[in]
+			if !ok {
+				continue
+			}
+			for _, col := range named[key] {
+				if _, found := findColumn(st.Schema, col); !found {
+					p.errorf(yson.Join(sp, "parameters/"+key), "stream %q has no column %q", in, col)
+				}
+			}
+		}
+	}
 }

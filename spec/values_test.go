@@ -89,7 +89,7 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, int64(8), web.HTTP.MaxIdleConnections)
 	assert.Equal(t, map[string]string{"X-A": "b"}, web.HTTP.Headers)
 	assert.Equal(t, &AtMostOnceStrategy{Enabled: false, TotalQueueBytesLimit: 100 << 20, SuspendDestructionDuration: 10 * time.Second}, c.Sinks["kafka"].AtMostOnce)
-	assert.Equal(t, "data", c.Sinks["kafka"].Kafka.PayloadColumn)
+	assert.Equal(t, "user", c.Sinks["kafka"].Kafka.PayloadColumn)
 	assert.Equal(t, int64(9000), c.Sinks["ch"].ClickHouse.Port)
 	assert.Equal(t, []string{"a", "b"}, c.Sinks["ch"].ClickHouse.Hosts)
 
