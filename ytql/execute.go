@@ -64,6 +64,7 @@ func (q *Query) ExecuteWith(opts Options, scan func(yield func(row map[string]an
 }
 
 func (q *Query) run(placeholders map[string]any, scan func(yield func(row map[string]any) bool)) ([]map[string]any, error) {
+	scan = stopOnce(scan)
 	if q.groupBy != nil {
 		return q.executeGrouped(placeholders, scan)
 	}
@@ -427,4 +428,19 @@ func toFloat(v any) (float64, bool) {
 		return x, true
 	}
 	return 0, false
+}
+
+// stopOnce makes a scan that keeps yielding after yield returned false
+// harmless: the later rows are ignored.
+func stopOnce(scan func(yield func(row map[string]any) bool)) func(yield func(row map[string]any) bool) {
+	return func(yield func(row map[string]any) bool) {
+		stopped := false
+		scan(func(row map[string]any) bool {
+			if stopped {
+				return false
+			}
+			stopped = !yield(row)
+			return !stopped
+		})
+	}
 }

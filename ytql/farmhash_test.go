@@ -33,6 +33,7 @@ func TestValueFingerprint(t *testing.T) {
 	}{
 		{"string is Fingerprint64", "MDwhat?", 10997514911242581312},
 		{"bytes like string", []byte("MDwhat?"), 10997514911242581312},
+		{"empty string", "", 0x9ae16a3b2f90404f},
 		{"int64 42", int64(42), 17355217915646310598},
 		{"go int widened", 42, 17355217915646310598},
 		{"uint64 aliases int64", uint64(42), 17355217915646310598},

@@ -320,3 +320,29 @@ func TestExecuteRowLimits(t *testing.T) {
 		t.Errorf("LIMIT within input limit: %d rows, err %v", len(got), err)
 	}
 }
+
+// TestExecuteIgnoresRowsAfterStop: a scan that keeps yielding after being
+// told to stop (after an error or a satisfied LIMIT) does not change the
+// result.
+func TestExecuteIgnoresRowsAfterStop(t *testing.T) {
+	stubborn := func(yield func(map[string]any) bool) {
+		for _, r := range people {
+			yield(r)
+		}
+	}
+	q, err := ParseQuery("id FROM [//t] LIMIT 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Execute(nil, stubborn)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("got %v, %v; want 2 rows", got, err)
+	}
+	bad, err := ParseQuery("id FROM [//t] WHERE 1 / (id - 2) > 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Execute(nil, stubborn); !errors.Is(err, ErrEval) {
+		t.Errorf("err = %v, want the division error to survive later rows", err)
+	}
+}
