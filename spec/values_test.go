@@ -1,12 +1,16 @@
 package spec
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
+	ytyson "go.ytsaurus.tech/yt/go/yson"
+
+	pyson "github.com/ytflow/yt-flow/yson"
 )
 
 func TestAllFeaturesValues(t *testing.T) {
@@ -219,5 +223,28 @@ func TestClassAliases(t *testing.T) {
 		"clickhouse":                                            "clickhouse_batching",
 	} {
 		assert.Equal(t, want, a[name], name)
+	}
+}
+
+// TestSpecSurvivesReencoding: the static and dynamic specs of a runner config, re-encoded from
+// the generic tree (as they are stored on the pipeline node), parse to the same values.
+func TestSpecSurvivesReencoding(t *testing.T) {
+	for _, file := range []string{"testdata/valid/all_features.yson", "../examples/word_count/pipeline.yson", "../examples/sessions/pipeline.yson"} {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		cfg, err := ParseConfig(data)
+		require.NoError(t, err, file)
+		root, err := pyson.Decode(data)
+		require.NoError(t, err)
+		static, err := ytyson.Marshal(root.Get("spec").Any())
+		require.NoError(t, err)
+		pl, err := ParsePipeline(static)
+		require.NoError(t, err, file)
+		assert.Equal(t, cfg.Spec, pl, file)
+		dynamic, err := ytyson.MarshalFormat(root.Get("dynamic_spec").Any(), ytyson.FormatBinary)
+		require.NoError(t, err)
+		d, err := ParseDynamic(dynamic)
+		require.NoError(t, err, file)
+		assert.Equal(t, cfg.Dynamic, d, file)
 	}
 }
