@@ -36,6 +36,17 @@ func (q *Query) Execute(placeholders map[string]any, scan func(yield func(row ma
 
 // ExecuteWith is Execute with row limits.
 func (q *Query) ExecuteWith(opts Options, scan func(yield func(row map[string]any) bool)) ([]map[string]any, error) {
+	// Placeholders are bound before any row is read, as YTsaurus substitutes
+	// them when it prepares the query.
+	for _, h := range q.holders {
+		v, ok := opts.Placeholders[h.name]
+		if !ok {
+			return nil, evalErrorf(h.pos, "no value for placeholder {%s}", h.name)
+		}
+		if _, err := placeholderValue(h.pos, v); err != nil {
+			return nil, err
+		}
+	}
 	inputExceeded := false
 	if opts.InputRowLimit > 0 {
 		inner := scan

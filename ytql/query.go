@@ -21,6 +21,7 @@ type Query struct {
 	limit   int64 // -1 = no LIMIT
 	aggs    []*node
 	cols    []string
+	holders []*node // first use of each placeholder, in text order
 }
 
 type selectItem struct {
@@ -234,6 +235,7 @@ func ParseQuery(text string) (*Query, error) {
 		roots = append(roots, a.args...)
 	}
 	q.cols = sourceColumns(q, roots)
+	q.holders = placeholdersOf(roots)
 	return q, nil
 }
 
@@ -389,3 +391,29 @@ func (q *Query) Columns() []string { return q.cols }
 
 // Limit returns the LIMIT value and whether there is one.
 func (q *Query) Limit() (int64, bool) { return q.limit, q.limit >= 0 }
+
+// placeholdersOf returns the first node of each distinct placeholder name.
+func placeholdersOf(roots []*node) []*node {
+	var out []*node
+	seen := map[string]bool{}
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil {
+			return
+		}
+		if n.kind == nPlaceholder && !seen[n.name] {
+			seen[n.name] = true
+			out = append(out, n)
+		}
+		for _, a := range n.args {
+			walk(a)
+		}
+		for _, a := range n.list {
+			walk(a)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return out
+}

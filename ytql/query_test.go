@@ -346,3 +346,21 @@ func TestExecuteIgnoresRowsAfterStop(t *testing.T) {
 		t.Errorf("err = %v, want the division error to survive later rows", err)
 	}
 }
+
+func TestExecutePlaceholdersCheckedBeforeScan(t *testing.T) {
+	q, err := ParseQuery("id FROM [//t] WHERE id = {a} OR id IN ({b})")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	empty := func(yield func(map[string]any) bool) { read++ }
+	if _, err := q.Execute(map[string]any{"a": 1}, empty); !errors.Is(err, ErrEval) || !strings.Contains(err.Error(), "{b}") {
+		t.Errorf("missing {b}: err = %v", err)
+	}
+	if _, err := q.Execute(map[string]any{"a": 1, "b": map[string]any{}}, empty); !errors.Is(err, ErrType) {
+		t.Errorf("map placeholder: err = %v", err)
+	}
+	if read != 0 {
+		t.Errorf("scan called %d times before placeholders were bound", read)
+	}
+}
