@@ -97,6 +97,10 @@ type Result struct {
 // in user code into an error wrapping ErrUserPanic (with the stack), so that one bad message never
 // kills a worker. An error means the invocation produced nothing: the runtime must not apply any
 // part of a failed invocation's result.
+//
+// The runtime may call Invoke concurrently for different invocations (other keys, other
+// partitions), so a Function keeps no mutable state of its own: what must survive an invocation
+// goes into state.
 type Function interface {
 	Invoke(inv *Invocation) (*Result, error)
 }

@@ -33,7 +33,7 @@ func event(user string, amount int64, at uint64) flow.Message {
 }
 
 func TestParseEvents(t *testing.T) {
-	h := flowtest.New(t, "ParseEvents", flowtest.Options{})
+	h := flowtest.New(t, "ParseEvents", flowtest.Options{Swift: true})
 	lines := []string{
 		"alice 5", "bob -3", "Ünïcode 0",
 		// malformed: no amount, not a number, leading space, two spaces, trailing field,

@@ -22,7 +22,7 @@ func text(s any) flow.Message { return flowtest.Msg("queue", nil, flow.Row{"text
 func keyOf(word string) flow.Key { return flow.Key{farm.Fingerprint64([]byte(word)), word} }
 
 func TestSplitWords(t *testing.T) {
-	h := flowtest.New(t, "SplitWords", flowtest.Options{})
+	h := flowtest.New(t, "SplitWords", flowtest.Options{Swift: true})
 	r := h.Run(flowtest.Epoch{Messages: []flow.Message{
 		text("Hello, world! HELLO"),
 		text("naïve café—x2 ... 42"),

@@ -30,8 +30,13 @@ import (
 	"github.com/ytflow/yt-flow/flow"
 )
 
-// ErrNondeterministic is wrapped by TryRun when two runs of one invocation differ.
-var ErrNondeterministic = errors.New("process function is not deterministic")
+var (
+	// ErrNondeterministic is wrapped by TryRun when two runs of one invocation differ.
+	ErrNondeterministic = errors.New("process function is not deterministic")
+	// ErrSwiftRule is wrapped by TryRun when Options.Swift is set and an output does not have
+	// exactly one parent, or a timer handler emitted an output.
+	ErrSwiftRule = errors.New("swift rule broken")
+)
 
 // Options configure a Harness; the zero value is the default.
 type Options struct {
@@ -39,6 +44,10 @@ type Options struct {
 	Parameters flow.Row
 	// AllowNondeterminism turns off running each invocation twice and comparing the results.
 	AllowNondeterminism bool
+	// Swift checks the rules of swift stages: every output has exactly one parent (an output
+	// without explicit parents counts all inputs of its invocation), and no output descends
+	// from a timer.
+	Swift bool
 }
 
 // Epoch is one scripted epoch.
@@ -161,6 +170,9 @@ func (h *Harness) TryRun(e Epoch) (*EpochResult, error) {
 	results := make([]*flow.Result, len(invs))
 	for i, inv := range invs {
 		r, err := h.invoke(inv)
+		if err == nil && h.opts.Swift {
+			err = checkSwift(inv, r)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +275,33 @@ func (h *Harness) watermarkOf(stream string) uint64 {
 		return wm
 	}
 	return h.watermark
+}
+
+// checkSwift checks the swift rules for one invocation's result.
+func checkSwift(inv *flow.Invocation, r *flow.Result) error {
+	timers := map[string]bool{}
+	for _, t := range inv.Timers {
+		timers[t.MessageID] = true
+	}
+	for i, o := range r.Outputs {
+		parents := o.ParentIDs
+		if len(parents) == 0 {
+			parents = nil
+			for _, t := range inv.Timers {
+				parents = append(parents, t.MessageID)
+			}
+			for _, m := range inv.Messages {
+				parents = append(parents, m.MessageID)
+			}
+		}
+		if len(parents) != 1 {
+			return fmt.Errorf("key %v: output %d to %q: %w: %d parents %q, want exactly one", inv.Key, i, o.StreamID, ErrSwiftRule, len(parents), parents)
+		}
+		if timers[parents[0]] {
+			return fmt.Errorf("key %v: output %d to %q: %w: descends from timer %s", inv.Key, i, o.StreamID, ErrSwiftRule, parents[0])
+		}
+	}
+	return nil
 }
 
 func (h *Harness) keyState(ck string, key flow.Key) *keyState {

@@ -188,3 +188,36 @@ func TestHarnessStreamWatermarks(t *testing.T) {
 		t.Errorf("pending = %d, want 0", n)
 	}
 }
+
+func TestHarnessSwiftRules(t *testing.T) {
+	two := []flow.Message{Msg("in", flow.Key{"k"}, nil), Msg("in", flow.Key{"k"}, nil)}
+
+	batchAll := flow.Batch(func(ctx *flow.Context, ms []flow.Message) error {
+		ctx.AddMessage("out", flow.Row{})
+		return nil
+	})
+	_, err := NewFunc(t, batchAll, Options{Swift: true}).TryRun(Epoch{Messages: two})
+	if !errors.Is(err, ErrSwiftRule) {
+		t.Errorf("batch output with two parents: error = %v, want ErrSwiftRule", err)
+	}
+
+	batchNarrowed := flow.Batch(func(ctx *flow.Context, ms []flow.Message) error {
+		for _, m := range ms {
+			ctx.WithParentIDs(m.MessageID).AddMessage("out", flow.Row{})
+		}
+		return nil
+	})
+	if _, err := NewFunc(t, batchNarrowed, Options{Swift: true}).TryRun(Epoch{Messages: two}); err != nil {
+		t.Errorf("narrowed batch: %v", err)
+	}
+
+	fromTimer := flow.Process{
+		OnMessage: func(ctx *flow.Context, m *flow.Message) error { ctx.AddTimer("t", 1, nil); return nil },
+		OnTimer:   func(ctx *flow.Context, tm *flow.Timer) error { ctx.AddMessage("out", flow.Row{}); return nil },
+	}
+	h := NewFunc(t, fromTimer, Options{Swift: true})
+	h.Run(Epoch{Messages: two[:1]})
+	if _, err := h.TryRun(Epoch{Watermark: 1}); !errors.Is(err, ErrSwiftRule) {
+		t.Errorf("output from a timer: error = %v, want ErrSwiftRule", err)
+	}
+}
