@@ -218,3 +218,31 @@ func TestParamsOf(t *testing.T) {
 		t.Errorf("bad parameters: error = %v, want ErrBadParameters", err)
 	}
 }
+
+// TestConcurrentInvocations runs one Process for many keys at once, as the runtime may; run
+// with -race.
+func TestConcurrentInvocations(t *testing.T) {
+	f := Batch(func(ctx *Context, ms []Message) error {
+		n := StateOf[int64](ctx, "n")
+		v, _ := n.Get()
+		n.Set(v + int64(len(ms)))
+		ctx.AddMessage("out", Row{"key": ctx.Key()[0]})
+		return nil
+	})
+	params := Row{"p": int64(1)}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			res, err := f.Invoke(&Invocation{Key: Key{int64(i)}, Messages: msgs("a", "b"), Parameters: params})
+			if err == nil && (string(res.StateWrites["n"]) != "2" || res.Outputs[0].Payload["key"] != int64(i)) {
+				err = errors.New("wrong result")
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
