@@ -88,6 +88,9 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 	}
 
 	if c.Kind.Source() {
+		if hasInputs && !hasSources {
+			p.errorf(at("input_stream_ids"), "%s computations read a source, not input streams", c.Kind)
+		}
 		switch {
 		case len(c.Sources) == 0:
 			p.errorf(at("source_streams"), "required: %s computations read exactly one source", c.Kind)
