@@ -1,6 +1,11 @@
 package flow
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Row is one payload: column name to a YSON-compatible Go value (int64, uint64, float64, bool,
 // string, []byte, nil, or a composite of lists and maps).
@@ -124,3 +129,25 @@ var (
 	// invocation.
 	ErrUnknownParent = errors.New("parent is not an input of the invocation")
 )
+
+// String formats the key for errors and logs: its values in order, strings quoted, e.g.
+// [12345 "the"].
+func (k Key) String() string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range k {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch v := v.(type) {
+		case string:
+			b.WriteString(strconv.Quote(v))
+		case []byte:
+			b.WriteString(strconv.Quote(string(v)))
+		default:
+			fmt.Fprint(&b, v)
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}

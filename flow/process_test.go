@@ -131,7 +131,7 @@ func TestUserErrorNamesKeyAndMessage(t *testing.T) {
 	if res != nil || !errors.Is(err, boom) {
 		t.Fatalf("Invoke = %v, %v; want nil result and boom", res, err)
 	}
-	for _, part := range []string{"[user-1]", "message b"} {
+	for _, part := range []string{`["user-1"]`, "message b"} {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("error %q does not contain %q", err, part)
 		}

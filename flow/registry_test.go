@@ -79,3 +79,18 @@ func TestNamesSorted(t *testing.T) {
 		t.Errorf("Names() = %v, want both test names in sorted order", names)
 	}
 }
+
+func TestKeyString(t *testing.T) {
+	for _, tc := range []struct {
+		key  Key
+		want string
+	}{
+		{nil, "[]"},
+		{Key{uint64(12345), "the"}, `[12345 "the"]`},
+		{Key{"a b", []byte("c"), int64(-1), true, nil, 1.5}, `["a b" "c" -1 true <nil> 1.5]`},
+	} {
+		if got := tc.key.String(); got != tc.want {
+			t.Errorf("%#v.String() = %s, want %s", tc.key, got, tc.want)
+		}
+	}
+}
