@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -315,5 +316,39 @@ func TestTargetStateTransitions(t *testing.T) {
 		if e.alive(j.LeaseID) {
 			t.Errorf("lease %s alive after stop", j.LeaseID)
 		}
+	}
+}
+
+func TestFailedJobReplacedWithNewLease(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.worker("w1")
+	e.controller("A")
+	jobs := e.waitJobs()
+	failed := jobs[0]
+	st := ytstore.JobStatus{JobID: failed.JobID, WorkerID: failed.WorkerID, State: ytstore.JobFailed, Error: "agg: user function panicked", UpdatedAt: ytstore.Now()}
+	if err := e.st.PutJobStatus(ctx, st, failed.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the failed job's lease aborted", func() bool { return !e.alive(failed.LeaseID) })
+	now := e.waitJobs()
+	for _, j := range now {
+		if j.JobID == failed.JobID {
+			t.Fatalf("failed job %s kept", j.JobID)
+		}
+		if j.PartitionID == failed.PartitionID && j.LeaseID == failed.LeaseID {
+			t.Fatalf("replacement reuses the lease %s", j.LeaseID)
+		}
+	}
+	recs, err := e.st.ControllerLogs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		found = found || strings.Contains(r.Data, "agg: user function panicked")
+	}
+	if !found {
+		t.Errorf("controller_logs does not carry the job error: %+v", recs)
 	}
 }
