@@ -158,6 +158,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-session.Done():
+			if ctx.Err() != nil {
+				return nil // cancelling ctx ends the session too
+			}
 			return fmt.Errorf("job: worker %s: session %s ended", w.id, session.ID())
 		case <-poll.C:
 		}

@@ -1,0 +1,316 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	_ "github.com/ytflow/yt-flow/examples/wordcount" // registers SplitWords and CountWords
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytql"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+const wordCountSpec = `{
+  computations = {
+    split = {
+      computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
+      processing_function = "SplitWords";
+      source_streams = {
+        lines = {
+          source_class_name = "NYT::NFlow::TQueueSource";
+          parameters = {queue_path = "//tmp/wc/input"; consumer_path = "//tmp/wc/consumer"};
+        };
+      };
+      output_stream_ids = ["words"];
+    };
+    count = {
+      computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
+      processing_function = "CountWords";
+      group_by_schema = [
+        {name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(word)"};
+        {name = "word"; type = "string"; required = %true};
+      ];
+      input_stream_ids = ["words"];
+      output_stream_ids = ["counts"];
+      sinks = {
+        table = {
+          sink_class_name = "NYT::NFlow::NSortedDynamicTable::TSyncSink";
+          input_stream_ids = ["counts"];
+          parameters = {table_path = "//tmp/wc/counts"};
+        };
+      };
+    };
+  };
+  streams = {
+    words = {schema = [{name = "word"; type = "string"; required = %true}]};
+    counts = {schema = [{name = "hash"; type = "uint64"}; {name = "word"; type = "string"}; {name = "count"; type = "int64"}]};
+  };
+}`
+
+// wcEnv is a word count pipeline on ytlocal with a layout written by the test (no controller).
+type wcEnv struct {
+	t      *testing.T
+	ctx    context.Context
+	store  *ytstore.Store
+	leader *ytstore.Session
+	worker *Worker
+}
+
+func startWordCount(t *testing.T) *wcEnv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	const path = "//tmp/wc/pipeline"
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: path})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	require.NoError(t, st.CreatePipeline(ctx))
+	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(wordCountSpec), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	for _, ut := range []ytstore.UserTable{
+		{Path: "//tmp/wc/input", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}},
+		{Path: "//tmp/wc/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/wc/input"},
+		{Path: "//tmp/wc/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
+			{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending},
+			{Name: "word", Type: schema.TypeString, SortOrder: schema.SortAscending},
+			{Name: "count", Type: schema.TypeInt64},
+		}}},
+	} {
+		require.NoError(t, st.EnsureUserTable(ctx, ut))
+	}
+	leader, err := st.StartSession(ctx, "test leader", time.Minute)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = leader.Close() })
+
+	w := NewWorker(Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
+		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second})
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() {
+		wcancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "worker Run returns cleanly on cancel")
+		case <-time.After(30 * time.Second):
+			t.Error("worker did not stop within 30s of cancel")
+		}
+	})
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatalf("worker stopped: %v", err)
+	case <-ctx.Done():
+		t.Fatal("worker not ready")
+	}
+	return &wcEnv{t: t, ctx: ctx, store: st, leader: leader, worker: w}
+}
+
+// putJob writes a job row (and its partition) with a fresh lease and returns the lease.
+func (e *wcEnv) putJob(jobID, computation, partition string, sourcePartition int64) string {
+	e.t.Helper()
+	lease, err := e.store.StartLease(e.ctx, jobID, time.Minute)
+	require.NoError(e.t, err)
+	e.applyLayout(ytstore.LayoutChange{
+		PutPartitions: []ytstore.Partition{{PartitionID: partition, ComputationID: computation, SourcePartition: sourcePartition, State: ytstore.PartitionActive}},
+		PutJobs: []ytstore.Job{{JobID: jobID, ComputationID: computation, PartitionID: partition, WorkerID: "w1",
+			LeaseID: lease, SourcePartition: sourcePartition}},
+	})
+	return lease
+}
+
+func (e *wcEnv) deleteJob(jobID string) {
+	e.t.Helper()
+	e.applyLayout(ytstore.LayoutChange{DeleteJobs: []string{jobID}})
+}
+
+// applyLayout applies c, retrying row lock conflicts with the worker's job_status writes.
+func (e *wcEnv) applyLayout(c ytstore.LayoutChange) {
+	e.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := e.store.ApplyLayout(e.ctx, e.leader, c)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ytstore.ErrConflict) || attempt == 20 {
+			require.NoError(e.t, err)
+		}
+	}
+}
+
+func (e *wcEnv) write(lines ...string) {
+	e.t.Helper()
+	rows := make([]map[string]any, len(lines))
+	for i, l := range lines {
+		rows[i] = map[string]any{"text": l}
+	}
+	require.NoError(e.t, e.store.InsertRows(e.ctx, "//tmp/wc/input", rows))
+}
+
+func (e *wcEnv) counts() map[string]int64 {
+	e.t.Helper()
+	rows, err := e.store.SelectRows(e.ctx, "word, count from [//tmp/wc/counts]")
+	require.NoError(e.t, err)
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[fmt.Sprint(r["word"])] = r["count"].(int64)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func (e *wcEnv) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *wcEnv) waitCounts(want map[string]int64) {
+	e.t.Helper()
+	var got map[string]int64
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got = e.counts()
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("counts: got %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWorkerEndToEnd(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("a b a", "b c")
+	e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 1})
+	e.write("c c d")
+	e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 3, "d": 1})
+
+	// Everything delivered is deleted from the output store by a later commit.
+	e.eventually("split's output store to drain", func() bool {
+		outs, err := e.store.LoadOutputs(e.ctx, "split-p0")
+		require.NoError(t, err)
+		return len(outs) == 0
+	})
+	// The source offset is committed in the partition state.
+	ps, err := e.store.LoadPartitionStates(e.ctx, "split-p0")
+	require.NoError(t, err)
+	var off int64
+	require.NoError(t, yson.Unmarshal(ps["offset/lines"], &off))
+	assert.Equal(t, int64(3), off)
+}
+
+// TestWorkerStopsRemovedJob: a job whose row disappears stops, and a new job for the same
+// partition resumes from the committed state with no loss or double count.
+func TestWorkerStopsRemovedJob(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("x y")
+	e.waitCounts(map[string]int64{"x": 1, "y": 1})
+
+	e.deleteJob("count-0")
+	e.eventually("count-0 to stop", func() bool { return e.worker.runner("count-0") == nil })
+	e.write("x")
+	assert.Equal(t, map[string]int64{"x": 1, "y": 1}, e.counts())
+
+	e.putJob("count-1", "count", "count-p0", -1)
+	e.waitCounts(map[string]int64{"x": 2, "y": 1})
+}
+
+func TestZombieJobStops(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	lease := e.putJob("count-0", "count", "count-p0", -1)
+	e.write("z")
+	e.waitCounts(map[string]int64{"z": 1})
+	token, _, err := e.store.PartitionToken(e.ctx, "count-p0")
+	require.NoError(t, err)
+
+	// The controller aborts the lease but the row stays: the job is a zombie. Its next commit
+	// (new input or the lease check) is rejected and it stops without writing.
+	require.NoError(t, e.store.AbortLease(e.ctx, lease))
+	e.write("z")
+	e.eventually("the zombie to stop", func() bool { return e.worker.runner("count-0") == nil })
+	e.worker.mu.Lock()
+	stopErr := e.worker.runners["count-0"].err
+	e.worker.mu.Unlock()
+	assert.ErrorIs(t, stopErr, ErrZombie, "the job stopped because its commit was fenced")
+	assert.Equal(t, map[string]int64{"z": 1}, e.counts(), "the zombie wrote nothing")
+	after, _, err := e.store.PartitionToken(e.ctx, "count-p0")
+	require.NoError(t, err)
+	assert.Equal(t, token, after, "no commit of the zombie applied")
+
+	// A replacement with a new lease takes over and counts the pending message once.
+	e.deleteJob("count-0")
+	e.putJob("count-1", "count", "count-p0", -1)
+	e.waitCounts(map[string]int64{"z": 2})
+}
+
+// TestWorkerDropsDuplicates retransmits messages that were already committed: the reader
+// acknowledges them at once, counts them as duplicates and does not apply them again.
+func TestWorkerDropsDuplicates(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("dup")
+	e.waitCounts(map[string]int64{"dup": 1})
+
+	// The id split gave its only output (deterministic: source offset 0, first output).
+	id := epoch.SourceOutputID(epoch.SourceMessageID(epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
+	key := flow.Key{ytql.FarmHash("dup"), "dup"}
+	payload, err := yson.Marshal(flow.Row{"word": "dup"})
+	require.NoError(t, err)
+	req := pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
+		ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload,
+	}}}
+	body, err := json.Marshal(req)
+	require.NoError(t, err)
+	resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var pr pushResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&pr))
+	assert.Equal(t, []string{id}, pr.Acked, "a duplicate is acknowledged")
+
+	e.eventually("the duplicate to be counted", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
+	e.write("dup2")
+	e.waitCounts(map[string]int64{"dup": 1, "dup2": 1})
+
+	stats := fetchStats(t, e.worker.Addr())
+	assert.GreaterOrEqual(t, stats["count-0"].Duplicates, int64(1), "the duplicate counter is served on /stats")
+}
+
+func fetchStats(t *testing.T, addr string) map[string]JobStats {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/stats")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var out map[string]JobStats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
