@@ -2,7 +2,9 @@ package yson
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	ytyson "go.ytsaurus.tech/yt/go/yson"
 )
@@ -147,24 +149,67 @@ func Decode(data []byte) (n *Node, err error) {
 			n, err = nil, &Error{Path: "/", Message: fmt.Sprintf("invalid YSON: %v", r)}
 		}
 	}()
-	r := ytyson.NewReaderKindFromBytes(stripComments(data), ytyson.StreamNode)
-	d := decoder{r: r}
+	data = stripComments(data)
+	r := ytyson.NewReaderKindFromBytes(data, ytyson.StreamNode)
+	d := decoder{r: r, data: data}
 	n, err = d.node("", 0)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.CheckFinish(); err != nil {
-		return nil, &Error{Path: "/", Message: "invalid YSON: " + err.Error()}
+		return nil, d.syntax(err)
 	}
 	return n, nil
 }
 
 type decoder struct {
-	r *ytyson.Reader
+	r    *ytyson.Reader
+	data []byte
 }
 
 func (d *decoder) syntax(err error) error {
+	if loc := locate(d.data, err); loc != "" {
+		return &Error{Path: "/", Message: "invalid YSON at " + loc + ": " + err.Error()}
+	}
 	return &Error{Path: "/", Message: "invalid YSON: " + err.Error()}
+}
+
+const errUnexpectedEnd = "unexpected end of YSON input"
+
+// locate finds where a syntax error of data lies, as "line L, column C", or "" when it cannot
+// tell. The SDK reader does not report offsets, so it searches for the shortest prefix that
+// the SDK validator rejects with something other than "unexpected end": that property only
+// grows with the prefix, so a binary search finds it in O(log n) validations.
+func locate(data []byte, err error) string {
+	offset := len(data)
+	if !strings.Contains(err.Error(), errUnexpectedEnd) {
+		bad := func(n int) bool {
+			verr := validPrefix(data[:n])
+			return verr != nil && !strings.Contains(verr.Error(), errUnexpectedEnd)
+		}
+		if !bad(len(data)) {
+			return ""
+		}
+		offset = sort.Search(len(data), func(n int) bool { return bad(n + 1) })
+	}
+	line, col := 1, 1
+	for _, c := range data[:offset] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+func validPrefix(b []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return ytyson.Valid(b)
 }
 
 func (d *decoder) node(path string, depth int) (*Node, error) {
