@@ -164,8 +164,8 @@ func TestDecodeComments(t *testing.T) {
 func TestDecodeSyntaxErrorLocation(t *testing.T) {
 	for in, want := range map[string]string{
 		"{a=1;\n  b=2;\n  c==3}":      "/: invalid YSON at line 3, column 5: ",
-		"{a=1;\n b=[1;2;3}":            "/: invalid YSON at line 2, column 10: ",
-		"{a=1}\n{b=2}":                 "/: invalid YSON at line 2, column 1: ",
+		"{a=1;\n b=[1;2;3}":           "/: invalid YSON at line 2, column 10: ",
+		"{a=1}\n{b=2}":                "/: invalid YSON at line 2, column 1: ",
 		"{a=1;\n b=\"unterminated}\n": "/: invalid YSON at line 3, column 1: ",
 	} {
 		_, err := Decode([]byte(in))
