@@ -7,7 +7,8 @@
 //     into a *Node tree that keeps map key order and rejects duplicate map keys. Nesting
 //     deeper than MaxDepth is rejected instead of exhausting the stack. Text documents may
 //     carry "// …" line and "/* … */" block comments outside quoted strings (YSON itself has
-//     none; they are blanked before the SDK reader sees the bytes).
+//     none; they are blanked before the SDK reader sees the bytes). A syntax error names its
+//     line and column when the SDK validator can pin it down.
 //   - Walker visits such a tree and collects every problem with its path
 //     ("computations/count/group_by_schema/0/type") instead of stopping at the first one.
 //     Fields reads one map strictly: every key the caller does not consume is reported as
