@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -200,12 +201,16 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	if in.Workers, err = c.st.Workers(ctx); err != nil {
 		return nil, nil, err
 	}
-	for _, w := range in.Workers {
-		alive, err := c.st.TxAlive(ctx, w.SessionTx)
-		if err != nil {
-			return nil, nil, err
+	sessions := make([]string, len(in.Workers))
+	for i, w := range in.Workers {
+		sessions[i] = w.SessionTx
+	}
+	alive, errs := parallel(sessions, func(tx string) (bool, error) { return c.st.TxAlive(ctx, tx) })
+	for i, w := range in.Workers {
+		if errs[i] != nil {
+			return nil, nil, errs[i]
 		}
-		in.WorkerAlive[w.WorkerID] = alive
+		in.WorkerAlive[w.WorkerID] = alive[i]
 	}
 	if in.Partitions, err = c.st.Partitions(ctx); err != nil {
 		return nil, nil, err
@@ -217,8 +222,13 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 		return nil, nil, err
 	}
 	// Ping every lease: this keeps them alive and tells which are dead.
-	for _, j := range in.Jobs {
-		err := c.st.PingLease(ctx, j.LeaseID)
+	leases := make([]string, len(in.Jobs))
+	for i, j := range in.Jobs {
+		leases[i] = j.LeaseID
+	}
+	_, pingErrs := parallel(leases, func(l string) (struct{}, error) { return struct{}{}, c.st.PingLease(ctx, l) })
+	for i, j := range in.Jobs {
+		err := pingErrs[i]
 		switch {
 		case err == nil:
 			in.LeaseAlive[j.LeaseID] = true
@@ -312,4 +322,26 @@ func (c *cycler) log(ctx context.Context, msgs ...string) {
 	if err := c.st.AppendControllerLog(ctx, recs...); err != nil {
 		c.lg.Warn("cannot write controller_logs", log.Error(err))
 	}
+}
+
+// pingConcurrency bounds the requests parallel runs at once.
+const pingConcurrency = 32
+
+// parallel calls f on every item with bounded concurrency and returns the
+// results in item order. It returns after all calls have returned.
+func parallel[T, R any](items []T, f func(T) (R, error)) ([]R, []error) {
+	res := make([]R, len(items))
+	errs := make([]error, len(items))
+	sem := make(chan struct{}, pingConcurrency)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res[i], errs[i] = f(it)
+		}()
+	}
+	wg.Wait()
+	return res, errs
 }
