@@ -43,6 +43,12 @@ func (n *node) constant() bool {
 		return true
 	case nUnary:
 		return n.args[0].constant()
+	case nBinary:
+		switch n.op {
+		case "+", "-", "*", "/", "%":
+			return n.args[0].constant() && n.args[1].constant()
+		}
+		return false
 	case nTuple:
 		for _, a := range n.args {
 			if !a.constant() {
