@@ -34,7 +34,8 @@ func ExampleBatch() {
 	// count = 5
 }
 
-// A per-message function that narrows nothing: each output's parent is its message.
+// A per-message function: each output's parent is its message, and an error names the key and
+// the message.
 func ExamplePerMessage() {
 	upper := flow.PerMessage(func(ctx *flow.Context, msg *flow.Message) error {
 		s, err := flow.Column[string](msg.Payload, "s")

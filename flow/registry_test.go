@@ -2,9 +2,18 @@ package flow
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
+
+var nameSeq atomic.Int64
+
+// uniqueName is a registry name not used before in this process (tests may run with -count).
+func uniqueName(t *testing.T, suffix string) string {
+	return fmt.Sprintf("%s%s-%d", t.Name(), suffix, nameSeq.Add(1))
+}
 
 type funcOf func(inv *Invocation) (*Result, error)
 
@@ -22,30 +31,32 @@ func TestLookupUnknown(t *testing.T) {
 
 func TestRegisterDuplicatePanics(t *testing.T) {
 	f := funcOf(func(*Invocation) (*Result, error) { return &Result{}, nil })
-	Register("TestRegisterDuplicatePanics", f)
+	name := uniqueName(t, "")
+	Register(name, f)
 	defer func() {
 		if recover() == nil {
 			t.Fatal("second Register with the same name did not panic")
 		}
 	}()
-	Register("TestRegisterDuplicatePanics", f)
+	Register(name, f)
 }
 
 func TestRegisteredFunctionNamesErrorsAndRecoversPanics(t *testing.T) {
 	boom := errors.New("boom")
-	Register("TestRegisteredErr", funcOf(func(*Invocation) (*Result, error) { return nil, boom }))
-	Register("TestRegisteredPanic", funcOf(func(*Invocation) (*Result, error) { panic("bad input") }))
+	errName, panicName := uniqueName(t, "Err"), uniqueName(t, "Panic")
+	Register(errName, funcOf(func(*Invocation) (*Result, error) { return nil, boom }))
+	Register(panicName, funcOf(func(*Invocation) (*Result, error) { panic("bad input") }))
 
-	f, err := Lookup("TestRegisteredErr")
+	f, err := Lookup(errName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.Invoke(&Invocation{Key: Key{uint64(7)}})
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `"TestRegisteredErr"`) {
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), fmt.Sprintf("%q", errName)) {
 		t.Errorf("error = %v, want boom naming the function", err)
 	}
 
-	f, err = Lookup("TestRegisteredPanic")
+	f, err = Lookup(panicName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,15 +74,16 @@ func TestRegisteredFunctionNamesErrorsAndRecoversPanics(t *testing.T) {
 }
 
 func TestNamesSorted(t *testing.T) {
-	Register("TestNamesB", funcOf(nil))
-	Register("TestNamesA", funcOf(nil))
+	a, b := "A"+uniqueName(t, ""), "B"+uniqueName(t, "")
+	Register(b, funcOf(nil))
+	Register(a, funcOf(nil))
 	names := Names()
 	ia, ib := -1, -1
 	for i, n := range names {
 		switch n {
-		case "TestNamesA":
+		case a:
 			ia = i
-		case "TestNamesB":
+		case b:
 			ib = i
 		}
 	}
