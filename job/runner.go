@@ -45,17 +45,26 @@ type runnerStats struct {
 	dropped      atomic.Int64
 }
 
+// committer is what the commit loop needs of the store: commit, re-read the partition's
+// commit token, draw a fresh token. Tests wrap the real store to inject commit faults.
+type committer interface {
+	CommitEpoch(ctx context.Context, w *ytstore.EpochWrite) error
+	PartitionToken(ctx context.Context, partitionID string) (token uint64, found bool, err error)
+	GenerateTimestamp(ctx context.Context) (uint64, error)
+}
+
 // runner runs one job: its epoch loop and its sender.
 type runner struct {
-	w      *Worker
-	job    ytstore.Job
-	store  *ytstore.Store
-	comp   *spec.Computation
-	dyn    spec.DynamicComputation
-	fn     flow.Function
-	params flow.Row
-	cfg    epoch.Config
-	log    log.Structured
+	w       *Worker
+	job     ytstore.Job
+	store   *ytstore.Store
+	commits committer
+	comp    *spec.Computation
+	dyn     spec.DynamicComputation
+	fn      flow.Function
+	params  flow.Row
+	cfg     epoch.Config
+	log     log.Structured
 
 	inbox   *inbox
 	outbox  *outbox
@@ -85,7 +94,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
 	}
 	r := &runner{
-		w: w, job: j, store: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		w: w, job: j, store: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(),
@@ -605,10 +614,10 @@ func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
 	const maxAttempts = 8
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := r.store.CommitEpoch(ctx, w)
+		err := r.commits.CommitEpoch(ctx, w)
 		next := epoch.AfterCommit(outcomeOf(err))
 		for next == epoch.Recheck {
-			stored, found, rerr := r.store.PartitionToken(ctx, r.job.PartitionID)
+			stored, found, rerr := r.commits.PartitionToken(ctx, r.job.PartitionID)
 			if rerr == nil {
 				// Invariant: an unknown outcome is resolved by the partition token, so an epoch
 				// that applied is not applied twice (TestCommitUnknownRecheck).
@@ -636,7 +645,7 @@ func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
 		r.log.Warn("epoch commit did not apply; retrying", log.Int("attempt", attempt), log.Error(err))
 		sleep(ctx, backoff)
 		backoff = min(2*backoff, 2*time.Second)
-		token, terr := r.store.GenerateTimestamp(ctx)
+		token, terr := r.commits.GenerateTimestamp(ctx)
 		if terr != nil {
 			return fmt.Errorf("job %s: epoch commit retry: %w", r.job.JobID, terr)
 		}

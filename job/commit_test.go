@@ -1,0 +1,109 @@
+package job
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// faultyCommits wraps the real store: for the first `lose` commits it reports the outcome as
+// unknown, after really committing when apply is set (the reply was lost) or without
+// committing (the request was lost).
+type faultyCommits struct {
+	*ytstore.Store
+	lose    int
+	apply   bool
+	commits int
+}
+
+func (f *faultyCommits) CommitEpoch(ctx context.Context, w *ytstore.EpochWrite) error {
+	f.commits++
+	if f.commits > f.lose {
+		return f.Store.CommitEpoch(ctx, w)
+	}
+	if f.apply {
+		if err := f.Store.CommitEpoch(ctx, w); err != nil {
+			return err
+		}
+	}
+	return ytstore.ErrCommitUnknown
+}
+
+func commitEnv(t *testing.T) (*ytstore.Store, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/p"})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	require.NoError(t, st.CreatePipeline(ctx))
+	return st, ctx
+}
+
+func testRunner(st *ytstore.Store, c committer, lease string) *runner {
+	w := NewWorker(Config{})
+	return &runner{w: w, store: st, commits: c, log: w.log, comp: &spec.Computation{ID: "c"},
+		job: ytstore.Job{JobID: "j", PartitionID: "p", LeaseID: lease}}
+}
+
+func countWrite(lease string, token uint64) *ytstore.EpochWrite {
+	return &ytstore.EpochWrite{PartitionID: "p", Lease: lease, Token: token,
+		Dedup: []ytstore.DedupRow{{DedupKey: ytstore.DedupKey{ComputationID: "c", Key: []byte("k"), MessageID: "m1"}}},
+		States: []ytstore.StateRow{{ComputationID: "c", Key: []byte("k"), Name: "n", State: []byte("1")}}}
+}
+
+// TestCommitUnknownRecheck: an epoch whose commit outcome is unknown is resolved by re-reading
+// the partition token — applied once whether the lost part was the reply or the request.
+func TestCommitUnknownRecheck(t *testing.T) {
+	st, ctx := commitEnv(t)
+	for _, tc := range []struct {
+		name        string
+		apply       bool
+		wantCommits int
+	}{
+		{"reply lost: already applied, not applied again", true, 1},
+		{"request lost: retried once with a new token", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lease, err := st.StartLease(ctx, "j", time.Minute)
+			require.NoError(t, err)
+			f := &faultyCommits{Store: st, lose: 1, apply: tc.apply}
+			r := testRunner(st, f, lease)
+			token, err := st.GenerateTimestamp(ctx)
+			require.NoError(t, err)
+			w := countWrite(lease, token)
+			require.NoError(t, r.commit(ctx, w))
+			assert.Equal(t, tc.wantCommits, f.commits)
+			stored, found, err := st.PartitionToken(ctx, "p")
+			require.NoError(t, err)
+			assert.True(t, found)
+			assert.Equal(t, w.Token, stored, "the token of the attempt that applied is stored")
+			if !tc.apply {
+				assert.NotEqual(t, token, stored, "the retry drew a new token")
+			}
+		})
+	}
+}
+
+func TestCommitLeaseLostStops(t *testing.T) {
+	st, ctx := commitEnv(t)
+	lease, err := st.StartLease(ctx, "j", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, st.AbortLease(ctx, lease))
+	r := testRunner(st, st, lease)
+	err = r.commit(ctx, countWrite(lease, 5))
+	require.ErrorIs(t, err, ErrZombie)
+	_, found, err := st.PartitionToken(ctx, "p")
+	require.NoError(t, err)
+	assert.False(t, found, "nothing written")
+}
