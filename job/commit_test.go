@@ -58,7 +58,7 @@ func testRunner(st *ytstore.Store, c committer, lease string) *runner {
 
 func countWrite(lease string, token uint64) *ytstore.EpochWrite {
 	return &ytstore.EpochWrite{PartitionID: "p", Lease: lease, Token: token,
-		Dedup: []ytstore.DedupRow{{DedupKey: ytstore.DedupKey{ComputationID: "c", Key: []byte("k"), MessageID: "m1"}}},
+		Dedup:  []ytstore.DedupRow{{DedupKey: ytstore.DedupKey{ComputationID: "c", Key: []byte("k"), MessageID: "m1"}}},
 		States: []ytstore.StateRow{{ComputationID: "c", Key: []byte("k"), Name: "n", State: []byte("1")}}}
 }
 
