@@ -292,6 +292,7 @@ func (s *Server) execute(cmd *command, c *call) (any, error) {
 		}
 	}
 	result, err := s.executeLocked(cmd, c)
+	s.maybeSnapshot()
 	if !zeroGUID(mutationID) {
 		s.mutations.put(mutationID, result, err)
 	}

@@ -221,6 +221,7 @@ func (s *Server) timerLoop() {
 				}
 			}
 		}
+		s.maybeSnapshot()
 		next := now.Add(time.Hour)
 		if d, ok := s.nextTxDeadline(); ok && d.Before(next) {
 			next = d

@@ -194,12 +194,18 @@ func (s *Server) logRecord(owner string, rec []byte) error {
 		return fmt.Errorf("ytlocal: fsync write-ahead log: %w", err)
 	}
 	s.wal.records++
-	if s.wal.records >= s.cfg.SnapshotEvery {
-		if err := s.snapshotLocked(); err != nil {
-			s.log.Error("ytlocal: snapshot failed", log.Error(err))
-		}
-	}
 	return nil
+}
+
+// maybeSnapshot rotates the log once enough records accumulated. It runs with the
+// state lock held after a command completed, when every logged record is applied.
+func (s *Server) maybeSnapshot() {
+	if s.wal == nil || s.wal.f == nil || s.wal.records < s.cfg.SnapshotEvery {
+		return
+	}
+	if err := s.snapshotLocked(); err != nil {
+		s.log.Error("ytlocal: snapshot failed", log.Error(err))
+	}
 }
 
 // snapshotLocked writes a snapshot of all state and starts a new log segment.
