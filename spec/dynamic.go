@@ -99,7 +99,19 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 		d.Sinks = map[string]*DynamicSink{}
 		p.w.Each(sn, f.Path("sinks"), func(id string, v *yson.Node, path string) {
 			sf := p.w.Fields(v, path)
-			d.Sinks[id] = &DynamicSink{Parameters: sf.AnyMap("parameters")}
+			ds := &DynamicSink{}
+			if pn := sf.Node("parameters"); pn != nil {
+				ds.Parameters, _ = p.w.AnyMap(pn, sf.Path("parameters"))
+				if an := pn.Get("at_most_once_strategy"); an != nil {
+					af := p.w.Fields(an, yson.Join(sf.Path("parameters"), "at_most_once_strategy"))
+					ds.AtMostOnce = &AtMostOnceStrategy{
+						TotalQueueBytesLimit:       af.Size("total_queue_bytes_limit", 0),
+						SuspendDestructionDuration: af.Duration("suspend_destruction_duration", 0),
+					}
+					af.Close()
+				}
+			}
+			d.Sinks[id] = ds
 			sf.Close()
 		})
 	}
@@ -146,8 +158,14 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 			}
 		}
 		for _, sid := range sortedKeys(dc.Sinks) {
-			if _, ok := c.Sinks[sid]; !ok {
+			s, ok := c.Sinks[sid]
+			if !ok {
 				p.errorf(yson.Join(cp, id+"/sinks/"+sid), "computation %q has no sink %q", id, sid)
+				continue
+			}
+			if dc.Sinks[sid].AtMostOnce != nil && s.AtMostOnce == nil {
+				p.errorf(yson.Join(cp, id+"/sinks/"+sid+"/parameters/at_most_once_strategy"),
+					"sink %q has no at_most_once_strategy in spec", sid)
 			}
 		}
 	}

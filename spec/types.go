@@ -448,7 +448,9 @@ type DynamicSource struct {
 // DynamicSink holds a sink's dynamic settings.
 type DynamicSink struct {
 	Parameters map[string]any
-	// AtMostOnce holds the dynamic at_most_once_strategy limits; nil when absent.
+	// AtMostOnce holds the dynamic parameters.at_most_once_strategy limits; nil when absent.
+	// Only TotalQueueBytesLimit and SuspendDestructionDuration are read; zero = not set (the
+	// static strategy or its defaults apply).
 	AtMostOnce *AtMostOnceStrategy
 }
 

@@ -124,6 +124,9 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, "is_null(user)", dc.SkipIfExpression)
 	assert.Equal(t, map[string]any{"limit": int64(3)}, dc.ProcessingFunctionParameters)
 	assert.True(t, d.Computation("queue_in").SourceStreams["q"].Draining)
+	assert.Equal(t, &AtMostOnceStrategy{TotalQueueBytesLimit: 20 << 20, SuspendDestructionDuration: time.Minute}, dc.Sinks["async"].AtMostOnce)
+	assert.Equal(t, map[string]any{"write_period": int64(100), "at_most_once_strategy": map[string]any{
+		"total_queue_bytes_limit": "20Mi", "suspend_destruction_duration": "1m"}}, dc.Sinks["async"].Parameters)
 	assert.Equal(t, DefaultDynamicComputation(), d.Computation("mapper"), "absent computations get the defaults")
 	assert.True(t, d.EnableMermaidGraphDescribe)
 	assert.Equal(t, "zstd_2", d.FlowViewCacheCodec)
