@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.ytsaurus.tech/yt/go/ypath"
+
 	"github.com/ytflow/yt-flow/yson"
 )
 
@@ -132,23 +134,33 @@ func (p *parser) partitionFilter(f *yson.Fields) [][2]int64 {
 	return out
 }
 
-// richPath checks a (possibly rich) YPath: optional "<attributes>" prefix, then //path.
+// richPath checks a (possibly rich) YPath such as "<cluster=c>//home/q": it must parse with
+// the SDK's ypath.Parse and name an absolute Cypress path.
 func (p *parser) richPath(s, path string) {
 	if s == "" {
 		return
 	}
-	plain := s
-	if strings.HasPrefix(s, "<") {
-		end := strings.LastIndex(s, ">")
-		if end < 0 {
-			p.errorf(path, "%q: unterminated attributes", s)
-			return
-		}
-		plain = strings.TrimSpace(s[end+1:])
+	if !strings.HasPrefix(s, "<") && !strings.HasPrefix(s, "//") {
+		p.errorf(path, "%q is not an absolute Cypress path (want //…)", s)
+		return
 	}
-	if !strings.HasPrefix(plain, "//") {
+	r, err := parseRichPath(s)
+	if err != nil {
+		p.errorf(path, "%q is not a valid YPath: %v", s, err)
+		return
+	}
+	if !strings.HasPrefix(string(r.Path), "//") {
 		p.errorf(path, "%q is not an absolute Cypress path (want //…)", s)
 	}
+}
+
+func parseRichPath(s string) (r *ypath.Rich, err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			r, err = nil, fmt.Errorf("%v", rec)
+		}
+	}()
+	return ypath.Parse(s)
 }
 
 // sinkParams parses the class parameters of a sink (at_most_once_strategy is already consumed).
