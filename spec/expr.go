@@ -11,9 +11,9 @@ import (
 // ranges, and a "% N" key collapses that space.
 var errModulo = errors.New("the % operator is not allowed in group_by expressions (partitions are hash ranges)")
 
-// expressionColumns parses a computed column expression with the project's query-language
-// package and returns the columns it references.
-func expressionColumns(text string) ([]string, error) {
+// keyExpression parses a computed group_by column expression with the project's
+// query-language package and rejects the modulo operator.
+func keyExpression(text string) (*ytql.Expr, error) {
 	e, err := ytql.ParseExpression(text)
 	if err != nil {
 		return nil, err
@@ -21,7 +21,7 @@ func expressionColumns(text string) ([]string, error) {
 	if hasModulo(text) {
 		return nil, errModulo
 	}
-	return e.Columns(), nil
+	return e, nil
 }
 
 // hasModulo reports a '%' outside quoted strings and bracketed names that is not the start of

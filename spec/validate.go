@@ -240,9 +240,11 @@ func (p *parser) validateGroupBy(pl *Pipeline, c *Computation, cp string) {
 		p.errorf(gp+"/0/type", "the first group_by column must be uint64 (got %s); set experimental_enable_non_uint_key to allow it", cols[0].Type)
 	}
 	plain := map[string]bool{}
+	var plainSchema schema.Schema
 	for _, col := range cols {
 		if col.Expression == "" {
 			plain[col.Name] = true
+			plainSchema.Columns = append(plainSchema.Columns, col)
 		}
 	}
 	for i, col := range cols {
@@ -250,14 +252,21 @@ func (p *parser) validateGroupBy(pl *Pipeline, c *Computation, cp string) {
 			continue
 		}
 		ep := fmt.Sprintf("%s/%d/expression", gp, i)
-		refs, err := expressionColumns(col.Expression)
+		e, err := keyExpression(col.Expression)
 		if err != nil {
 			p.errorf(ep, "%v", err)
 			continue
 		}
-		for _, r := range refs {
+		refsOK := true
+		for _, r := range e.Columns() {
 			if !plain[r] {
 				p.errorf(ep, "references %q, which is not a non-computed group_by column", r)
+				refsOK = false
+			}
+		}
+		if refsOK {
+			if err := e.CheckSchema(plainSchema); err != nil {
+				p.errorf(ep, "%v", err)
 			}
 		}
 	}
