@@ -25,7 +25,7 @@
 // source and have empty group_by_schema and no timers; keyed computations have inputs and a
 // group_by_schema whose first column is uint64 (unless experimental_enable_non_uint_key) and
 // whose non-computed columns exist, castable, in every input stream; computed columns parse as
-// expressions over non-computed group_by columns, without the % operator; processing_function is required except for
+// well-typed expressions over non-computed group_by columns, without the % operator; processing_function is required except for
 // passthrough classes, where it is forbidden and outputs must have the input schema; sinks read
 // outputs of their own computation and name only columns of those streams; swift map computations have no sinks and swift outputs do
 // not depend on timer streams; timer ids match [0-9A-Za-z_-]+; streams_dependency and timer
