@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -273,9 +274,15 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 
 // execute runs a command under the state lock, with mutation-id deduplication and the
 // generic transaction and prerequisite checks.
-func (s *Server) execute(cmd *command, c *call) (any, error) {
+func (s *Server) execute(cmd *command, c *call) (result any, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("ytlocal: command panicked", log.String("command", cmd.name), log.Any("panic", r), log.String("stack", string(debug.Stack())))
+			result, err = nil, withAttrs(ytErr(yterrors.CodeGeneric, "Internal error in command %q: %v", cmd.name, r), "panic", true)
+		}
+	}()
 	if s.closed {
 		return nil, ytErr(yterrors.CodeGeneric, "Server is shutting down")
 	}
@@ -291,7 +298,7 @@ func (s *Server) execute(cmd *command, c *call) (any, error) {
 			}
 		}
 	}
-	result, err := s.executeLocked(cmd, c)
+	result, err = s.executeLocked(cmd, c)
 	s.maybeSnapshot()
 	if !zeroGUID(mutationID) {
 		s.mutations.put(mutationID, result, err)
