@@ -159,7 +159,7 @@ func (e *Engine) currentRow(tx *Tx, t *table, key []any) []any {
 	k := encodeKey(key)
 	for i := len(tx.ops) - 1; i >= 0; i-- {
 		o := &tx.ops[i]
-		if o.t != t || (o.kind != opWrite && o.kind != opDelete) || encodeKey(o.key) != k {
+		if o.t != t || (o.kind != opWrite && o.kind != opDelete) || o.enc != k {
 			continue
 		}
 		if o.kind == opDelete {

@@ -44,15 +44,16 @@ type column struct {
 
 // table is one dynamic table: sorted (key columns present) or ordered.
 type table struct {
-	id     string
-	path   string
-	schema schema.Schema
-	cols   []*column
-	byName map[string]int
-	keys   int // number of leading key columns
-	groups []string
-	sorted bool
-	state  TabletState
+	id        string
+	path      string
+	schema    schema.Schema
+	cols      []*column
+	byName    map[string]int
+	keys      int // number of leading key columns
+	groups    []string
+	allGroups []int // 0..len(groups)-1
+	sorted    bool
+	state     TabletState
 
 	// Sorted tables.
 	rows      map[string]*row
@@ -75,6 +76,15 @@ type row struct {
 	versions []version   // ascending by ts
 	writeTS  []Timestamp // per lock group: last committed write or exclusive lock
 	readTS   []Timestamp // per lock group: last committed shared strong lock
+	inline   [1]version  // storage for the first version
+}
+
+// newRow allocates a row with lock bookkeeping for the given number of groups.
+func newRow(key []any, groups int) *row {
+	ts := make([]Timestamp, 2*groups)
+	r := &row{key: key, writeTS: ts[:groups:groups], readTS: ts[groups:]}
+	r.versions = r.inline[:0]
+	return r
 }
 
 type orderedRow struct {
@@ -155,6 +165,9 @@ func compileTable(id, path string, s schema.Schema, compile Compiler) (*table, e
 		t.cols = append(t.cols, c)
 	}
 	t.sorted = t.keys > 0
+	for g := range t.groups {
+		t.allGroups = append(t.allGroups, g)
+	}
 	if t.sorted {
 		t.pivotKeys = [][]any{{}}
 	} else {
@@ -229,7 +242,12 @@ func (t *table) compareKeys(a, b []any) int {
 // keyOf builds the normalized key of a row given by name, computing computed
 // key columns. Only key columns are read from m.
 func (t *table) keyOf(m map[string]any) ([]any, error) {
-	key := make([]any, t.keys)
+	return t.keyInto(m, make([]any, t.keys))
+}
+
+// keyInto is keyOf writing the key into key[:t.keys].
+func (t *table) keyInto(m map[string]any, key []any) ([]any, error) {
+	key = key[:t.keys]
 	var computed []int
 	for i := 0; i < t.keys; i++ {
 		c := t.cols[i]

@@ -31,6 +31,7 @@ type op struct {
 	kind      opKind
 	t         *table
 	key       []any
+	enc       string // encodeKey(key)
 	values    []any  // opWrite, opAppend: schema-wide values
 	present   []bool // opWrite: which columns the row carried
 	update    bool
@@ -193,19 +194,25 @@ func (e *Engine) Insert(txID, tableID string, rows []map[string]any, opts Insert
 	if err != nil {
 		return err
 	}
-	ops, err := e.insertOps(t, rows, opts)
+	ops, err := e.appendInsertOps(tx.ops, t, rows, opts)
 	if err != nil {
 		return err
 	}
-	tx.ops = append(tx.ops, ops...)
+	tx.ops = ops
 	return nil
 }
 
 func (e *Engine) insertOps(t *table, rows []map[string]any, opts InsertOptions) ([]op, error) {
+	return e.appendInsertOps(nil, t, rows, opts)
+}
+
+// appendInsertOps validates rows and appends their ops to ops; on error the
+// caller must discard the result.
+func (e *Engine) appendInsertOps(ops []op, t *table, rows []map[string]any, opts InsertOptions) ([]op, error) {
 	if err := checkWritable(t); err != nil {
 		return nil, err
 	}
-	ops := make([]op, 0, len(rows))
+	ops = slices.Grow(ops, len(rows))
 	for _, m := range rows {
 		if err := t.checkColumns(m); err != nil {
 			return nil, schemaError(t, err)
@@ -218,13 +225,13 @@ func (e *Engine) insertOps(t *table, rows []map[string]any, opts InsertOptions) 
 			ops = append(ops, o)
 			continue
 		}
-		key, err := t.keyOf(m)
+		values := make([]any, len(t.cols))
+		key, err := t.keyInto(m, values)
 		if err != nil {
 			return nil, schemaError(t, err)
 		}
-		values := make([]any, len(t.cols))
+		key = key[:len(key):len(key)]
 		present := make([]bool, len(t.cols))
-		copy(values, key)
 		for i := t.keys; i < len(t.cols); i++ {
 			c := t.cols[i]
 			v, ok := m[c.name]
@@ -241,7 +248,7 @@ func (e *Engine) insertOps(t *table, rows []map[string]any, opts InsertOptions) 
 			values[i] = n
 			present[i] = true
 		}
-		ops = append(ops, op{kind: opWrite, t: t, key: key, values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
+		ops = append(ops, op{kind: opWrite, t: t, key: key, enc: encodeKey(key), values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
 	}
 	return ops, nil
 }
@@ -313,7 +320,7 @@ func deleteOps(t *table, keys []map[string]any) ([]op, error) {
 		if err != nil {
 			return nil, schemaError(t, err)
 		}
-		ops = append(ops, op{kind: opDelete, t: t, key: key})
+		ops = append(ops, op{kind: opDelete, t: t, key: key, enc: encodeKey(key)})
 	}
 	return ops, nil
 }
@@ -359,19 +366,10 @@ func (e *Engine) LockRows(txID, tableID string, keys []map[string]any, locks []s
 		if err != nil {
 			return schemaError(t, err)
 		}
-		tx.ops = append(tx.ops, op{kind: opLock, t: t, key: key, groups: groups,
+		tx.ops = append(tx.ops, op{kind: opLock, t: t, key: key, enc: encodeKey(key), groups: groups,
 			exclusive: lockType == LockExclusive, strong: lockType == LockSharedStrong})
 	}
 	return nil
-}
-
-// allGroups lists every lock group of t.
-func allGroups(t *table) []int {
-	g := make([]int, len(t.groups))
-	for i := range g {
-		g[i] = i
-	}
-	return g
 }
 
 // writtenGroups returns the lock groups a write touches: the groups of the
@@ -379,7 +377,7 @@ func allGroups(t *table) []int {
 func writtenGroups(o *op) []int {
 	t := o.t
 	if !o.update {
-		return allGroups(t)
+		return t.allGroups
 	}
 	var gs []int
 	for i := t.keys; i < len(t.cols); i++ {
@@ -388,10 +386,12 @@ func writtenGroups(o *op) []int {
 		}
 	}
 	if len(gs) == 0 {
-		gs = []int{0}
+		gs = primaryGroup
 	}
 	return gs
 }
+
+var primaryGroup = []int{0}
 
 func conflict(tx *Tx, t *table, key []any, group int, winner Timestamp, reason string) error {
 	return yterrors.Err(yterrors.CodeTransactionLockConflict,
@@ -461,13 +461,13 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		if o.kind == opAppend {
 			continue
 		}
-		r := o.t.rows[encodeKey(o.key)]
+		r := o.t.rows[o.enc]
 		if r == nil {
 			continue
 		}
 		switch o.kind {
 		case opWrite, opDelete:
-			gs := allGroups(o.t)
+			gs := o.t.allGroups
 			if o.kind == opWrite {
 				gs = writtenGroups(o)
 			}
@@ -491,7 +491,7 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		}
 	}
 	rec := &CommitRecord{Timestamp: e.next()}
-	pending := map[string]int{} // table id + key -> index in rec.Writes
+	pending := map[pendingKey]int{} // row -> index of its latest write in rec.Writes
 	for i := range tx.ops {
 		o := &tx.ops[i]
 		switch o.kind {
@@ -502,15 +502,15 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 				rec.Locks = append(rec.Locks, RowLock{Table: o.t.id, Key: o.key, Groups: o.groups, Exclusive: o.exclusive})
 			}
 		case opDelete:
-			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: allGroups(o.t)})
-			pending[o.t.id+"\x00"+encodeKey(o.key)] = len(rec.Writes) - 1
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: o.t.allGroups})
+			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 		case opWrite:
 			values, err := e.resolveWrite(o, rec, pending)
 			if err != nil {
 				return 0, err
 			}
 			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o)})
-			pending[o.t.id+"\x00"+encodeKey(o.key)] = len(rec.Writes) - 1
+			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 		}
 	}
 	if err := e.commit(&Record{Kind: RecordCommit, Commit: rec}); err != nil {
@@ -519,26 +519,33 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 	return rec.Timestamp, nil
 }
 
+type pendingKey struct {
+	t   *table
+	enc string
+}
+
 // currentValues returns the row as this commit would leave it so far.
-func (e *Engine) currentValues(t *table, key []any, rec *CommitRecord, pending map[string]int) []any {
-	if i, ok := pending[t.id+"\x00"+encodeKey(key)]; ok {
+func (e *Engine) currentValues(t *table, enc string, rec *CommitRecord, pending map[pendingKey]int) []any {
+	if i, ok := pending[pendingKey{t, enc}]; ok {
 		if rec.Writes[i].Delete {
 			return nil
 		}
 		return rec.Writes[i].Values
 	}
-	if r := t.rows[encodeKey(key)]; r != nil {
+	if r := t.rows[enc]; r != nil {
 		return r.latest()
 	}
 	return nil
 }
 
-func (e *Engine) resolveWrite(o *op, rec *CommitRecord, pending map[string]int) ([]any, error) {
+// resolveWrite computes the full row a write leaves. It may reuse o.values: ops
+// are discarded after the commit.
+func (e *Engine) resolveWrite(o *op, rec *CommitRecord, pending map[pendingKey]int) ([]any, error) {
 	t := o.t
-	values := slices.Clone(o.values)
+	values := o.values
 	var base []any
 	if o.update || o.aggregate {
-		base = e.currentValues(t, o.key, rec, pending)
+		base = e.currentValues(t, o.enc, rec, pending)
 	}
 	for i := t.keys; i < len(t.cols); i++ {
 		c := t.cols[i]
@@ -577,7 +584,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 			if w.Delete {
 				continue
 			}
-			r = &row{key: w.Key, writeTS: make([]Timestamp, len(t.groups)), readTS: make([]Timestamp, len(t.groups))}
+			r = newRow(w.Key, len(t.groups))
 			t.rows[k] = r
 			t.dirty = true
 		}
@@ -601,7 +608,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		k := encodeKey(l.Key)
 		r := t.rows[k]
 		if r == nil {
-			r = &row{key: l.Key, writeTS: make([]Timestamp, len(t.groups)), readTS: make([]Timestamp, len(t.groups))}
+			r = newRow(l.Key, len(t.groups))
 			t.rows[k] = r
 			t.dirty = true
 		}

@@ -1,7 +1,6 @@
 package tablet
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -260,45 +259,33 @@ func compareKeys(a, b []any) int {
 // encodeKey maps a normalized key to a string usable as a Go map key. Equal
 // keys give equal strings.
 func encodeKey(key []any) string {
-	var buf bytes.Buffer
-	var tmp [8]byte
+	buf := make([]byte, 0, 16*len(key))
 	for _, v := range key {
 		switch x := v.(type) {
 		case nil:
-			buf.WriteByte(0)
+			buf = append(buf, 0)
 		case int64:
-			buf.WriteByte(1)
-			binary.BigEndian.PutUint64(tmp[:], uint64(x))
-			buf.Write(tmp[:])
+			buf = binary.BigEndian.AppendUint64(append(buf, 1), uint64(x))
 		case uint64:
-			buf.WriteByte(2)
-			binary.BigEndian.PutUint64(tmp[:], x)
-			buf.Write(tmp[:])
+			buf = binary.BigEndian.AppendUint64(append(buf, 2), x)
 		case float64:
-			buf.WriteByte(3)
-			binary.BigEndian.PutUint64(tmp[:], math.Float64bits(x))
-			buf.Write(tmp[:])
+			buf = binary.BigEndian.AppendUint64(append(buf, 3), math.Float64bits(x))
 		case bool:
-			buf.WriteByte(4)
+			b := byte(0)
 			if x {
-				buf.WriteByte(1)
-			} else {
-				buf.WriteByte(0)
+				b = 1
 			}
+			buf = append(buf, 4, b)
 		case string:
-			buf.WriteByte(5)
-			binary.BigEndian.PutUint32(tmp[:4], uint32(len(x)))
-			buf.Write(tmp[:4])
-			buf.WriteString(x)
+			buf = binary.BigEndian.AppendUint32(append(buf, 5), uint32(len(x)))
+			buf = append(buf, x...)
 		default:
-			s := fmt.Sprintf("%#v", x)
-			buf.WriteByte(6)
-			binary.BigEndian.PutUint32(tmp[:4], uint32(len(s)))
-			buf.Write(tmp[:4])
-			buf.WriteString(s)
+			str := fmt.Sprintf("%#v", x)
+			buf = binary.BigEndian.AppendUint32(append(buf, 6), uint32(len(str)))
+			buf = append(buf, str...)
 		}
 	}
-	return buf.String()
+	return string(buf)
 }
 
 // aggregate combines an old and a new value of a column with an aggregate

@@ -1,0 +1,131 @@
+package ytlocal_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/guid"
+	"go.ytsaurus.tech/yt/go/migrate"
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yt/ythttp"
+
+	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
+)
+
+// Benchmarks of the dynamic-table commands through the real SDK over loopback:
+//
+//	go test ./ytlocal -run '^$' -bench BenchmarkDyn -benchtime 5s
+
+type benchRow struct {
+	Key   int64  `yson:"key,key"`
+	Value string `yson:"value"`
+}
+
+type benchKey struct {
+	Key int64 `yson:"key"`
+}
+
+func benchTable(b *testing.B) (context.Context, yt.Client, ypath.Path) {
+	b.Helper()
+	addr := ytlocaltest.New(b)
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr})
+	require.NoError(b, err)
+	b.Cleanup(yc.Stop)
+	ctx := context.Background()
+	p := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(b, migrate.Create(ctx, yc, p, schema.MustInfer(&benchRow{})))
+	require.NoError(b, migrate.MountAndWait(ctx, yc, p))
+	return ctx, yc, p
+}
+
+func batch(start int64, n int) []any {
+	rows := make([]any, n)
+	for i := range rows {
+		rows[i] = &benchRow{Key: start + int64(i), Value: fmt.Sprintf("value-%d", start+int64(i))}
+	}
+	return rows
+}
+
+// BenchmarkDynInsertRows inserts batches of 1000 rows, each batch one implicit
+// tablet transaction; reports rows/s.
+func BenchmarkDynInsertRows(b *testing.B) {
+	ctx, yc, p := benchTable(b)
+	const size = 1000
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		require.NoError(b, yc.InsertRows(ctx, p, batch(int64(i)*size, size), nil))
+	}
+	b.ReportMetric(float64(b.N*size)/time.Since(start).Seconds(), "rows/s")
+}
+
+// BenchmarkDynCommitWithPrerequisite runs start_transaction(tablet) + insert_rows
+// (one row) + commit_transaction with a master prerequisite; reports commits/s.
+func BenchmarkDynCommitWithPrerequisite(b *testing.B) {
+	ctx, yc, p := benchTable(b)
+	master, err := yc.BeginTx(ctx, nil)
+	require.NoError(b, err)
+	defer func() { _ = master.Abort() }()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		txID, err := yc.StartTabletTx(ctx, &yt.StartTabletTxOptions{Type: yt.TxTypeTablet, Sticky: true})
+		require.NoError(b, err)
+		require.NoError(b, yc.InsertRows(ctx, p, batch(int64(i), 1), &yt.InsertRowsOptions{
+			TransactionOptions: &yt.TransactionOptions{TransactionID: txID},
+		}))
+		require.NoError(b, yc.CommitTx(ctx, txID, &yt.CommitTxOptions{
+			Sticky:              true,
+			PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{master.ID()}},
+		}))
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "commits/s")
+}
+
+// BenchmarkDynLookup looks up one key of 100k rows per call; reports p50/p99 latency.
+func BenchmarkDynLookup(b *testing.B) {
+	ctx, yc, p := benchTable(b)
+	const rows = 100_000
+	for i := int64(0); i < rows; i += 1000 {
+		require.NoError(b, yc.InsertRows(ctx, p, batch(i, 1000), nil))
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		r, err := yc.LookupRows(ctx, p, []any{&benchKey{int64(i*7919) % rows}}, nil)
+		require.NoError(b, err)
+		require.True(b, r.Next())
+		require.NoError(b, r.Close())
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkDynMemoryPerMillionRows inserts 1M rows (keys int64, ~12-byte strings)
+// and reports the growth of the in-use heap of the process (server and client share
+// it; the client holds nothing after the inserts).
+func BenchmarkDynMemoryPerMillionRows(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		ctx, yc, p := benchTable(b)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for k := int64(0); k < 1_000_000; k += 1000 {
+			require.NoError(b, yc.InsertRows(ctx, p, batch(k, 1000), nil))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/(1<<20), "MiB/1M-rows")
+	}
+}
