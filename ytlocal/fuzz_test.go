@@ -14,7 +14,6 @@ var fuzzCommands = []string{"get", "set", "list", "exists", "create", "remove", 
 	"commit_transaction", "abort_transaction", "write_table", "read_table", "write_file",
 	"read_file", "execute_batch", "generate_timestamp"}
 
-
 // FuzzDecodeRequest feeds arbitrary parameters and bodies through request decoding and
 // then through a core command on a live in-memory server: the outcome must be a value or
 // a YTsaurus error — never a panic, a hang or a non-YT error.
