@@ -1,0 +1,167 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// echoLater counts messages per key in state "n" and sets a timer due at once; when the
+// timer fires it emits {data, n} to stream "out". So every output comes from a timer.
+type echoLater struct{}
+
+func (echoLater) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	var n int64
+	if b, ok := inv.State["n"]; ok {
+		if err := yson.Unmarshal(b, &n); err != nil {
+			return nil, err
+		}
+	}
+	res := &flow.Result{}
+	for _, t := range inv.Timers {
+		res.Outputs = append(res.Outputs, flow.Output{StreamID: "out", Payload: flow.Row{"data": inv.Key[1], "n": n}, ParentIDs: []string{t.MessageID}})
+	}
+	if len(inv.Messages) > 0 {
+		n += int64(len(inv.Messages))
+		b, err := yson.Marshal(n)
+		if err != nil {
+			return nil, err
+		}
+		res.StateWrites = map[string][]byte{"n": b}
+		res.Timers = []flow.Timer{{StreamID: "later", Trigger: inv.Now}}
+	}
+	return res, nil
+}
+
+func init() { flow.Register("test.EchoLater", echoLater{}) }
+
+const sinksSpec = `{
+  computations = {
+    read = {
+      computation_class_name = "NYT::NFlow::TSwiftPassthroughOrderedSourceComputation";
+      source_streams = {
+        input = {
+          source_class_name = "NYT::NFlow::TQueueSource";
+          parameters = {queue_path = "//tmp/s/input"; consumer_path = "//tmp/s/consumer"; finite = %true};
+        };
+      };
+      output_stream_ids = ["raw"];
+    };
+    echo = {
+      computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
+      processing_function = "test.EchoLater";
+      group_by_schema = [
+        {name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(data)"};
+        {name = "data"; type = "string"; required = %true};
+      ];
+      input_stream_ids = ["raw"];
+      output_stream_ids = ["out"];
+      timer_streams = {later = {time_type = "current_time"}};
+      sinks = {
+        exact = {
+          sink_class_name = "NYT::NFlow::TAsyncQueueSink";
+          input_stream_ids = ["out"];
+          parameters = {queue_path = "//tmp/s/out"; producer_path = "//tmp/s/producer"};
+        };
+        best = {
+          sink_class_name = "NYT::NFlow::TAsyncQueueSink";
+          input_stream_ids = ["out"];
+          parameters = {queue_path = "//tmp/s/best"; producer_path = "//tmp/s/producer"};
+          at_most_once_strategy = {enabled = %true; total_queue_bytes_limit = 1000000};
+        };
+      };
+    };
+  };
+  streams = {
+    raw = {schema = [{name = "data"; type = "string"; required = %true}]};
+    out = {schema = [{name = "data"; type = "string"}; {name = "n"; type = "int64"}]};
+  };
+}`
+
+func TestTimersAndAsyncSinks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	const path = "//tmp/s/pipeline"
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: path})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	require.NoError(t, st.CreatePipeline(ctx))
+	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(sinksSpec), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
+	out := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}, {Name: "n", Type: schema.TypeInt64}}}
+	for _, ut := range []ytstore.UserTable{
+		{Path: "//tmp/s/input", Kind: ytstore.UserQueue, Schema: data},
+		{Path: "//tmp/s/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/s/input"},
+		{Path: "//tmp/s/out", Kind: ytstore.UserQueue, Schema: out},
+		{Path: "//tmp/s/best", Kind: ytstore.UserQueue, Schema: out},
+		{Path: "//tmp/s/producer", Kind: ytstore.UserProducer},
+	} {
+		require.NoError(t, st.EnsureUserTable(ctx, ut))
+	}
+	require.NoError(t, st.InsertRows(ctx, "//tmp/s/input", []map[string]any{{"data": "a"}, {"data": "b"}, {"data": "a"}}))
+
+	leader, err := st.StartSession(ctx, "test leader", time.Minute)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = leader.Close() })
+	w := NewWorker(Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
+		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second})
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { wcancel(); <-done })
+	<-w.Ready()
+	e := &wcEnv{t: t, ctx: ctx, store: st, leader: leader, worker: w}
+	e.putJob("read-0", "read", "read-p0", 0)
+	e.putJob("echo-0", "echo", "echo-p0", -1)
+
+	rowsOf := func(q string) []string {
+		rows, err := st.SelectRows(ctx, "data, n from ["+q+"]")
+		require.NoError(t, err)
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%v=%v", r["data"], r["n"]))
+		}
+		sort.Strings(got)
+		return got
+	}
+	e.eventually("the exactly-once sink to receive both keys", func() bool { return len(rowsOf("//tmp/s/out")) >= 2 })
+	e.eventually("the fired timers to be deleted", func() bool {
+		timers, err := st.LoadTimers(ctx, "echo", 0, 0)
+		require.NoError(t, err)
+		return len(timers) == 0
+	})
+	e.eventually("the output store to drain", func() bool {
+		outs, err := st.LoadOutputs(ctx, "echo-p0")
+		require.NoError(t, err)
+		return len(outs) == 0
+	})
+	assert.Equal(t, []string{"a=2", "b=1"}, rowsOf("//tmp/s/out"), "one output per fired timer, delivered once")
+	e.eventually("the at-most-once sink to receive the rows", func() bool { return len(rowsOf("//tmp/s/best")) == 2 })
+	assert.Equal(t, int64(0), w.Stats()["echo-0"].BestEffortDropped)
+
+	// The finite source completes once it read the whole queue and delivered its outputs.
+	e.eventually("the finite source job to report completed", func() bool {
+		sts, err := st.JobStatuses(ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "read-0" && s.State == ytstore.JobCompleted {
+				return true
+			}
+		}
+		return false
+	})
+}
