@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yt/ythttp"
+)
+
+// startLocal runs the yt-flow binary's local command and returns the process and the
+// proxy address it printed. The process is killed in t.Cleanup if still running.
+func startLocal(t *testing.T, bin string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"local", "--port", "0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "yt-flow local must print its address")
+	proxy, ok := strings.CutPrefix(strings.TrimSpace(line), "YT_PROXY=")
+	require.True(t, ok, "unexpected first line %q", line)
+	require.True(t, strings.HasPrefix(proxy, "127.0.0.1:"), "must bind loopback by default, got %s", proxy)
+	return cmd, proxy
+}
+
+type localRow struct {
+	Key   string `yson:"key"`
+	Value int64  `yson:"value"`
+}
+
+func TestLocalSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "yt-flow")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	dataDir := t.TempDir()
+	ctx := context.Background()
+
+	proc, proxy := startLocal(t, bin, "--data-dir", dataDir)
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: proxy})
+	require.NoError(t, err)
+	table := ypath.Path("//tmp/durable/t")
+	_, err = yt.CreateTable(ctx, yc, table, yt.WithRecursive())
+	require.NoError(t, err)
+	for i := range int64(3) {
+		w, err := yc.WriteTable(ctx, ypath.NewRich(string(table)).SetAppend(), nil)
+		require.NoError(t, err)
+		require.NoError(t, w.Write(localRow{Key: "k", Value: i}))
+		require.NoError(t, w.Commit())
+	}
+	require.NoError(t, yc.SetNode(ctx, table.Attr("owner_note"), "kept", nil))
+	yc.Stop()
+
+	// Every acknowledged mutation was fsynced: SIGKILL loses nothing.
+	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
+	_ = proc.Wait()
+
+	proc2, proxy2 := startLocal(t, bin, "--data-dir", dataDir)
+	yc2, err := ythttp.NewClient(&yt.Config{Proxy: proxy2})
+	require.NoError(t, err)
+	defer yc2.Stop()
+	r, err := yc2.ReadTable(ctx, table, nil)
+	require.NoError(t, err)
+	var got []localRow
+	for r.Next() {
+		var row localRow
+		require.NoError(t, r.Scan(&row))
+		got = append(got, row)
+	}
+	require.NoError(t, r.Err())
+	require.NoError(t, r.Close())
+	require.Equal(t, []localRow{{"k", 0}, {"k", 1}, {"k", 2}}, got)
+	var note string
+	require.NoError(t, yc2.GetNode(ctx, table.Attr("owner_note"), &note, nil))
+	require.Equal(t, "kept", note)
+
+	// SIGTERM stops it cleanly with exit code 0.
+	require.NoError(t, proc2.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- proc2.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "yt-flow local must exit 0 on SIGTERM")
+	case <-time.After(time.Minute):
+		t.Fatal("yt-flow local did not exit after SIGTERM")
+	}
+}
+
+func TestLocalRejectsBadFlags(t *testing.T) {
+	var stderr strings.Builder
+	env := &environ{stdout: &strings.Builder{}, stderr: &stderr, getenv: func(string) string { return "" }}
+	require.Equal(t, 2, runMain(context.Background(), env, []string{"local", "--port", "70000"}))
+	require.Contains(t, stderr.String(), "out of range")
+	require.Equal(t, 2, runMain(context.Background(), env, []string{"local", "extra"}))
+}
