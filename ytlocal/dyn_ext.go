@@ -160,7 +160,7 @@ func (d *dynExt) ReadDynamicTable(id guid.GUID) ([]any, bool) {
 	return rows, true
 }
 
-var dynAttrNames = []string{"tablet_state", "expected_tablet_state", "tablet_count", "tablets"}
+var dynAttrNames = []string{"row_count", "tablet_state", "expected_tablet_state", "tablet_count", "tablets"}
 
 // NodeAttribute reports tablet attributes of dynamic tables; sorted dynamic tables
 // always have unique keys.
@@ -173,6 +173,9 @@ func (d *dynExt) NodeAttribute(id guid.GUID, typ, name string) (any, bool) {
 		return nil, false
 	}
 	switch name {
+	case "row_count":
+		n, err := d.eng.RowCount(tid)
+		return n, err == nil
 	case "tablet_state", "expected_tablet_state":
 		st, err := d.eng.TabletState(tid)
 		return string(st), err == nil

@@ -85,6 +85,9 @@ func TestDynInsertLookupSelect(t *testing.T) {
 	var state string
 	require.NoError(t, yc.GetNode(ctx, p.Attr("tablet_state"), &state, nil))
 	assert.Equal(t, "mounted", state)
+	var rowCount int64
+	require.NoError(t, yc.GetNode(ctx, p.Attr("row_count"), &rowCount, nil))
+	assert.Equal(t, int64(2), rowCount)
 }
 
 // Invariant: a tablet commit whose prerequisite master transaction has ended fails
@@ -318,4 +321,71 @@ func TestDynDurableAcrossRestart(t *testing.T) {
 	require.NoError(t, err, "the registration survived")
 	require.True(t, r.Next())
 	require.NoError(t, r.Close())
+}
+
+func TestDynAlterStaticTableToDynamic(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := ypath.Path("//tmp/" + guid.New().String())
+	sc := schema.MustInfer(&kvRow{})
+	_, err := yc.CreateNode(ctx, p, yt.NodeTable, &yt.CreateNodeOptions{Attributes: map[string]any{"schema": sc}})
+	require.NoError(t, err)
+	err = yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}}, nil)
+	require.Error(t, err, "a static table takes no insert_rows")
+
+	require.NoError(t, yc.AlterTable(ctx, p, &yt.AlterTableOptions{Dynamic: ptrBool(true)}))
+	var dynamic bool
+	require.NoError(t, yc.GetNode(ctx, p.Attr("dynamic"), &dynamic, nil))
+	assert.True(t, dynamic)
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}}, nil))
+	v, ok := lookupValue(t, ctx, yc, p, "a")
+	require.True(t, ok)
+	assert.Equal(t, int64(1), v)
+
+	// The schema of a mounted dynamic table cannot change; unmounted it can.
+	wider := schema.MustInfer(&struct {
+		Key   string `yson:"key,key"`
+		Value int64  `yson:"value"`
+		Note  string `yson:"note"`
+	}{})
+	requireCode(t, yc.AlterTable(ctx, p, &yt.AlterTableOptions{Schema: &wider}), yterrors.CodeInvalidTabletState)
+	require.NoError(t, migrate.UnmountAndWait(ctx, yc, p))
+	require.NoError(t, yc.AlterTable(ctx, p, &yt.AlterTableOptions{Schema: &wider}))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	v, ok = lookupValue(t, ctx, yc, p, "a")
+	require.True(t, ok, "rows survive the schema change")
+	assert.Equal(t, int64(1), v)
+}
+
+func TestDynOrderedTabletsAttributes(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&queueRow{})))
+	tabletCount := 3
+	require.NoError(t, yc.ReshardTable(ctx, p, &yt.ReshardTableOptions{TabletCount: &tabletCount}))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	requireCode(t, yc.ReshardTable(ctx, p, &yt.ReshardTableOptions{TabletCount: &tabletCount}), yterrors.CodeInvalidTabletState)
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&queueRow{1, "a"}, &queueRow{1, "b"}, &queueRow{2, "c"}}, nil))
+
+	var count int64
+	require.NoError(t, yc.GetNode(ctx, p.Attr("tablet_count"), &count, nil))
+	assert.Equal(t, int64(3), count)
+	var tablets []struct {
+		Index    int64 `yson:"index"`
+		RowCount int64 `yson:"total_row_count"`
+	}
+	require.NoError(t, yc.GetNode(ctx, p.Attr("tablets"), &tablets, nil))
+	require.Len(t, tablets, 3)
+	assert.Equal(t, int64(2), tablets[1].RowCount)
+	assert.Equal(t, int64(1), tablets[2].RowCount)
+
+	// Unmounted tables reject writes with 1702; frozen ones reject writes but serve reads.
+	require.NoError(t, migrate.FreezeAndWait(ctx, yc, p))
+	require.Error(t, yc.InsertRows(ctx, p, []any{&queueRow{0, "x"}}, nil))
+	r, err := yc.SelectRows(ctx, fmt.Sprintf("value FROM [%s] WHERE [$tablet_index] = 1", p), nil)
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	require.NoError(t, r.Close())
+	require.NoError(t, migrate.UnmountAndWait(ctx, yc, p))
+	requireCode(t, yc.InsertRows(ctx, p, []any{&queueRow{0, "x"}}, nil), yterrors.CodeTabletNotMounted)
 }

@@ -217,3 +217,27 @@ func (e *Engine) Run(fn func(txID string) error) (Timestamp, error) {
 	}
 	return e.Commit(id, nil, nil)
 }
+
+// RowCount returns the number of live rows: sorted tables count keys with a
+// row, ordered tables the rows not trimmed away.
+func (e *Engine) RowCount(tableID string) (int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(tableID)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if t.sorted {
+		for _, r := range t.rows {
+			if r.latest() != nil {
+				n++
+			}
+		}
+		return n, nil
+	}
+	for _, tb := range t.tablets {
+		n += int64(len(tb.rows))
+	}
+	return n, nil
+}
