@@ -340,15 +340,16 @@ func TestFailedJobReplacedWithNewLease(t *testing.T) {
 			t.Fatalf("replacement reuses the lease %s", j.LeaseID)
 		}
 	}
-	recs, err := e.st.ControllerLogs(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, r := range recs {
-		found = found || strings.Contains(r.Data, "agg: user function panicked")
-	}
-	if !found {
-		t.Errorf("controller_logs does not carry the job error: %+v", recs)
-	}
+	e.waitFor("the job error in controller_logs", func() bool {
+		recs, err := e.st.ControllerLogs(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if strings.Contains(r.Data, "agg: user function panicked") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -110,7 +110,8 @@ func (s *Store) TxAlive(ctx context.Context, tx string) (bool, error) {
 	if _, err := parseTxID(tx); err != nil {
 		return false, nil
 	}
-	ok, err := s.yc.NodeExists(ctx, ypath.Path("//sys/transactions").Child(tx), nil)
+	// The transaction object itself (#<id>) exists exactly while it is alive.
+	ok, err := s.yc.NodeExists(ctx, ypath.Path("#"+tx), nil)
 	if err != nil {
 		return false, fmt.Errorf("ytstore: check transaction %s: %w", tx, classify(err))
 	}
