@@ -132,6 +132,12 @@ func (c *Context) result() (*Result, error) {
 	// Invariant: StateWrites holds exactly the changed states, deletions as nil
 	// (TestStateGetSetClear, TestStateEmptyIsAbsent, TestStateUnchangedIsNotWritten).
 	for name, s := range r.states {
+		c.flush(name, s)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	for name, s := range r.states {
 		if !s.changed() {
 			continue
 		}

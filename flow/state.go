@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"go.ytsaurus.tech/yt/go/yson"
 )
@@ -15,8 +16,10 @@ import (
 // A value is empty when it is the zero value of its type, a map or slice of length zero, or
 // when it has an IsEmpty() bool method that reports true.
 //
-// Changes become visible to later reads in the same invocation at once and are committed
-// atomically with the epoch; a failed invocation changes nothing.
+// Get returns a copy and Set stores a copy: changing a value after Set, or one returned by
+// Get, changes the state only when it is Set again. Changes become visible to later reads in
+// the same invocation at once and are committed atomically with the epoch; a failed invocation
+// changes nothing.
 type State[T any] struct {
 	ctx  *Context
 	name string
@@ -34,6 +37,12 @@ func StateOf[T any](ctx *Context, name string) State[T] {
 func (s State[T]) Get() (T, bool) {
 	var v T
 	slot := s.slot()
+	if slot.val != nil {
+		if cached, ok := slot.val.(T); ok {
+			return cached, true
+		}
+		s.ctx.flush(s.name, slot) // cached under another type: go through YSON
+	}
 	if slot.cur == nil {
 		return v, false
 	}
@@ -42,14 +51,24 @@ func (s State[T]) Get() (T, bool) {
 		var zero T
 		return zero, false
 	}
+	if copyable(reflect.TypeFor[T]()) {
+		slot.val, slot.dirty = v, false
+	}
 	return v, true
 }
 
-// Set stores v, or clears the state when v is empty. When v does not encode as YSON the state
-// is left unchanged and the invocation fails with an error wrapping ErrBadState.
+// Set stores v, or clears the state when v is empty. When v does not encode as YSON the
+// invocation fails with an error wrapping ErrBadState.
 func (s State[T]) Set(v T) {
 	if isEmpty(v) {
 		s.Clear()
+		return
+	}
+	slot := s.slot()
+	if copyable(reflect.TypeFor[T]()) {
+		// Invariant: a value without references is copied into the slot and encoded once, when
+		// the invocation ends (TestStateCacheKeepsSnapshotSemantics).
+		slot.val, slot.dirty = v, true
 		return
 	}
 	b, err := yson.Marshal(v)
@@ -57,12 +76,13 @@ func (s State[T]) Set(v T) {
 		s.ctx.fail(fmt.Errorf("state %q of key %v: encode %T: %w: %w", s.name, s.ctx.inv.Key, v, ErrBadState, err))
 		return
 	}
-	s.slot().cur = b
+	slot.cur, slot.val, slot.dirty = b, nil, false
 }
 
 // Clear deletes the state.
 func (s State[T]) Clear() {
-	s.slot().cur = nil
+	slot := s.slot()
+	slot.cur, slot.val, slot.dirty = nil, nil, false
 }
 
 func (s State[T]) slot() *stateSlot {
@@ -82,9 +102,26 @@ func (s State[T]) slot() *stateSlot {
 	return slot
 }
 
-// stateSlot is one state during an invocation; nil bytes mean absent.
+// stateSlot is one state during an invocation: orig as stored, cur as it is now (nil bytes =
+// absent). val may cache the current value decoded (a type without references, see copyable);
+// when dirty, val was Set and cur is stale until flush encodes it.
 type stateSlot struct {
 	orig, cur []byte
+	val       any
+	dirty     bool
+}
+
+// flush drops a cached value, encoding it into cur first if it was Set.
+func (c *Context) flush(name string, slot *stateSlot) {
+	if slot.val != nil && slot.dirty {
+		b, err := yson.Marshal(slot.val)
+		if err != nil {
+			c.fail(fmt.Errorf("state %q of key %v: encode %T: %w: %w", name, c.inv.Key, slot.val, ErrBadState, err))
+			b = slot.orig // the invocation fails anyway
+		}
+		slot.cur = b
+	}
+	slot.val, slot.dirty = nil, false
 }
 
 func (s *stateSlot) changed() bool {
@@ -108,4 +145,37 @@ func isEmpty(v any) bool {
 		return rv.Len() == 0
 	}
 	return rv.IsZero()
+}
+
+var copyableTypes sync.Map // reflect.Type -> bool
+
+// copyable reports whether a value of type t holds no references (pointers, maps, slices,
+// interfaces, channels, functions), so that assigning it copies it entirely and it can be
+// cached in a slot without sharing memory with user code.
+func copyable(t reflect.Type) bool {
+	if c, ok := copyableTypes.Load(t); ok {
+		return c.(bool)
+	}
+	c := refFree(t)
+	copyableTypes.Store(t, c)
+	return c
+}
+
+func refFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array:
+		return refFree(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !refFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -136,3 +136,80 @@ func TestStateEncodeErrorFailsInvocation(t *testing.T) {
 		t.Errorf("error = %v, want ErrBadState", err)
 	}
 }
+
+type point struct {
+	X, Y int64
+	Tag  string
+	Arr  [2]int32
+}
+
+func TestStateCacheKeepsSnapshotSemantics(t *testing.T) {
+	stored := map[string][]byte{"p": mustYSON(t, point{X: 1}), "m": mustYSON(t, map[string]int64{"a": 1})}
+	res, err := invokeState(Key{"k"}, stored, func(ctx *Context) {
+		// Cached type: later changes to a got or set copy do not reach the state.
+		p := StateOf[point](ctx, "p")
+		v, _ := p.Get()
+		v.X = 100
+		if again, _ := p.Get(); again.X != 1 {
+			t.Errorf("mutating a Get result changed the state: %+v", again)
+		}
+		v = point{X: 2, Tag: "t", Arr: [2]int32{1, 2}}
+		p.Set(v)
+		v.X = 3
+		if again, _ := p.Get(); again.X != 2 {
+			t.Errorf("mutating after Set changed the state: %+v", again)
+		}
+		// Reference type: the same rules hold through YSON.
+		m := StateOf[map[string]int64](ctx, "m")
+		mv, _ := m.Get()
+		mv["a"] = 100
+		if again, _ := m.Get(); again["a"] != 1 {
+			t.Errorf("mutating a Get map changed the state: %v", again)
+		}
+		mv["a"] = 2
+		m.Set(mv)
+		mv["a"] = 3
+		// The same state read as another type goes through its YSON encoding.
+		if asMap, _ := StateOf[map[string]any](ctx, "p").Get(); asMap["X"] != int64(2) {
+			t.Errorf("state p read as a map = %v", asMap)
+		}
+		p.Set(point{X: 4})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"p": mustYSON(t, point{X: 4}), "m": mustYSON(t, map[string]int64{"a": 2})}
+	if !reflect.DeepEqual(res.StateWrites, want) {
+		t.Errorf("state writes = %q, want %q", res.StateWrites, want)
+	}
+}
+
+func TestStateReadOnlyIsNotWritten(t *testing.T) {
+	// Stored bytes in another spelling than the encoder's (binary YSON here) are not rewritten
+	// by a read.
+	b, err := yson.MarshalFormat(point{X: 1}, yson.FormatBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := invokeState(Key{"k"}, map[string][]byte{"p": b}, func(ctx *Context) {
+		if v, ok := StateOf[point](ctx, "p").Get(); !ok || v.X != 1 {
+			t.Errorf("Get() = %+v, %v", v, ok)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.StateWrites) != 0 {
+		t.Errorf("state writes = %q, want none", res.StateWrites)
+	}
+}
+
+func TestStateCachedEncodeErrorFailsInvocation(t *testing.T) {
+	// complex128 has no references, so it is cached and only encoded at the end.
+	_, err := invokeState(Key{"k"}, nil, func(ctx *Context) {
+		StateOf[complex128](ctx, "c").Set(1 + 2i)
+	})
+	if !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), `"c"`) {
+		t.Errorf("error = %v, want ErrBadState naming the state", err)
+	}
+}
