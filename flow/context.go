@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -21,8 +22,9 @@ type Context struct {
 type run struct {
 	res    Result
 	states map[string]*stateSlot
-	err    error           // first misuse or bad state; fails the invocation
-	inputs map[string]bool // ids of the invocation's messages and timers, built on first use
+	err    error                // first misuse or bad state; fails the invocation
+	inputs map[string]bool      // ids of the invocation's messages and timers, built on first use
+	params map[reflect.Type]any // decoded parameters by type (see ParamsOf)
 }
 
 func newContext(inv *Invocation) *Context {

@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 
 	"go.ytsaurus.tech/yt/go/yson"
@@ -132,8 +133,16 @@ func (p position) describe(inv *Invocation) string {
 }
 
 // ParamsOf decodes the processing function parameters into a P (a struct with yson tags, or a
-// map). The error wraps ErrBadParameters and names the type.
+// map). The error wraps ErrBadParameters and names the type. Within one invocation the decoded
+// value of a type without references is reused, so calling ParamsOf in every handler is cheap.
 func ParamsOf[P any](ctx *Context) (P, error) {
+	t := reflect.TypeFor[P]()
+	cache := copyable(t)
+	if cache {
+		if p, ok := ctx.run.params[t]; ok {
+			return p.(P), nil
+		}
+	}
 	var p P
 	b, err := yson.Marshal(ctx.inv.Parameters)
 	if err == nil {
@@ -142,6 +151,12 @@ func ParamsOf[P any](ctx *Context) (P, error) {
 	if err != nil {
 		var zero P
 		return zero, fmt.Errorf("decode parameters as %T: %w: %w", p, ErrBadParameters, err)
+	}
+	if cache {
+		if ctx.run.params == nil {
+			ctx.run.params = map[reflect.Type]any{}
+		}
+		ctx.run.params[t] = p
 	}
 	return p, nil
 }

@@ -246,3 +246,18 @@ func TestConcurrentInvocations(t *testing.T) {
 		}
 	}
 }
+
+func TestParamsOfReusedWithinInvocation(t *testing.T) {
+	var got []limits
+	f := PerMessage(func(ctx *Context, m *Message) error {
+		p, err := ParamsOf[limits](ctx)
+		got = append(got, p)
+		return err
+	})
+	if _, err := f.Invoke(&Invocation{Parameters: Row{"min_length": int64(3)}, Messages: msgs("a", "b")}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []limits{{MinLength: 3}, {MinLength: 3}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("params = %+v, want %+v", got, want)
+	}
+}
