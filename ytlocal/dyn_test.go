@@ -275,11 +275,20 @@ func ptrInt32(v int32) *int32 { return &v }
 func ptrBool(v bool) *bool    { return &v }
 
 func TestDynDurableAcrossRestart(t *testing.T) {
+	for _, every := range []int{0, 3} {
+		t.Run(fmt.Sprintf("snapshot_every_%d", every), func(t *testing.T) { testDynDurable(t, every) })
+	}
+}
+
+// testDynDurable writes through every kind of dynamic-table record, restarts the
+// server on the same data directory and checks the state; snapshotEvery > 0 makes
+// the restart load a snapshot plus a log tail.
+func testDynDurable(t *testing.T, snapshotEvery int) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := func() (*ytlocal.Server, yt.Client) {
-		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: dir})
+		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: dir, SnapshotEvery: snapshotEvery})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = srv.Close() })
 		yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr()})
