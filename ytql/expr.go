@@ -629,3 +629,6 @@ func castFunc(to string) func(*node, []any) (any, error) {
 		return nil, typeErrorf(n.args[0].pos, "cannot cast %s to %s", typeName(a[0]), to)
 	}
 }
+
+// placeholders lists the placeholder names the expression uses.
+func (e *Expr) placeholders() []*node { return placeholdersOf([]*node{e.root}) }

@@ -1,8 +1,11 @@
 package ytql
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"go.ytsaurus.tech/yt/go/schema"
 )
 
 var fuzzSeeds = []string{
@@ -47,18 +50,39 @@ func FuzzParseExpression(f *testing.F) {
 				return // such a name has no quoted form
 			}
 		}
-		e2, err := ParseExpression(canon)
-		if err != nil {
+		switch e2, err := ParseExpression(canon); {
+		case err != nil && strings.Contains(err.Error(), "nested deeper than"):
+			// Parentheses in the canonical form count against the depth limit.
+		case err != nil:
 			t.Fatalf("canonical form %q of %q does not parse: %v", canon, text, err)
+		case format(e2.root) != canon:
+			t.Fatalf("canonical form not stable: %q -> %q", canon, format(e2.root))
 		}
-		if again := format(e2.root); again != canon {
-			t.Fatalf("canonical form not stable: %q -> %q", canon, again)
+		_, evalErr := e.EvalWith(fuzzRow, map[string]any{"p": int64(1), "x": []any{1, "a"}})
+		if evalErr != nil {
+			checkError(t, text, evalErr)
 		}
-		if _, err := e.EvalWith(fuzzRow, map[string]any{"p": int64(1), "x": []any{1, "a"}}); err != nil {
-			checkError(t, text, err)
+		// Whatever the static check accepts must not fail with a type error
+		// on a row that follows the schema.
+		checkErr := e.CheckSchema(fuzzSchema)
+		if checkErr != nil {
+			checkError(t, text, checkErr)
+		} else if errors.Is(evalErr, ErrType) && len(e.placeholders()) == 0 {
+			t.Fatalf("%q: CheckSchema accepted it but Eval failed: %v", text, evalErr)
 		}
 	})
 }
+
+var fuzzSchema = schema.Schema{Columns: []schema.Column{
+	{Name: "a", Type: schema.TypeInt64},
+	{Name: "b", Type: schema.TypeString},
+	{Name: "c", Type: schema.TypeBoolean},
+	{Name: "k", Type: schema.TypeUint64},
+	{Name: "s", Type: schema.TypeString},
+	{Name: "v", Type: schema.TypeFloat64},
+	{Name: "word", Type: schema.TypeString},
+	{Name: "b c", Type: schema.TypeInt64},
+}}
 
 // FuzzParseQuery: parsing and executing arbitrary query text never panics
 // and every error is a positioned *Error.
@@ -73,9 +97,16 @@ func FuzzParseQuery(f *testing.F) {
 			checkError(t, text, err)
 			return
 		}
+		checkErr := q.CheckSchema(fuzzSchema)
+		if checkErr != nil {
+			checkError(t, text, checkErr)
+		}
 		out, err := q.Execute(map[string]any{"x": int64(0), "p": "s"}, table(rowsIn, nil))
 		if err != nil {
 			checkError(t, text, err)
+			if checkErr == nil && errors.Is(err, ErrType) && len(q.holders) == 0 {
+				t.Fatalf("%q: CheckSchema accepted it but Execute failed: %v", text, err)
+			}
 			return
 		}
 		if n, ok := q.Limit(); ok && int64(len(out)) > n {

@@ -138,7 +138,11 @@ func unifyTypes(pos int, a, b styp, what string) (styp, error) {
 // compareTypes checks that two operands (scalars or tuples) can be compared.
 func compareTypes(pos int, a, b styp) error {
 	if (a.tuple != nil) != (b.tuple != nil) {
-		if a.t == tUnknown || b.t == tUnknown {
+		scalar := a
+		if a.tuple != nil {
+			scalar = b
+		}
+		if scalar.t == tUnknown {
 			return nil // a placeholder may hold a tuple
 		}
 		return typeErrorf(pos, "cannot compare a tuple with a scalar")
@@ -158,24 +162,37 @@ func compareTypes(pos int, a, b styp) error {
 	return nil
 }
 
+// constType is the static type of a known constant value.
+func constType(v any) styp {
+	switch x := v.(type) {
+	case nil:
+		return styp{t: tNull}
+	case int64:
+		// A negative constant does not fit uint64 (see convertConst).
+		return styp{t: tInt64, adapt: true, noFlip: x < 0}
+	case uint64:
+		return styp{t: tUint64, adapt: true, noFlip: x > math.MaxInt64}
+	case float64:
+		return styp{t: tDouble}
+	case bool:
+		return styp{t: tBool}
+	default:
+		return styp{t: tString}
+	}
+}
+
 func (c *checker) infer(n *node) (styp, error) {
+	if n.kind != nLiteral && n.kind != nTuple && n.constant() && len(placeholdersOf([]*node{n})) == 0 {
+		// Constant arithmetic is folded, so its value decides how it adapts.
+		if v, err := eval(n, &env{}); err == nil {
+			if _, isTuple := v.(tuple); !isTuple {
+				return constType(v), nil
+			}
+		}
+	}
 	switch n.kind {
 	case nLiteral:
-		switch n.value.(type) {
-		case nil:
-			return styp{t: tNull}, nil
-		case int64:
-			// A negative literal does not fit uint64 (see convertConst).
-			return styp{t: tInt64, adapt: true, noFlip: n.value.(int64) < 0}, nil
-		case uint64:
-			return styp{t: tUint64, adapt: true, noFlip: n.value.(uint64) > math.MaxInt64}, nil
-		case float64:
-			return styp{t: tDouble}, nil
-		case bool:
-			return styp{t: tBool}, nil
-		default:
-			return styp{t: tString}, nil
-		}
+		return constType(n.value), nil
 	case nColumn:
 		t, err := c.columnType(n)
 		return styp{t: t}, err
