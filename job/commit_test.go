@@ -50,46 +50,48 @@ func commitEnv(t *testing.T) (*ytstore.Store, context.Context) {
 	return st, ctx
 }
 
-func testRunner(st *ytstore.Store, c committer, lease string) *runner {
+func testRunner(st *ytstore.Store, c committer, partition, lease string) *runner {
 	w := NewWorker(Config{})
 	return &runner{w: w, store: st, commits: c, log: w.log, comp: &spec.Computation{ID: "c"},
-		job: ytstore.Job{JobID: "j", PartitionID: "p", LeaseID: lease}}
+		job: ytstore.Job{JobID: "j", PartitionID: partition, LeaseID: lease}}
 }
 
-func countWrite(lease string, token uint64) *ytstore.EpochWrite {
-	return &ytstore.EpochWrite{PartitionID: "p", Lease: lease, Token: token,
+func countWrite(partition, lease string, token uint64) *ytstore.EpochWrite {
+	return &ytstore.EpochWrite{PartitionID: partition, Lease: lease, Token: token,
 		Dedup:  []ytstore.DedupRow{{DedupKey: ytstore.DedupKey{ComputationID: "c", Key: []byte("k"), MessageID: "m1"}}},
 		States: []ytstore.StateRow{{ComputationID: "c", Key: []byte("k"), Name: "n", State: []byte("1")}}}
 }
 
 // TestCommitUnknownRecheck: an epoch whose commit outcome is unknown is resolved by re-reading
-// the partition token — applied once whether the lost part was the reply or the request.
+// the partition token: applied (the reply was lost) is success and is not committed again;
+// not applied (the request was lost) is reported as such, so the epoch is recomputed.
 func TestCommitUnknownRecheck(t *testing.T) {
 	st, ctx := commitEnv(t)
 	for _, tc := range []struct {
-		name        string
-		apply       bool
-		wantCommits int
+		name, partition string
+		apply           bool
 	}{
-		{"reply lost: already applied, not applied again", true, 1},
-		{"request lost: retried once with a new token", false, 2},
+		{"reply lost", "p-reply", true},
+		{"request lost", "p-request", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lease, err := st.StartLease(ctx, "j", time.Minute)
 			require.NoError(t, err)
 			f := &faultyCommits{Store: st, lose: 1, apply: tc.apply}
-			r := testRunner(st, f, lease)
+			r := testRunner(st, f, tc.partition, lease)
 			token, err := st.GenerateTimestamp(ctx)
 			require.NoError(t, err)
-			w := countWrite(lease, token)
-			require.NoError(t, r.commit(ctx, w))
-			assert.Equal(t, tc.wantCommits, f.commits)
-			stored, found, err := st.PartitionToken(ctx, "p")
-			require.NoError(t, err)
-			assert.True(t, found)
-			assert.Equal(t, w.Token, stored, "the token of the attempt that applied is stored")
-			if !tc.apply {
-				assert.NotEqual(t, token, stored, "the retry drew a new token")
+			err = r.commit(ctx, countWrite(tc.partition, lease, token))
+			assert.Equal(t, 1, f.commits, "the commit is never sent twice")
+			stored, found, rerr := st.PartitionToken(ctx, tc.partition)
+			require.NoError(t, rerr)
+			if tc.apply {
+				require.NoError(t, err, "an applied epoch is a success")
+				assert.True(t, found)
+				assert.Equal(t, token, stored)
+			} else {
+				require.ErrorIs(t, err, errNotApplied, "an epoch that did not apply is recomputed")
+				assert.False(t, found, "nothing applied")
 			}
 		})
 	}
@@ -100,8 +102,8 @@ func TestCommitLeaseLostStops(t *testing.T) {
 	lease, err := st.StartLease(ctx, "j", time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, st.AbortLease(ctx, lease))
-	r := testRunner(st, st, lease)
-	err = r.commit(ctx, countWrite(lease, 5))
+	r := testRunner(st, st, "p", lease)
+	err = r.commit(ctx, countWrite("p", lease, 5))
 	require.ErrorIs(t, err, ErrZombie)
 	_, found, err := st.PartitionToken(ctx, "p")
 	require.NoError(t, err)

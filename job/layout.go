@@ -29,8 +29,8 @@ func (l *layout) update(jobs []ytstore.Job, workers []ytstore.Worker) {
 	routes := map[string][]route{}
 	for _, j := range jobs {
 		a, ok := addr[j.WorkerID]
-		if !ok || a == "" {
-			continue
+		if !ok || a == "" || j.Retiring {
+			continue // a retiring job accepts no new messages; the new owner gets them
 		}
 		routes[j.ComputationID] = append(routes[j.ComputationID], route{jobID: j.JobID, lower: j.LowerKey, upper: j.UpperKey, address: a})
 	}

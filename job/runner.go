@@ -79,6 +79,20 @@ type runner struct {
 
 	stats     runnerStats
 	completed atomic.Bool
+	// draining and retiring mirror the job row's flags (the worker's poll sets them);
+	// applied echoes them once an epoch started under them.
+	draining, retiring, applied atomic.Bool
+	// failures counts consecutive epochs that did not apply.
+	failures int
+}
+
+// maxNotApplied is how many consecutive epochs may fail to apply before the job fails.
+const maxNotApplied = 20
+
+// setFlags applies the job row's draining/retiring flags.
+func (r *runner) setFlags(j ytstore.Job) {
+	r.draining.Store(j.Draining || j.Retiring)
+	r.retiring.Store(j.Retiring)
 }
 
 const (
@@ -165,6 +179,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	}
 	if comp.Kind.Source() {
 		for _, id := range sortedIDs(comp.Sources) {
+			if j.SourceID != "" && id != j.SourceID {
+				continue
+			}
 			s := comp.Sources[id]
 			if s.Class != spec.SourceQueue || s.Queue == nil {
 				return nil, fmt.Errorf("job %s: computation %s: source %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
@@ -340,11 +357,21 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		limit = 1000
 	}
 	now := nowMicros()
+	draining, retiring := r.draining.Load(), r.retiring.Load()
 	b := &epoch.Batch{Now: now}
-	b.Inputs = r.inbox.take(limit)
-	b.Timers = r.timers.Due(now, limit)
+	if retiring {
+		// A retiring job processes no input: what it buffered goes unacknowledged, so the
+		// senders retransmit it to the key's new owner.
+		r.inbox.drop()
+	} else {
+		b.Inputs = r.inbox.take(limit)
+	}
+	if !draining {
+		b.Timers = r.timers.Due(now, limit)
+	}
+	r.applied.Store(draining)
 	for _, s := range r.sources {
-		if s.ended {
+		if s.ended || draining {
 			continue
 		}
 		rows, err := s.src.Read(ctx, s.offset, int64(limit))
@@ -432,8 +459,16 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	if err := r.commit(ctx, w); err != nil {
 		abandon()
+		if errors.Is(err, errNotApplied) && ctx.Err() == nil {
+			r.failures++
+			if r.failures < maxNotApplied {
+				r.log.Warn("epoch did not apply; recomputing it", log.Int("attempt", r.failures), log.Error(err))
+				return 0, true, nil
+			}
+		}
 		return 0, false, err
 	}
+	r.failures = 0
 
 	// After the commit: the epoch is durable.
 	r.inbox.ack(c.Acks)
@@ -457,7 +492,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		}
 		r.bestEffort[o.dest].Offer(rows)
 	}
-	r.stats.epochs.Add(1)
+	if !c.Empty() || len(done) > 0 {
+		r.stats.epochs.Add(1)
+	}
 	r.stats.lastCommitTS.Store(w.Token)
 	r.updateCompleted()
 	return nowMicros(), empty, nil
@@ -609,48 +646,45 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 	return w, w.OutputsAdd, seq, nil
 }
 
-// commit commits w, resolving unknown outcomes and retrying epochs that did not apply.
+// errNotApplied reports an epoch whose commit definitely did not apply: the runner drops
+// the epoch and recomputes it from durable state (dedup, states) in the next iteration.
+var errNotApplied = errors.New("epoch not applied")
+
+// commit commits w once, resolving an unknown outcome by re-reading the partition token.
+// It returns nil when the epoch is durable, an error wrapping ErrZombie when the lease is
+// dead, and errNotApplied when the epoch did not apply.
 func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
-	const maxAttempts = 8
+	err := r.commits.CommitEpoch(ctx, w)
+	next := epoch.AfterCommit(outcomeOf(err))
 	backoff := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := r.commits.CommitEpoch(ctx, w)
-		next := epoch.AfterCommit(outcomeOf(err))
-		for next == epoch.Recheck {
-			stored, found, rerr := r.commits.PartitionToken(ctx, r.job.PartitionID)
-			if rerr == nil {
-				// Invariant: an unknown outcome is resolved by the partition token, so an epoch
-				// that applied is not applied twice (TestCommitUnknownRecheck).
-				next = epoch.AfterRecheck(w.Token, stored, found)
-				break
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			r.log.Warn("commit outcome unknown; re-reading the partition token failed", log.Error(rerr))
-			sleep(ctx, backoff)
+	for next == epoch.Recheck {
+		stored, found, rerr := r.commits.PartitionToken(ctx, r.job.PartitionID)
+		if rerr == nil {
+			// Invariant: an unknown outcome is resolved by the partition token, so an epoch
+			// that applied is not applied twice (TestCommitUnknownRecheck).
+			next = epoch.AfterRecheck(w.Token, stored, found)
+			break
 		}
-		switch next {
-		case epoch.Proceed:
-			return nil
-		case epoch.Stop:
-			// Invariant: a commit rejected by a dead lease stops the job at once; nothing else
-			// is written (TestZombieCommitRejected).
-			r.log.Warn("lease lost: job stops", log.Error(err))
-			return fmt.Errorf("job %s: %w: %w", r.job.JobID, ErrZombie, err)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if attempt >= maxAttempts || ctx.Err() != nil {
-			return fmt.Errorf("job %s: epoch commit failed after %d attempts: %w", r.job.JobID, attempt, err)
-		}
-		r.log.Warn("epoch commit did not apply; retrying", log.Int("attempt", attempt), log.Error(err))
+		r.log.Warn("commit outcome unknown; re-reading the partition token failed", log.Error(rerr))
 		sleep(ctx, backoff)
 		backoff = min(2*backoff, 2*time.Second)
-		token, terr := r.commits.GenerateTimestamp(ctx)
-		if terr != nil {
-			return fmt.Errorf("job %s: epoch commit retry: %w", r.job.JobID, terr)
-		}
-		w.Token = token
 	}
+	switch next {
+	case epoch.Proceed:
+		return nil
+	case epoch.Stop:
+		// Invariant: a commit rejected by a dead lease stops the job at once; nothing else
+		// is written (TestZombieCommitRejected, TestZombieJobStops).
+		r.log.Warn("lease lost: job stops", log.Error(err))
+		return fmt.Errorf("job %s: %w: %w", r.job.JobID, ErrZombie, err)
+	}
+	if err == nil {
+		err = errors.New("the partition token does not match: the commit did not apply")
+	}
+	return fmt.Errorf("job %s: %w: %w", r.job.JobID, errNotApplied, err)
 }
 
 func outcomeOf(err error) epoch.Outcome {
@@ -676,8 +710,8 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// updateCompleted marks a source job completed once every finite source ended and all its
-// outputs were delivered.
+// updateCompleted marks a source job completed once every finite source is exhausted at
+// its committed offset; the job keeps running to deliver its outbox.
 func (r *runner) updateCompleted() {
 	if len(r.sources) == 0 {
 		return
@@ -687,9 +721,7 @@ func (r *runner) updateCompleted() {
 			return
 		}
 	}
-	if r.outbox.size() == 0 {
-		r.completed.Store(true)
-	}
+	r.completed.Store(true)
 }
 
 // send delivers output store rows until ctx ends: pushes to reader jobs, deliveries to async
@@ -766,10 +798,11 @@ func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string
 
 // status is the job's row for job_status.
 func (r *runner) status(state, errText string) ytstore.JobStatus {
-	lag := int64(r.inbox.len())
+	inbox := int64(r.inbox.len())
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText,
-		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: lag, UpdatedAt: nowMicros(),
+		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: nowMicros(),
+		InFlight: inbox + int64(r.outbox.size()), Draining: r.applied.Load(),
 	}
 }
 

@@ -154,6 +154,14 @@ func (b *inbox) release(ids []string) {
 	}
 }
 
+// drop forgets every buffered input without acknowledging it (a retiring job).
+func (b *inbox) drop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.order = nil
+	b.byID = map[string]*pending{}
+}
+
 func (b *inbox) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -190,6 +198,10 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 	r := w.runner(pr.JobID)
 	if r == nil || r.job.ComputationID != pr.Computation {
 		reply(pushResponse{Refused: "no job " + pr.JobID + " of computation " + pr.Computation + " here"})
+		return
+	}
+	if r.retiring.Load() {
+		reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 		return
 	}
 	ins := make([]epoch.Input, 0, len(pr.Messages))

@@ -203,6 +203,9 @@ func (w *Worker) poll(ctx context.Context) error {
 	// (TestWorkerStopsRemovedJob).
 	w.mu.Lock()
 	for id, h := range w.runners {
+		if j, ok := mine[id]; ok && j.LeaseID == h.lease {
+			h.r.setFlags(j)
+		}
 		if j, ok := mine[id]; !ok || j.LeaseID != h.lease {
 			h.cancel()
 			delete(w.runners, id)
@@ -271,6 +274,7 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 		_ = w.store.PutJobStatus(ctx, r.status(ytstore.JobFailed, err.Error()), j.LeaseID)
 		return
 	}
+	r.setFlags(j)
 	jctx, cancel := context.WithCancel(ctx)
 	h.r, h.cancel = r, cancel
 	w.mu.Lock()

@@ -25,7 +25,8 @@ const (
 	Stop
 	// Recheck: read the partition's last commit token and call AfterRecheck.
 	Recheck
-	// Retry: the epoch did not apply; commit the same write set again in a new transaction.
+	// Retry: the epoch did not apply; drop it and recompute it from durable state (the
+	// dedup index and the states may have changed, e.g. by a conflicting writer).
 	Retry
 )
 
