@@ -180,6 +180,9 @@ func (h *Harness) TryRun(e Epoch) (*EpochResult, error) {
 		for _, t := range r.Timers {
 			h.seq++
 			t.MessageID = fmt.Sprintf("timer-%08d", h.seq)
+			if len(t.Key) == 0 {
+				t.Key = key // as the runtime does: a new timer belongs to its invocation's key
+			}
 			res.Timers = append(res.Timers, t)
 			h.timers = append(h.timers, t)
 		}
