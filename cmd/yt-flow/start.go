@@ -78,8 +78,12 @@ func startPipeline(ctx context.Context, st *ytstore.Store, static, dynamic []byt
 	if err := st.SetSpecs(ctx, u); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("pipeline %s: spec version %d (%s), dynamic spec version %d (%s), target state working",
-		st.Path(), max(u.SpecVersion, attrs.SpecVersion), specNote, max(u.DynamicSpecVersion, attrs.DynamicSpecVersion), dynNote), nil
+	summary := fmt.Sprintf("pipeline %s: spec version %d (%s), dynamic spec version %d (%s), target state working",
+		st.Path(), max(u.SpecVersion, attrs.SpecVersion), specNote, max(u.DynamicSpecVersion, attrs.DynamicSpecVersion), dynNote)
+	if attrs.PipelineState == ytstore.StateCompleted {
+		summary += " (the pipeline is completed: it runs no more)"
+	}
+	return summary, nil
 }
 
 func init() {
