@@ -398,3 +398,18 @@ func TestDynOrderedTabletsAttributes(t *testing.T) {
 	require.NoError(t, migrate.UnmountAndWait(ctx, yc, p))
 	requireCode(t, yc.InsertRows(ctx, p, []any{&queueRow{0, "x"}}, nil), yterrors.CodeTabletNotMounted)
 }
+
+func TestDynRemoveDropsTable(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := newSortedTable(t, ctx, yc)
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}}, nil))
+	require.NoError(t, yc.RemoveNode(ctx, p, nil))
+	requireCode(t, yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}}, nil), yterrors.CodeResolveError)
+
+	// A new table at the same path starts empty.
+	p2 := p
+	require.NoError(t, migrate.Create(ctx, yc, p2, schema.MustInfer(&kvRow{})))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p2))
+	_, ok := lookupValue(t, ctx, yc, p2, "a")
+	assert.False(t, ok)
+}
