@@ -199,9 +199,9 @@ func (sim *simulation) cycle() {
 	sim.checkLayout()
 }
 
-// checkLayout checks the layout after a cycle.
-// Invariant: at most one job per partition, every job holds a live lease.
-
+// checkLayout checks the layout after a cycle: at most one job per
+// partition, every job holds a live lease and has a partition, no jobs while
+// paused/stopped/completed, active hash ranges tile the key space.
 func (sim *simulation) checkLayout() {
 	w := sim.w
 	owner := map[string]string{}
@@ -260,4 +260,12 @@ func mapValues(m map[string]ytstore.Job) []ytstore.Job {
 		out = append(out, v)
 	}
 	return out
+}
+
+// FuzzSimulation explores more seeds of TestSimulation: go test ./controller -fuzz FuzzSimulation.
+func FuzzSimulation(f *testing.F) {
+	for _, seed := range []uint64{0, 1, 42, 1 << 40} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) { simulate(t, seed) })
 }
