@@ -314,3 +314,52 @@ func fetchStats(t *testing.T, addr string) map[string]JobStats {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	return out
 }
+
+// TestDrainingAndRetiring: a draining source job stops reading and echoes the flag with
+// nothing in flight; a retiring job refuses input so that senders keep it for the new owner.
+func TestDrainingAndRetiring(t *testing.T) {
+	e := startWordCount(t)
+	splitLease := e.putJob("split-0", "split", "split-p0", 0)
+	countLease := e.putJob("count-0", "count", "count-p0", -1)
+	e.write("p q")
+	e.waitCounts(map[string]int64{"p": 1, "q": 1})
+
+	e.applyLayout(ytstore.LayoutChange{PutJobs: []ytstore.Job{{JobID: "split-0", ComputationID: "split", PartitionID: "split-p0",
+		WorkerID: "w1", LeaseID: splitLease, SourcePartition: 0, Draining: true}}})
+	status := func(jobID string) (ytstore.JobStatus, bool) {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == jobID {
+				return s, true
+			}
+		}
+		return ytstore.JobStatus{}, false
+	}
+	e.eventually("split to echo draining with nothing in flight", func() bool {
+		s, ok := status("split-0")
+		return ok && s.Draining && s.InFlight == 0
+	})
+	e.write("p")
+	// The draining source reads nothing more: the count stays (checked again below, after
+	// the job un-drains and reads it).
+	assert.Equal(t, map[string]int64{"p": 1, "q": 1}, e.counts())
+
+	e.applyLayout(ytstore.LayoutChange{PutJobs: []ytstore.Job{{JobID: "count-0", ComputationID: "count", PartitionID: "count-p0",
+		WorkerID: "w1", LeaseID: countLease, SourcePartition: -1, Retiring: true, Draining: true}}})
+	e.eventually("count to echo retiring", func() bool {
+		s, ok := status("count-0")
+		return ok && s.Draining
+	})
+	e.applyLayout(ytstore.LayoutChange{PutJobs: []ytstore.Job{{JobID: "split-0", ComputationID: "split", PartitionID: "split-p0",
+		WorkerID: "w1", LeaseID: splitLease, SourcePartition: 0}}})
+	e.eventually("split to hold the new word for lack of a reader", func() bool {
+		s, ok := status("split-0")
+		return ok && !s.Draining && s.InFlight > 0
+	})
+	assert.Equal(t, map[string]int64{"p": 1, "q": 1}, e.counts(), "the retiring job took no input")
+
+	// The new owner of count's keys gets the held message.
+	e.putJob("count-1", "count", "count-p1", -1)
+	e.waitCounts(map[string]int64{"p": 2, "q": 1})
+}
