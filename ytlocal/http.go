@@ -386,7 +386,7 @@ func encodeResult(result any, outFmt, accept string) (response, error) {
 		}
 		body = buf.Bytes()
 		rsp.headers["Content-Encoding"] = accept
-	case accept == "gzip":
+	case accept == "gzip" && len(body) >= 4096:
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
 		_, _ = zw.Write(body)
