@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,10 +33,21 @@ type benchKey struct {
 	Key int64 `yson:"key"`
 }
 
-func benchTable(b *testing.B) (context.Context, yt.Client, ypath.Path) {
+// benchCodecs runs a benchmark with the SDK's default block compression (zstd_3)
+// and without compression, which shows the cost of the codec on both ends.
+func benchCodecs(b *testing.B, run func(b *testing.B, codec yt.ClientCompressionCodec)) {
+	for _, c := range []struct {
+		name  string
+		codec yt.ClientCompressionCodec
+	}{{"zstd", yt.ClientCodecDefault}, {"none", yt.ClientCodecNone}} {
+		b.Run(c.name, func(b *testing.B) { run(b, c.codec) })
+	}
+}
+
+func benchTable(b *testing.B, codec yt.ClientCompressionCodec) (context.Context, yt.Client, ypath.Path) {
 	b.Helper()
 	addr := ytlocaltest.New(b)
-	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr})
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr, CompressionCodec: codec})
 	require.NoError(b, err)
 	b.Cleanup(yc.Stop)
 	ctx := context.Background()
@@ -43,6 +55,14 @@ func benchTable(b *testing.B) (context.Context, yt.Client, ypath.Path) {
 	require.NoError(b, migrate.Create(ctx, yc, p, schema.MustInfer(&benchRow{})))
 	require.NoError(b, migrate.MountAndWait(ctx, yc, p))
 	return ctx, yc, p
+}
+
+// cpuTime is the CPU time (user+system) the process used so far. Client and server
+// share the process, so per-op CPU time is a load-independent cost of both ends.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func batch(start int64, n int) []any {
@@ -55,26 +75,33 @@ func batch(start int64, n int) []any {
 
 // BenchmarkDynInsertRows inserts batches of 1000 rows, each batch one implicit
 // tablet transaction; reports rows/s.
-func BenchmarkDynInsertRows(b *testing.B) {
-	ctx, yc, p := benchTable(b)
+func BenchmarkDynInsertRows(b *testing.B) { benchCodecs(b, benchmarkDynInsertRows) }
+
+func benchmarkDynInsertRows(b *testing.B, codec yt.ClientCompressionCodec) {
+	ctx, yc, p := benchTable(b, codec)
 	const size = 1000
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	for i := 0; i < b.N; i++ {
 		require.NoError(b, yc.InsertRows(ctx, p, batch(int64(i)*size, size), nil))
 	}
 	b.ReportMetric(float64(b.N*size)/time.Since(start).Seconds(), "rows/s")
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N*size)/1e3, "cpu-µs/row")
 }
 
 // BenchmarkDynCommitWithPrerequisite runs start_transaction(tablet) + insert_rows
 // (one row) + commit_transaction with a master prerequisite; reports commits/s.
 func BenchmarkDynCommitWithPrerequisite(b *testing.B) {
-	ctx, yc, p := benchTable(b)
+	benchCodecs(b, benchmarkDynCommitWithPrerequisite)
+}
+
+func benchmarkDynCommitWithPrerequisite(b *testing.B, codec yt.ClientCompressionCodec) {
+	ctx, yc, p := benchTable(b, codec)
 	master, err := yc.BeginTx(ctx, nil)
 	require.NoError(b, err)
 	defer func() { _ = master.Abort() }()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	for i := 0; i < b.N; i++ {
 		txID, err := yc.StartTabletTx(ctx, &yt.StartTabletTxOptions{Type: yt.TxTypeTablet, Sticky: true})
 		require.NoError(b, err)
@@ -87,17 +114,21 @@ func BenchmarkDynCommitWithPrerequisite(b *testing.B) {
 		}))
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "commits/s")
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/commit")
 }
 
 // BenchmarkDynLookup looks up one key of 100k rows per call; reports p50/p99 latency.
-func BenchmarkDynLookup(b *testing.B) {
-	ctx, yc, p := benchTable(b)
+func BenchmarkDynLookup(b *testing.B) { benchCodecs(b, benchmarkDynLookup) }
+
+func benchmarkDynLookup(b *testing.B, codec yt.ClientCompressionCodec) {
+	ctx, yc, p := benchTable(b, codec)
 	const rows = 100_000
 	for i := int64(0); i < rows; i += 1000 {
 		require.NoError(b, yc.InsertRows(ctx, p, batch(i, 1000), nil))
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		r, err := yc.LookupRows(ctx, p, []any{&benchKey{int64(i*7919) % rows}}, nil)
@@ -107,6 +138,7 @@ func BenchmarkDynLookup(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/lookup")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
@@ -117,7 +149,7 @@ func BenchmarkDynLookup(b *testing.B) {
 // it; the client holds nothing after the inserts).
 func BenchmarkDynMemoryPerMillionRows(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		ctx, yc, p := benchTable(b)
+		ctx, yc, p := benchTable(b, yt.ClientCodecDefault)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
