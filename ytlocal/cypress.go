@@ -1396,6 +1396,9 @@ func cmdUnlock(c *call) (any, error) {
 	var keep []*lockEntry
 	for _, l := range tx.locks {
 		if l.node == obj.n {
+			if l.pending {
+				s.tree.pendingLocks--
+			}
 			l.node.locks = slices.DeleteFunc(l.node.locks, func(x *lockEntry) bool { return x == l })
 			continue
 		}

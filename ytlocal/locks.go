@@ -73,6 +73,7 @@ func (s *Server) acquire(n *node, tx *masterTx, mode, childKey, attrKey string, 
 		l := &lockEntry{id: s.newID(objectTypeLock), tx: tx, node: n, mode: mode, childKey: childKey, attrKey: attrKey, pending: true}
 		n.locks = append(n.locks, l)
 		tx.locks = append(tx.locks, l)
+		s.tree.pendingLocks++
 		return l, nil
 	}
 	if tx.implicit {
@@ -119,6 +120,9 @@ func (s *Server) releaseLocks(tx *masterTx, committed bool) {
 			tx.parent.locks = append(tx.parent.locks, l)
 			continue
 		}
+		if l.pending {
+			s.tree.pendingLocks--
+		}
 		l.node.locks = slices.DeleteFunc(l.node.locks, func(x *lockEntry) bool { return x == l })
 	}
 	tx.locks = nil
@@ -126,6 +130,9 @@ func (s *Server) releaseLocks(tx *masterTx, committed bool) {
 
 // grantPendingLocks acquires waitable locks whose conflicts went away.
 func (s *Server) grantPendingLocks() {
+	if s.tree.pendingLocks == 0 {
+		return
+	}
 	for _, n := range s.tree.nodes {
 		for _, l := range n.locks {
 			if !l.pending {
@@ -133,6 +140,7 @@ func (s *Server) grantPendingLocks() {
 			}
 			if s.findConflict(n, l.tx, l.mode, l.childKey, l.attrKey) == nil {
 				l.pending = false
+				s.tree.pendingLocks--
 				if l.mode == lockSnapshot {
 					s.snapshotBranch(n, l.tx)
 				}

@@ -57,6 +57,8 @@ type tree struct {
 	nodes    map[guid.GUID]*node
 	root     *node
 	revision uint64
+	// pendingLocks counts waitable locks not yet acquired.
+	pendingLocks int
 }
 
 func newVersion() *version {
