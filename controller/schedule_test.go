@@ -496,3 +496,67 @@ func TestNoWorkersNoJobs(t *testing.T) {
 		t.Errorf("without workers: %d jobs, %d partitions, state %q", len(created), len(w.partitions), d.PipelineState)
 	}
 }
+
+func TestUnknownTabletCountKeepsSourcePartitions(t *testing.T) {
+	w := newWorld("w1")
+	var s Scheduler
+	w.step(t, &s)
+	jobs := maps(w.jobs)
+	delete(w.tablets, "//q") // the queue's tablet count could not be read this cycle
+	d, created := w.step(t, &s)
+	if len(created) != 0 || len(d.AbortLeases) != 0 || len(d.Layout.DeletePartitions) != 0 {
+		t.Fatalf("unknown tablet count changed the layout: %+v", d)
+	}
+	if len(w.jobs) != len(jobs) {
+		t.Fatalf("jobs %d -> %d", len(jobs), len(w.jobs))
+	}
+	w.tablets["//q"] = 2 // the queue shrank: tablet 2's partition goes away
+	d, _ = w.step(t, &s)
+	if !slices.Equal(d.Layout.DeletePartitions, []string{"reader/src/words/2"}) {
+		t.Errorf("deleted partitions %v, want reader/src/words/2", d.Layout.DeletePartitions)
+	}
+	for _, j := range w.jobs {
+		if j.PartitionID == "reader/src/words/2" {
+			t.Errorf("job %s of the vanished tablet kept", j.JobID)
+		}
+	}
+}
+
+func TestComputationRemovedFromSpec(t *testing.T) {
+	w := newWorld("w1")
+	var s Scheduler
+	w.step(t, &s)
+	w.topology.Computations = w.topology.Computations[1:] // only "reader" is left
+	d, _ := w.step(t, &s)
+	for id := range w.partitions {
+		if strings.HasPrefix(id, "counter/") {
+			t.Errorf("partition %s of a removed computation kept", id)
+		}
+	}
+	for _, j := range w.jobs {
+		if j.ComputationID == "counter" {
+			t.Errorf("job %s of a removed computation kept", j.JobID)
+		}
+	}
+	if len(d.AbortLeases) != 2 {
+		t.Errorf("aborted %d leases, want the 2 of counter's jobs", len(d.AbortLeases))
+	}
+}
+
+func TestDrainingClearedWhenRestarted(t *testing.T) {
+	w := newWorld("w1")
+	var s Scheduler
+	w.step(t, &s)
+	w.target = ytstore.TargetStopped
+	w.step(t, &s)
+	w.target = ytstore.TargetWorking
+	d, created := w.step(t, &s)
+	if d.PipelineState != ytstore.StateWorking || len(created) != 0 {
+		t.Fatalf("state %q, %d jobs created", d.PipelineState, len(created))
+	}
+	for _, j := range w.jobs {
+		if j.Draining {
+			t.Errorf("job %s still draining after the pipeline was started again", j.JobID)
+		}
+	}
+}
