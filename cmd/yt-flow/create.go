@@ -58,6 +58,14 @@ func openPipelineStore(ctx context.Context, env *environ, proxy, path string) (*
 	return ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: path, Token: env.getenv("YT_TOKEN")})
 }
 
+// explain adds a hint to errors a user can act on.
+func explain(err error, path string) error {
+	if errors.Is(err, ytstore.ErrNotFound) {
+		return fmt.Errorf("pipeline %s does not exist (yt-flow start --spec FILE creates it): %w", path, err)
+	}
+	return err
+}
+
 func failf(w io.Writer, format string, args ...any) int {
 	fmt.Fprintf(w, "yt-flow: "+format+"\n", args...)
 	return 1

@@ -99,6 +99,9 @@ func TestLifecycleCommands(t *testing.T) {
 	if code, _, errs := l.run("create", "--proxy", p); code != 2 || !strings.Contains(errs, "--path is required") {
 		t.Errorf("create without --path: %d %q", code, errs)
 	}
+	if code, _, errs := l.run("status", "--proxy", p, "--path", lifecyclePath); code != 1 || !strings.Contains(errs, "does not exist") {
+		t.Errorf("status of a missing pipeline: %d %q", code, errs)
+	}
 	if code, out, errs := l.run("create", "--proxy", p, "--path", lifecyclePath); code != 0 || !strings.Contains(out, "is ready") {
 		t.Fatalf("create: %d %s %s", code, out, errs)
 	}

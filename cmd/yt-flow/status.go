@@ -210,7 +210,7 @@ func init() {
 			defer st.Close()
 			s, err := readStatus(ctx, st, *logLines)
 			if err != nil {
-				return failf(env.stderr, "status: %v", err)
+				return failf(env.stderr, "status: %v", explain(err, pf.path))
 			}
 			if err := s.write(env.stdout, pf.path); err != nil {
 				return failf(env.stderr, "status: %v", err)

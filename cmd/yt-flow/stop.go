@@ -25,7 +25,7 @@ func setTarget(ctx context.Context, env *environ, name, target string, args []st
 	defer st.Close()
 	attrs, err := st.Attributes(ctx)
 	if err != nil {
-		return failf(env.stderr, "%s: %v", name, err)
+		return failf(env.stderr, "%s: %v", name, explain(err, pf.path))
 	}
 	if attrs.PipelineState == ytstore.StateCompleted {
 		return failf(env.stderr, "%s: pipeline %s is completed (terminal); nothing to %s", name, pf.path, name)
