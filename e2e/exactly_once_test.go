@@ -73,8 +73,27 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		}
 		return n
 	}
+	// Workers exit when they lose their session (e.g. while YTsaurus restarts); like a
+	// process supervisor, the test starts a fresh worker for every one that exited.
+	var killedLeader *Proc
+	supervise := func() {
+		for i, p := range ctrl {
+			if p.Exited() && p != killedLeader {
+				t.Logf("%s exited; restarting it", p.Name)
+				ctrl[i] = wc.Controller(t, p.Name+"r")
+			}
+		}
+		for name, p := range workers {
+			if p.Exited() {
+				t.Logf("%s exited; starting a replacement", name)
+				delete(workers, name)
+				addWorker()
+			}
+		}
+	}
 	waitProgress := func(atLeast int) {
 		Eventually(t, 3*time.Minute, func() (bool, string) {
+			supervise()
 			p := progress()
 			return p >= atLeast || wc.State() == "completed", fmt.Sprintf("counted %d of %d", p, atLeast)
 		})
@@ -99,6 +118,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	if err := zombie.Freeze(); err != nil {
 		t.Fatal(err)
 	}
+	delete(workers, zname)
 	addWorker()
 	// The controller notices the dead session, aborts the zombie's leases and moves its
 	// jobs; wait until no job is assigned to it any more.
@@ -122,6 +142,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	// 3. Kill the leader controller; the standby takes over.
 	leader := leaderOf(t, wc, ctrl)
 	t.Logf("kill -9 leader controller %s (pid %d)", leader.Name, leader.Pid())
+	killedLeader = leader
 	leader.Kill()
 	Eventually(t, time.Minute, func() (bool, string) {
 		l := leaderOf(t, wc, ctrl)
@@ -137,6 +158,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	}
 
 	Eventually(t, 8*time.Minute, func() (bool, string) {
+		supervise()
 		s := wc.State()
 		return s == "completed", fmt.Sprintf("pipeline state %q, counted %d of %d", s, progress(), total)
 	})

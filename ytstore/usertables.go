@@ -51,6 +51,19 @@ func (s *Store) EnsureUserTable(ctx context.Context, t UserTable) error {
 			return fmt.Errorf("ytstore: read tablet state of %s: %w", p, classify(err))
 		}
 		if state != yt.TabletMounted {
+			if t.Kind == UserQueue && t.TabletCount > 1 {
+				// Not every server honours tablet_count at creation: reshard while unmounted.
+				var have int
+				if err := s.yc.GetNode(ctx, p.Attr("tablet_count"), &have, nil); err != nil {
+					return fmt.Errorf("ytstore: read %s/@tablet_count: %w", p, classify(err))
+				}
+				if have != t.TabletCount {
+					n := t.TabletCount
+					if err := s.yc.ReshardTable(ctx, p, &yt.ReshardTableOptions{TabletCount: &n}); err != nil {
+						return fmt.Errorf("ytstore: reshard %s to %d tablets: %w", p, n, classify(err))
+					}
+				}
+			}
 			if err := migrate.MountAndWait(ctx, s.yc, p); err != nil {
 				return fmt.Errorf("ytstore: mount %s: %w", p, classify(err))
 			}

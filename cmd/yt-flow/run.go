@@ -313,7 +313,7 @@ func (r *runner) report(ctx context.Context, st *ytstore.Store, setup *setupFile
 			continue
 		}
 		r.say("\n%s:", cmp.Or(q.Title, q.Query))
-		r.say("%s", formatRows(rows))
+		r.say("%s", formatRows(rows, q.Query))
 	}
 }
 
@@ -326,8 +326,9 @@ func isInput(s *setupFile, path string) bool {
 	return false
 }
 
-// formatRows renders rows as an aligned text table, columns in first-seen order.
-func formatRows(rows []map[string]any) string {
+// formatRows renders rows as an aligned text table, columns in the order the query names
+// them (then alphabetically).
+func formatRows(rows []map[string]any, query string) string {
 	if len(rows) == 0 {
 		return "  (no rows)"
 	}
@@ -346,6 +347,13 @@ func formatRows(rows []map[string]any) string {
 			}
 		}
 	}
+	pos := func(c string) int {
+		if i := strings.Index(query, c); i >= 0 {
+			return i
+		}
+		return len(query)
+	}
+	sort.SliceStable(cols, func(i, j int) bool { return pos(cols[i]) < pos(cols[j]) })
 	width := make([]int, len(cols))
 	cells := make([][]string, len(rows))
 	for i, c := range cols {
