@@ -35,10 +35,11 @@ func (t vtype) open() bool { return t == tUnknown || t == tNull || t == tAny }
 // that may take the other operand's numeric type, tuple the element types
 // of a tuple.
 type styp struct {
-	t      vtype
-	adapt  bool
-	noFlip bool // an adaptable integer that does not fit the other integer type
-	tuple  []styp
+	t       vtype
+	adapt   bool
+	noFlip  bool // an adaptable integer that does not fit the other integer type
+	inexact bool // an adaptable integer that a double cannot hold exactly
+	tuple   []styp
 }
 
 // adaptsTo reports whether constant integer a may take type t.
@@ -46,7 +47,10 @@ func (a styp) adaptsTo(t vtype) bool {
 	if !a.adapt || (a.t != tInt64 && a.t != tUint64) || !t.numeric() {
 		return false
 	}
-	return t == tDouble || !a.noFlip
+	if t == tDouble {
+		return !a.inexact
+	}
+	return !a.noFlip
 }
 
 // schemaType maps a column's schema type onto a query value type.
@@ -126,7 +130,7 @@ func unifyTypes(pos int, a, b styp, what string) (styp, error) {
 		}
 		return a, nil
 	case a.t == b.t:
-		return styp{t: a.t, adapt: a.adapt && b.adapt, noFlip: a.noFlip || b.noFlip}, nil
+		return styp{t: a.t, adapt: a.adapt && b.adapt, noFlip: a.noFlip || b.noFlip, inexact: a.inexact || b.inexact}, nil
 	case a.adaptsTo(b.t):
 		return styp{t: b.t}, nil
 	case b.adaptsTo(a.t):
@@ -169,9 +173,11 @@ func constType(v any) styp {
 		return styp{t: tNull}
 	case int64:
 		// A negative constant does not fit uint64 (see convertConst).
-		return styp{t: tInt64, adapt: true, noFlip: x < 0}
+		_, exact := convertConst(x, 0.0)
+		return styp{t: tInt64, adapt: true, noFlip: x < 0, inexact: !exact}
 	case uint64:
-		return styp{t: tUint64, adapt: true, noFlip: x > math.MaxInt64}
+		_, exact := convertConst(x, 0.0)
+		return styp{t: tUint64, adapt: true, noFlip: x > math.MaxInt64, inexact: !exact}
 	case float64:
 		return styp{t: tDouble}
 	case bool:
