@@ -166,9 +166,16 @@ const wordCountSpec = `{
 }
 `
 
-// StartPipeline runs `yt-flow start`.
+// StartPipeline runs `yt-flow start`. When the test fails, `yt-flow status` is logged.
 func (w *WordCount) StartPipeline(t *testing.T) {
 	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			p := Start(t, "status", "status", "--proxy", w.C.Proxy, "--path", w.Path)
+			p.Wait(30 * time.Second)
+			t.Logf("yt-flow status:\n%s", p.Log())
+		}
+	})
 	p := Start(t, "start", "start", "--proxy", w.C.Proxy, "--spec", w.SpecFile)
 	err, ok := p.Wait(2 * time.Minute)
 	if !ok || err != nil {
