@@ -65,15 +65,16 @@ func (t *tree) deltaOf(n *node, b *version) nodeDelta {
 			d.Children[k] = id.String()
 		}
 	}
-	if b.content != nil {
+	switch {
+	case b.content != nil:
 		d.HasContent = true
 		d.Rows = b.content.rows
-		if b.appendFrom >= 0 && b.appendFrom <= len(b.content.rows) {
-			d.Append = true
-			d.Rows = b.content.rows[b.appendFrom:]
-		}
 		d.Data = b.content.data
 		d.Value = b.content.value
+	case len(b.appended) > 0:
+		d.HasContent = true
+		d.Append = true
+		d.Rows = b.appended
 	}
 	return d
 }
@@ -81,7 +82,7 @@ func (t *tree) deltaOf(n *node, b *version) nodeDelta {
 // fullDelta describes the whole trunk version of n (for snapshots).
 func (t *tree) fullDelta(n *node) nodeDelta {
 	b := *n.trunk
-	b.appendFrom = -1
+	b.appended = nil
 	if b.content == nil {
 		b.content = &content{}
 	}
@@ -130,13 +131,13 @@ func (t *tree) applyDelta(d nodeDelta) (events []NodeEvent, detached []guid.GUID
 		}
 	}
 	if d.HasContent {
-		c := &content{data: d.Data, value: d.Value}
 		if d.Append && v.content != nil {
-			c.rows = append(slices.Clip(v.content.rows), d.Rows...)
+			// Only the trunk appends in place to its row array; everyone else holding it
+			// (snapshot branches, responses being encoded) sees a shorter prefix.
+			v.content = &content{rows: append(v.content.rows, d.Rows...), data: v.content.data, value: v.content.value}
 		} else {
-			c.rows = d.Rows
+			v.content = &content{rows: d.Rows, data: d.Data, value: d.Value}
 		}
-		v.content = c
 		events = append(events, NodeEvent{Kind: NodeContentChanged, ID: n.id, Type: n.typ})
 	}
 	v.revision = d.Revision

@@ -15,7 +15,7 @@ import (
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 )
 
-func readAll(t *testing.T, yc yt.Client, p ypath.YPath) []kv {
+func readAll(t *testing.T, yc yt.TableClient, p ypath.YPath) []kv {
 	t.Helper()
 	r, err := yc.ReadTable(context.Background(), p, nil)
 	require.NoError(t, err)
@@ -133,4 +133,37 @@ func TestTornLogTailIsDropped(t *testing.T) {
 	require.NoError(t, s2.Close())
 	s3 := ytlocaltest.Start(t, cfg)
 	require.Len(t, readAll(t, newClient(t, s3.Addr()), ypath.Path("//tmp/d/t")), 4)
+}
+
+func TestAppendsInsideTransactions(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	p := ypath.Path("//tmp/appends")
+	_, err := yt.CreateTable(ctx, yc, p)
+	require.NoError(t, err)
+	writeRows(t, yc, p, kv{"base", 0})
+
+	tx, err := yc.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	appendIn := func(w yt.TableClient, rows ...kv) {
+		tw, err := w.WriteTable(ctx, ypath.NewRich(string(p)).SetAppend(), nil)
+		require.NoError(t, err)
+		for _, r := range rows {
+			require.NoError(t, tw.Write(r))
+		}
+		require.NoError(t, tw.Commit())
+	}
+	appendIn(tx, kv{"tx", 1})
+	appendIn(tx, kv{"tx", 2})
+	child, err := tx.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	appendIn(child, kv{"child", 3})
+	require.Equal(t, []kv{{"base", 0}, {"tx", 1}, {"tx", 2}, {"child", 3}}, readAll(t, child, p))
+	require.Equal(t, []kv{{"base", 0}, {"tx", 1}, {"tx", 2}}, readAll(t, tx, p))
+	require.NoError(t, child.Commit())
+	// Committed concurrently outside the transaction: appends merge, nothing is lost.
+	writeRows(t, yc, ypath.NewRich(string(p)).SetAppend(), kv{"outside", 4})
+	require.Equal(t, []kv{{"base", 0}, {"outside", 4}}, readAll(t, yc, p))
+	require.NoError(t, tx.Commit())
+	require.Equal(t, []kv{{"base", 0}, {"outside", 4}, {"tx", 1}, {"tx", 2}, {"child", 3}}, readAll(t, yc, p))
 }

@@ -507,8 +507,8 @@ func cmdWriteTable(c *call) (any, error) {
 		if keys := sc.KeyColumns(); len(keys) > 0 {
 			var prev []any
 			if appendMode {
-				if cur := s.tree.contentOf(n, tx).rows; len(cur) > 0 {
-					prev = rowKey(cur[len(cur)-1], keys)
+				if last := s.tree.lastRow(n, tx); last != nil {
+					prev = rowKey(last, keys)
 				}
 			}
 			for i, r := range conv {

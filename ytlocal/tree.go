@@ -32,13 +32,14 @@ type version struct {
 	attrs    map[string]any       // trunk: all user attributes; branch: changed ones (deletedMark = removed)
 	children map[string]guid.GUID // trunk: all; branch: changed ones (zero GUID = removed)
 	content  *content             // branch: nil = unchanged
-	// appendFrom >= 0 says the branch only appended rows content.rows[appendFrom:] to
-	// what it saw; -1 means it replaced the content.
-	appendFrom int
-	created    bool // branch: the node was created in this transaction
-	snapshot   bool // branch: frozen full copy taken by a snapshot lock
-	modified   time.Time
-	revision   uint64
+	// appended holds rows a branch appended to the content it sees below it, when it
+	// did not replace the content (content == nil). Keeping them apart makes an append
+	// in a transaction cost O(appended rows), not O(table).
+	appended []any
+	created  bool // branch: the node was created in this transaction
+	snapshot bool // branch: frozen full copy taken by a snapshot lock
+	modified time.Time
+	revision uint64
 }
 
 type node struct {
@@ -62,7 +63,7 @@ type tree struct {
 }
 
 func newVersion() *version {
-	return &version{attrs: map[string]any{}, children: map[string]guid.GUID{}, appendFrom: -1}
+	return &version{attrs: map[string]any{}, children: map[string]guid.GUID{}}
 }
 
 func newTree(s *Server) *tree {
@@ -227,20 +228,65 @@ func (t *tree) userAttrs(n *node, tx *masterTx) map[string]any {
 	return out
 }
 
-// contentOf returns the content visible under tx (never nil).
+// contentOf returns the content visible under tx (never nil). Append-only branches are
+// materialised on read (reads inside a writing transaction are rare).
 func (t *tree) contentOf(n *node, tx *masterTx) *content {
+	var appended [][]any
 	for x := tx; x != nil; x = x.parent {
-		if b, ok := n.branches[x.id]; ok && (b.content != nil || b.snapshot) {
-			if b.content == nil {
-				return &content{}
+		b, ok := n.branches[x.id]
+		if !ok {
+			continue
+		}
+		if b.content != nil || b.snapshot {
+			base := b.content
+			if base == nil {
+				base = &content{}
 			}
-			return b.content
+			return withAppended(base, appended)
+		}
+		if len(b.appended) > 0 {
+			appended = append(appended, b.appended)
 		}
 	}
 	if n.trunk == nil || n.trunk.content == nil {
-		return &content{}
+		return withAppended(&content{}, appended)
 	}
-	return n.trunk.content
+	return withAppended(n.trunk.content, appended)
+}
+
+// withAppended returns base followed by the appended groups (innermost branch first).
+func withAppended(base *content, appended [][]any) *content {
+	if len(appended) == 0 {
+		return base
+	}
+	rows := slices.Clip(base.rows)
+	for i := len(appended) - 1; i >= 0; i-- {
+		rows = append(rows, appended[i]...)
+	}
+	return &content{rows: rows, data: base.data, value: base.value}
+}
+
+// lastRow returns the last table row visible under tx (nil for an empty table).
+func (t *tree) lastRow(n *node, tx *masterTx) any {
+	for x := tx; x != nil; x = x.parent {
+		b, ok := n.branches[x.id]
+		if !ok {
+			continue
+		}
+		if len(b.appended) > 0 {
+			return b.appended[len(b.appended)-1]
+		}
+		if b.content != nil || b.snapshot {
+			if b.content == nil || len(b.content.rows) == 0 {
+				return nil
+			}
+			return b.content.rows[len(b.content.rows)-1]
+		}
+	}
+	if n.trunk == nil || n.trunk.content == nil || len(n.trunk.content.rows) == 0 {
+		return nil
+	}
+	return n.trunk.content.rows[len(n.trunk.content.rows)-1]
 }
 
 // versionInfo returns revision and modification time visible under tx.
@@ -295,19 +341,20 @@ func (t *tree) setChild(n *node, tx *masterTx, key string, id guid.GUID) {
 func (t *tree) setContent(n *node, tx *masterTx, c *content) {
 	b := t.branch(n, tx)
 	b.content = c
-	b.appendFrom = -1
+	b.appended = nil
 	t.touch(b, tx.now)
 }
 
-// appendRows appends rows to a table inside tx.
+// appendRows appends rows to a table inside tx. The branch owns the slices it appends
+// to (replaced content comes fresh from the writer, appended rows are the branch's own),
+// and every other holder sees only a prefix, so appending in place is safe.
 func (t *tree) appendRows(n *node, tx *masterTx, rows []any) {
 	b := t.branch(n, tx)
-	cur := t.contentOf(n, tx)
-	if b.content == nil {
-		b.appendFrom = len(cur.rows)
+	if b.content != nil {
+		b.content = &content{rows: append(b.content.rows, rows...)}
+	} else {
+		b.appended = append(b.appended, rows...)
 	}
-	nc := &content{rows: append(slices.Clip(cur.rows), rows...)}
-	b.content = nc
 	t.touch(b, tx.now)
 }
 
@@ -348,9 +395,14 @@ func (t *tree) fold(tx *masterTx) []nodeDelta {
 		}
 		maps.Copy(pb.attrs, b.attrs)
 		maps.Copy(pb.children, b.children)
-		if b.content != nil {
+		switch {
+		case b.content != nil:
 			pb.content = b.content
-			pb.appendFrom = -1
+			pb.appended = nil
+		case len(b.appended) > 0 && pb.content != nil:
+			pb.content = &content{rows: append(slices.Clip(pb.content.rows), b.appended...)}
+		case len(b.appended) > 0:
+			pb.appended = append(slices.Clip(pb.appended), b.appended...)
 		}
 		pb.revision, pb.modified = b.revision, b.modified
 	}
