@@ -17,6 +17,7 @@ import (
 	"go.ytsaurus.tech/yt/go/yt"
 	"go.ytsaurus.tech/yt/go/yt/ythttp"
 
+	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 )
 
@@ -33,21 +34,34 @@ type benchKey struct {
 	Key int64 `yson:"key"`
 }
 
-// benchCodecs runs a benchmark with the SDK's default block compression (zstd_3)
-// and without compression, which shows the cost of the codec on both ends.
-func benchCodecs(b *testing.B, run func(b *testing.B, codec yt.ClientCompressionCodec)) {
-	for _, c := range []struct {
-		name  string
-		codec yt.ClientCompressionCodec
-	}{{"zstd", yt.ClientCodecDefault}, {"none", yt.ClientCodecNone}} {
-		b.Run(c.name, func(b *testing.B) { run(b, c.codec) })
+// benchSetup is one server and client configuration a benchmark runs under.
+type benchSetup struct {
+	name    string
+	codec   yt.ClientCompressionCodec
+	durable bool // write-ahead log with fsync per commit
+}
+
+// benchCodecs runs a benchmark with the SDK's default block compression (zstd_3),
+// without compression (which shows the cost of the codec on both ends), and
+// without compression on a durable server.
+func benchCodecs(b *testing.B, run func(b *testing.B, setup benchSetup)) {
+	for _, s := range []benchSetup{
+		{name: "zstd", codec: yt.ClientCodecDefault},
+		{name: "none", codec: yt.ClientCodecNone},
+		{name: "none-durable", codec: yt.ClientCodecNone, durable: true},
+	} {
+		b.Run(s.name, func(b *testing.B) { run(b, s) })
 	}
 }
 
-func benchTable(b *testing.B, codec yt.ClientCompressionCodec) (context.Context, yt.Client, ypath.Path) {
+func benchTable(b *testing.B, setup benchSetup) (context.Context, yt.Client, ypath.Path) {
 	b.Helper()
-	addr := ytlocaltest.New(b)
-	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr, CompressionCodec: codec})
+	var cfg ytlocal.Config
+	if setup.durable {
+		cfg.DataDir = b.TempDir()
+	}
+	addr := ytlocaltest.Start(b, cfg).Addr()
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr, CompressionCodec: setup.codec})
 	require.NoError(b, err)
 	b.Cleanup(yc.Stop)
 	ctx := context.Background()
@@ -77,8 +91,8 @@ func batch(start int64, n int) []any {
 // tablet transaction; reports rows/s.
 func BenchmarkDynInsertRows(b *testing.B) { benchCodecs(b, benchmarkDynInsertRows) }
 
-func benchmarkDynInsertRows(b *testing.B, codec yt.ClientCompressionCodec) {
-	ctx, yc, p := benchTable(b, codec)
+func benchmarkDynInsertRows(b *testing.B, setup benchSetup) {
+	ctx, yc, p := benchTable(b, setup)
 	const size = 1000
 	b.ResetTimer()
 	start, cpu := time.Now(), cpuTime()
@@ -95,8 +109,8 @@ func BenchmarkDynCommitWithPrerequisite(b *testing.B) {
 	benchCodecs(b, benchmarkDynCommitWithPrerequisite)
 }
 
-func benchmarkDynCommitWithPrerequisite(b *testing.B, codec yt.ClientCompressionCodec) {
-	ctx, yc, p := benchTable(b, codec)
+func benchmarkDynCommitWithPrerequisite(b *testing.B, setup benchSetup) {
+	ctx, yc, p := benchTable(b, setup)
 	master, err := yc.BeginTx(ctx, nil)
 	require.NoError(b, err)
 	defer func() { _ = master.Abort() }()
@@ -120,8 +134,8 @@ func benchmarkDynCommitWithPrerequisite(b *testing.B, codec yt.ClientCompression
 // BenchmarkDynLookup looks up one key of 100k rows per call; reports p50/p99 latency.
 func BenchmarkDynLookup(b *testing.B) { benchCodecs(b, benchmarkDynLookup) }
 
-func benchmarkDynLookup(b *testing.B, codec yt.ClientCompressionCodec) {
-	ctx, yc, p := benchTable(b, codec)
+func benchmarkDynLookup(b *testing.B, setup benchSetup) {
+	ctx, yc, p := benchTable(b, setup)
 	const rows = 100_000
 	for i := int64(0); i < rows; i += 1000 {
 		require.NoError(b, yc.InsertRows(ctx, p, batch(i, 1000), nil))
@@ -149,7 +163,7 @@ func benchmarkDynLookup(b *testing.B, codec yt.ClientCompressionCodec) {
 // it; the client holds nothing after the inserts).
 func BenchmarkDynMemoryPerMillionRows(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		ctx, yc, p := benchTable(b, yt.ClientCodecDefault)
+		ctx, yc, p := benchTable(b, benchSetup{codec: yt.ClientCodecDefault})
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

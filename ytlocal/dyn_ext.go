@@ -62,8 +62,12 @@ func compileExpression(text string) (tablet.Evaluator, error) {
 	return e, nil
 }
 
-// Append implements tablet.Journal: engine records go to the server's log.
+// Append implements tablet.Journal: engine records go to the server's log (nothing
+// to do for a memory-only server).
 func (d *dynExt) Append(rec *tablet.Record) error {
+	if d.s.wal == nil {
+		return nil
+	}
 	raw, err := yson.MarshalFormat(rec, yson.FormatBinary)
 	if err != nil {
 		return fmt.Errorf("encode %s record: %w", rec.Kind, err)
