@@ -2,6 +2,7 @@ package ytlocal_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -180,4 +181,29 @@ func TestDiscoveryAndWhoami(t *testing.T) {
 	r = do(t, "GET", "http://"+proxy+"/api", nil, nil)
 	require.Equal(t, 200, r.status)
 	require.Contains(t, string(r.body), "v4")
+}
+
+func TestGzipBodyAndJSONOutput(t *testing.T) {
+	proxy := ytlocaltest.New(t)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err := zw.Write([]byte(`{a=1;b="x";};{a=2;b="y";};`))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	r := do(t, "POST", "http://"+proxy+"/api/v4/create", nil, []byte(`{path="//tmp/t";type=table}`))
+	require.Equal(t, 200, r.status, "%s", r.body)
+	r = do(t, "PUT", "http://"+proxy+"/api/v4/write_table",
+		map[string]string{"X-YT-Parameters": `{path="//tmp/t"}`, "Content-Encoding": "gzip"}, gz.Bytes())
+	require.Equal(t, 200, r.status, "%s", r.body)
+
+	r = do(t, "GET", "http://"+proxy+"/api/v4/get",
+		map[string]string{"X-YT-Parameters": `{path="//tmp/t/@row_count"}`, "X-YT-Output-Format": "json"}, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.JSONEq(t, `{"value":2}`, string(r.body))
+
+	r = do(t, "GET", "http://"+proxy+"/api/v4/read_table",
+		map[string]string{"X-YT-Parameters": `{path="//tmp/t[#1:]"}`, "X-YT-Output-Format": "json"}, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.JSONEq(t, `{"a":2,"b":"y"}`, strings.TrimSpace(string(r.body)))
+	require.Contains(t, r.header.Get("X-YT-Response-Parameters"), `"start_row_index"=1`)
 }
