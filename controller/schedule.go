@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -62,6 +63,30 @@ type Decision struct {
 // value is ready; a new leader starts with a new Scheduler.
 type Scheduler struct {
 	drain map[string]statusMark // nil: no drained observation pending
+	// failures holds, per partition, the restart backoff after failed jobs.
+	failures map[string]backoff
+}
+
+// backoff delays the restart of a partition whose jobs keep failing, so that
+// a poison input does not spin jobs and leases every cycle.
+type backoff struct {
+	count     int
+	notBefore uint64 // µs
+}
+
+// Restart backoff after the n-th consecutive failure of a partition's job:
+// FailureBackoffBase * 2^(n-1), at most FailureBackoffMax.
+const (
+	FailureBackoffBase = 1_000_000  // µs
+	FailureBackoffMax  = 30_000_000 // µs
+)
+
+func backoffDelay(n int) uint64 {
+	d := uint64(FailureBackoffBase)
+	for i := 1; i < n && d < FailureBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, FailureBackoffMax)
 }
 
 type statusMark struct {
@@ -98,6 +123,7 @@ func NextState(cur, target string) string {
 
 // plan is the layout being built by one Step.
 type plan struct {
+	s          *Scheduler
 	in         *Input
 	d          *Decision
 	partitions map[string]ytstore.Partition // the partition set after this step
@@ -113,7 +139,10 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	if !in.HasSpec {
 		state = in.PipelineState
 	}
-	p := &plan{in: in, d: d, partitions: map[string]ytstore.Partition{}, jobs: map[string]ytstore.Job{}, isNew: map[string]bool{}}
+	if s.failures == nil {
+		s.failures = map[string]backoff{}
+	}
+	p := &plan{s: s, in: in, d: d, partitions: map[string]ytstore.Partition{}, jobs: map[string]ytstore.Job{}, isNew: map[string]bool{}}
 	p.dropDeadWorkers()
 	p.dropOrphanStatuses()
 
@@ -360,8 +389,15 @@ func (p *plan) keepJobs(statuses map[string]ytstore.JobStatus) {
 		case !p.in.LeaseAlive[j.LeaseID]:
 			p.removeJob(j, "lease expired")
 		case hasStatus && st.State == ytstore.JobFailed:
-			p.removeJob(j, "failed: "+st.Error)
+			b := p.s.failures[j.PartitionID]
+			b.count++
+			b.notBefore = p.in.Now + backoffDelay(b.count)
+			p.s.failures[j.PartitionID] = b
+			p.removeJob(j, fmt.Sprintf("failed (restart in %v): %s", time.Duration(backoffDelay(b.count))*time.Microsecond, st.Error))
 		default:
+			if hasStatus && st.Epoch > 0 || hasStatus && st.State == ytstore.JobCompleted {
+				delete(p.s.failures, j.PartitionID) // it made progress
+			}
 			if _, dup := p.jobs[j.PartitionID]; dup {
 				p.removeJob(j, "duplicate job of the partition")
 				continue
@@ -437,9 +473,17 @@ func (p *plan) assign() {
 		}
 		return best
 	}
+	for id := range p.s.failures {
+		if _, ok := p.partitions[id]; !ok {
+			delete(p.s.failures, id)
+		}
+	}
 	for _, id := range sortedKeys(p.partitions) {
 		if _, ok := p.jobs[id]; ok {
 			continue
+		}
+		if b, ok := p.s.failures[id]; ok && p.in.Now < b.notBefore {
+			continue // restart backoff after failures
 		}
 		w := least()
 		p.jobs[id] = p.newJob(p.partitions[id], w)

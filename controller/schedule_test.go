@@ -283,8 +283,8 @@ func TestFailedJobAndExpiredLeaseReplaced(t *testing.T) {
 	w.statuses[failed.JobID] = ytstore.JobStatus{JobID: failed.JobID, State: ytstore.JobFailed, Error: "boom at counter"}
 	w.leases[expired.LeaseID] = false
 	d, created := w.step(t, &s)
-	if len(created) != 2 {
-		t.Fatalf("created %d jobs, want 2", len(created))
+	if len(created) != 1 || created[0].PartitionID != expired.PartitionID {
+		t.Fatalf("created %+v, want only the replacement of %s (the failed partition backs off)", created, expired.PartitionID)
 	}
 	if !slices.Contains(d.AbortLeases, failed.LeaseID) {
 		t.Errorf("failed job's lease not aborted: %v", d.AbortLeases)
@@ -292,12 +292,10 @@ func TestFailedJobAndExpiredLeaseReplaced(t *testing.T) {
 	if !strings.Contains(strings.Join(d.Events, "\n"), "boom at counter") {
 		t.Errorf("events do not carry the job error: %v", d.Events)
 	}
-	got := []string{created[0].PartitionID, created[1].PartitionID}
-	sort.Strings(got)
-	want := []string{failed.PartitionID, expired.PartitionID}
-	sort.Strings(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("replacements for %v, want %v", got, want)
+	w.now += FailureBackoffBase // the apply above advanced time too: the backoff has passed
+	_, created = w.step(t, &s)
+	if len(created) != 1 || created[0].PartitionID != failed.PartitionID {
+		t.Fatalf("after the backoff created %+v, want the replacement of %s", created, failed.PartitionID)
 	}
 	if _, ok := w.statuses[failed.JobID]; ok {
 		t.Error("status of the removed job left behind")
@@ -558,5 +556,52 @@ func TestDrainingClearedWhenRestarted(t *testing.T) {
 		if j.Draining {
 			t.Errorf("job %s still draining after the pipeline was started again", j.JobID)
 		}
+	}
+}
+
+func TestFailingPartitionBacksOff(t *testing.T) {
+	w := newWorld("w1")
+	var s Scheduler
+	w.step(t, &s)
+	pid := sortedKeys(w.partitions)[0]
+	jobOf := func() (ytstore.Job, bool) {
+		for _, j := range w.jobs {
+			if j.PartitionID == pid {
+				return j, true
+			}
+		}
+		return ytstore.Job{}, false
+	}
+	var gaps []uint64
+	for range 4 {
+		j, ok := jobOf()
+		if !ok {
+			t.Fatalf("partition %s has no job", pid)
+		}
+		w.statuses[j.JobID] = ytstore.JobStatus{JobID: j.JobID, State: ytstore.JobFailed, Error: "poison"}
+		w.step(t, &s)
+		failedAt := w.now
+		for {
+			if _, ok := jobOf(); ok {
+				break
+			}
+			w.step(t, &s)
+		}
+		gaps = append(gaps, w.now-failedAt)
+	}
+	for i := 1; i < len(gaps); i++ {
+		if gaps[i] <= gaps[i-1] {
+			t.Errorf("restart delays %v do not grow", gaps)
+		}
+	}
+	// Progress (a committed epoch) resets the backoff.
+	j, _ := jobOf()
+	w.statuses[j.JobID] = ytstore.JobStatus{JobID: j.JobID, State: ytstore.JobRunning, Epoch: 3}
+	w.step(t, &s)
+	if _, ok := s.failures[pid]; ok {
+		t.Errorf("backoff kept after progress: %+v", s.failures[pid])
+	}
+	if backoffDelay(100) != FailureBackoffMax || backoffDelay(1) != FailureBackoffBase {
+		t.Errorf("backoffDelay bounds: %d, %d", backoffDelay(1), backoffDelay(100))
 	}
 }

@@ -51,7 +51,7 @@ func simulate(t *testing.T, seed uint64) {
 	if len(sim.liveWorkers()) == 0 {
 		sim.w.workers["w-final"] = true
 	}
-	for range 10 {
+	for range 2*FailureBackoffMax/500_000 + 10 { // longer than the longest restart backoff
 		sim.reportStatuses()
 		sim.cycle()
 		sim.step++
