@@ -60,8 +60,12 @@
 // them in order. ORDER BY and HAVING may use select aliases. Rules enforced
 // like YTsaurus: ORDER BY and OFFSET need LIMIT ("ORDER BY used without
 // LIMIT"); aggregates need GROUP BY; a grouped query may use only group keys
-// and aggregates; output names are unique; CheckSchema rejects references to
-// columns a table schema lacks ("undefined reference"). Execute keeps input
+// and aggregates; output names are unique. CheckSchema (on Query and Expr)
+// checks a table schema before any row is read, like YTsaurus' query
+// preparation: undefined references, operand type mismatches, non-boolean
+// WHERE/HAVING, bad function and aggregate argument types; what it accepts
+// does not fail with ErrType at run time on rows that follow the schema
+// (checked by the fuzz targets). Execute keeps input
 // order without ORDER BY (groups in order of first appearance) and stops
 // reading once OFFSET+LIMIT rows are found; ORDER BY sorts stably with NULL
 // first. ExecuteWith adds input/output row limits (ErrIncomplete).
