@@ -686,3 +686,39 @@ func TestSnapshotRestore(t *testing.T) {
 	require.NoError(t, err)
 	require.Error(t, restored.Restore([]byte("{garbage")))
 }
+
+func TestDeletedRowsAreCollected(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	e := New(Config{Clock: func() time.Time { return now }, VersionRetention: time.Minute})
+	newMounted(t, e, "t", kvSchema())
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(1)})
+	before := Timestamp(e.Oracle().Next())
+	_, err := e.Run(func(tx string) error { return e.Delete(tx, "t", []map[string]any{{"k": "a"}, {"k": "never-written"}}) })
+	require.NoError(t, err)
+
+	// Within the retention window the deleted row is still readable at an old timestamp
+	// and its delete still conflicts with transactions that started before it.
+	now = now.Add(30 * time.Second)
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "b"})
+	assert.Len(t, lookup(t, e, "t", LookupOptions{ReadOptions: ReadOptions{Timestamp: before}}, map[string]any{"k": "a"}), 1)
+	assert.Len(t, e.tables["t"].rows, 3)
+
+	now = now.Add(2 * time.Minute)
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "c"})
+	assert.Len(t, e.tables["t"].rows, 2, "rows a and never-written are gone")
+	var keys []any
+	require.NoError(t, e.Scan("t", ReadOptions{}, func(r map[string]any) bool { keys = append(keys, r["k"]); return true }))
+	assert.Equal(t, []any{"b", "c"}, keys)
+}
+
+func TestDeleteOfMissingRowConflicts(t *testing.T) {
+	e := New(Config{})
+	newMounted(t, e, "t", kvSchema())
+	_, err := e.StartTx("writer", time.Minute)
+	require.NoError(t, err)
+	_, err = e.Run(func(tx string) error { return e.Delete(tx, "t", []map[string]any{{"k": "x"}}) })
+	require.NoError(t, err)
+	require.NoError(t, e.Insert("writer", "t", []map[string]any{{"k": "x"}}, InsertOptions{}))
+	_, err = e.Commit("writer", nil, nil)
+	requireCode(t, err, yterrors.CodeTransactionLockConflict)
+}

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"fmt"
+	"slices"
 
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/yson"
@@ -111,8 +112,13 @@ func (e *Engine) Restore(data []byte) error {
 					}
 					r.versions = append(r.versions, version{ts: v.TS, values: values})
 				}
-				t.rows[encodeKey(r.key)] = r
+				enc := encodeKey(r.key)
+				t.rows[enc] = r
+				if n := len(r.versions); n > 0 && r.versions[n-1].values == nil {
+					t.tombstones = append(t.tombstones, tombstone{enc: enc, ts: r.versions[n-1].ts})
+				}
 			}
+			slices.SortFunc(t.tombstones, func(a, b tombstone) int { return cmpUint64(uint64(a.ts), uint64(b.ts)) })
 			t.dirty = true
 		} else {
 			t.tablets = nil

@@ -60,6 +60,8 @@ type table struct {
 	index     []*row // rows in key order; rebuilt when indexDirty
 	dirty     bool
 	pivotKeys [][]any
+	// tombstones lists deletes in commit order for collectTombstones.
+	tombstones []tombstone
 
 	// Ordered tables.
 	tablets []*orderedTablet

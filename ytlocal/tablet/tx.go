@@ -572,7 +572,10 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		return fmt.Errorf("commit at %d: %w", rec.Timestamp, err)
 	}
 	e.oracle.Observe(uint64(rec.Timestamp))
-	horizon := rec.Timestamp - Timestamp(e.cfg.VersionRetention/time.Second)<<timestampCounterBits
+	var horizon Timestamp
+	if retention := Timestamp(e.cfg.VersionRetention/time.Second) << timestampCounterBits; rec.Timestamp > retention {
+		horizon = rec.Timestamp - retention
+	}
 	for _, w := range rec.Writes {
 		t, ok := e.tables[w.Table]
 		if !ok {
@@ -581,9 +584,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		k := encodeKey(w.Key)
 		r := t.rows[k]
 		if r == nil {
-			if w.Delete {
-				continue
-			}
+			// A delete of a missing row still records its lock timestamps.
 			r = newRow(w.Key, len(t.groups))
 			t.rows[k] = r
 			t.dirty = true
@@ -591,6 +592,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		values := w.Values
 		if w.Delete {
 			values = nil
+			t.tombstones = append(t.tombstones, tombstone{enc: k, ts: rec.Timestamp})
 		}
 		r.versions = append(r.versions, version{ts: rec.Timestamp, values: values})
 		prune(r, horizon)
@@ -630,7 +632,41 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		tb := t.tablets[a.Tablet]
 		tb.rows = append(tb.rows, orderedRow{ts: rec.Timestamp, values: a.Values})
 	}
+	for _, w := range rec.Writes {
+		e.tables[w.Table].collectTombstones(horizon)
+	}
 	return nil
+}
+
+// tombstone remembers a delete so that the row can be dropped once no read or
+// transaction within the retention window can see it.
+type tombstone struct {
+	enc string
+	ts  Timestamp
+}
+
+// collectTombstones drops rows whose latest version is a delete at or before
+// horizon and whose locks are older too. It depends only on horizon, so replay
+// reproduces it.
+func (t *table) collectTombstones(horizon Timestamp) {
+	n := 0
+	for n < len(t.tombstones) && t.tombstones[n].ts <= horizon {
+		ts := t.tombstones[n]
+		n++
+		r := t.rows[ts.enc]
+		if r == nil || len(r.versions) == 0 || r.latest() != nil || r.versions[len(r.versions)-1].ts > horizon {
+			continue
+		}
+		if slices.ContainsFunc(r.writeTS, func(x Timestamp) bool { return x > horizon }) ||
+			slices.ContainsFunc(r.readTS, func(x Timestamp) bool { return x > horizon }) {
+			continue
+		}
+		delete(t.rows, ts.enc)
+		t.dirty = true
+	}
+	if n > 0 {
+		t.tombstones = append(t.tombstones[:0], t.tombstones[n:]...)
+	}
 }
 
 // prune drops versions no read within the retention window can see: all but

@@ -236,6 +236,16 @@ func cmpInt(a, b int) int {
 	return 0
 }
 
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 func cmpInt64(a, b int64) int {
 	switch {
 	case a < b:
