@@ -14,5 +14,11 @@
 // them. The sender pushes them (HTTP POST /push on the reader's worker, routed by the
 // reader's key hash through the layout) and retransmits until acknowledged; the receiver
 // answers with the ids its epochs committed (or found already committed). Inboxes are bounded:
-// a full inbox accepts nothing more and the sender retries later (back-pressure).
+// a full inbox accepts nothing more and the sender retries later (back-pressure). GET /stats
+// serves per-job counters, among them the duplicates dropped.
+//
+// Job row flags apply live: a draining job stops reading sources and firing timers but keeps
+// processing input and delivering outputs; a retiring job also refuses and drops its input
+// (unacknowledged, so senders retransmit it to the key's new owner). job_status reports
+// in_flight (buffered inputs plus undelivered outputs) and echoes the flags once applied.
 package job

@@ -62,14 +62,14 @@ const wordCountSpec = `{
 
 // wcEnv is a word count pipeline on ytlocal with a layout written by the test (no controller).
 type wcEnv struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	store  *ytstore.Store
 	leader *ytstore.Session
 	worker *Worker
 }
 
-func startWordCount(t *testing.T) *wcEnv {
+func startWordCount(t testing.TB) *wcEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

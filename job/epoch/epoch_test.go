@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 )
@@ -292,4 +293,26 @@ func simulate(seed int64) error {
 		return fmt.Errorf("counted %d of %d inputs: %s", sum, total, b.String())
 	}
 	return nil
+}
+
+func TestEncodeKeyMatchesSDK(t *testing.T) {
+	for _, k := range []flow.Key{nil, {}, {"ab"}, {int64(-3), uint64(300), "x"}, {true, false, nil, 1.5},
+		{uint64(1<<63 + 5), int64(-1 << 62), ""}, {[]byte("raw")}, {strings.Repeat("z", 300)}} {
+		want, err := sdkKey(k)
+		require.NoError(t, err)
+		assert.Equal(t, want, EncodeKey(k), "key %v", k)
+	}
+}
+
+// sdkKey is the SDK's binary YSON of the key as a list ([]byte items as strings).
+func sdkKey(k flow.Key) ([]byte, error) {
+	conv := make([]any, len(k))
+	for i, v := range k {
+		if b, ok := v.([]byte); ok {
+			conv[i] = string(b)
+		} else {
+			conv[i] = v
+		}
+	}
+	return yson.MarshalFormat(conv, yson.FormatBinary)
 }

@@ -1,6 +1,8 @@
 package epoch
 
 import (
+	"encoding/binary"
+	"math"
 	"sort"
 
 	farm "github.com/dgryski/go-farm"
@@ -12,6 +14,9 @@ import (
 // EncodeKey is the canonical byte form of a key: binary YSON of the list of its values.
 // Equal keys encode equally; it is how keys are stored in the states, timers and dedup tables.
 func EncodeKey(k flow.Key) []byte {
+	if b, ok := appendKey(make([]byte, 0, 32), k); ok {
+		return b
+	}
 	if k == nil {
 		k = flow.Key{}
 	}
@@ -22,6 +27,45 @@ func EncodeKey(k flow.Key) []byte {
 		b, _ = yson.MarshalFormat(err.Error(), yson.FormatBinary)
 	}
 	return b
+}
+
+// appendKey writes the binary YSON list of k's scalars exactly as the SDK's binary writer
+// does (each item followed by ';'); ok is false for a value it does not handle.
+func appendKey(b []byte, k flow.Key) ([]byte, bool) {
+	b = append(b, '[')
+	for _, v := range k {
+		switch x := v.(type) {
+		case string:
+			b = append(b, 0x01)
+			b = binary.AppendVarint(b, int64(len(x)))
+			b = append(b, x...)
+		case []byte:
+			b = append(b, 0x01)
+			b = binary.AppendVarint(b, int64(len(x)))
+			b = append(b, x...)
+		case int64:
+			b = append(b, 0x02)
+			b = binary.AppendVarint(b, x)
+		case uint64:
+			b = append(b, 0x06)
+			b = binary.AppendUvarint(b, x)
+		case float64:
+			b = append(b, 0x03)
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		case bool:
+			if x {
+				b = append(b, 0x05)
+			} else {
+				b = append(b, 0x04)
+			}
+		case nil:
+			b = append(b, '#')
+		default:
+			return nil, false
+		}
+		b = append(b, ';')
+	}
+	return append(b, ']'), true
 }
 
 // DecodeKey is the inverse of EncodeKey.
