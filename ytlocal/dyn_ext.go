@@ -3,6 +3,7 @@ package ytlocal
 import (
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -153,9 +154,10 @@ func (d *dynExt) MountCreatedTable(id guid.GUID) error {
 func (d *dynExt) ReadDynamicTable(id guid.GUID) ([]any, bool) {
 	var rows []any
 	err := d.eng.Scan(id.String(), tablet.ReadOptions{}, func(r map[string]any) bool {
-		delete(r, "$tablet_index")
-		delete(r, "$row_index")
-		rows = append(rows, r)
+		row := maps.Clone(r)
+		delete(row, "$tablet_index")
+		delete(row, "$row_index")
+		rows = append(rows, row)
 		return true
 	})
 	if err != nil {

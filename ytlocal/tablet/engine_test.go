@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -356,7 +357,7 @@ func TestOrderedTablets(t *testing.T) {
 	require.Error(t, err)
 
 	var got []map[string]any
-	require.NoError(t, e.Scan("q", ReadOptions{}, func(r map[string]any) bool { got = append(got, r); return true }))
+	require.NoError(t, e.Scan("q", ReadOptions{}, func(r map[string]any) bool { got = append(got, maps.Clone(r)); return true }))
 	assert.Equal(t, []map[string]any{
 		{"$tablet_index": int64(0), "$row_index": int64(0), "value": "c"},
 		{"$tablet_index": int64(2), "$row_index": int64(0), "value": "a"},
@@ -369,7 +370,7 @@ func TestOrderedTablets(t *testing.T) {
 	got = nil
 	require.NoError(t, e.Scan("q", ReadOptions{}, func(r map[string]any) bool {
 		if r["$tablet_index"] == int64(2) {
-			got = append(got, r)
+			got = append(got, maps.Clone(r))
 		}
 		return true
 	}))
@@ -627,7 +628,7 @@ func populate(t testing.TB, e *Engine) {
 func dump(t *testing.T, e *Engine) map[string][]map[string]any {
 	out := map[string][]map[string]any{}
 	for _, id := range []string{"q", "c", "p", "t"} {
-		require.NoError(t, e.Scan(id, ReadOptions{}, func(r map[string]any) bool { out[id] = append(out[id], r); return true }))
+		require.NoError(t, e.Scan(id, ReadOptions{}, func(r map[string]any) bool { out[id] = append(out[id], maps.Clone(r)); return true }))
 	}
 	return out
 }

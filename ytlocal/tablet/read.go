@@ -142,8 +142,9 @@ func (t *table) starColumns() []string {
 
 // Scan calls yield with every row visible at the read timestamp: sorted
 // tables in key order, ordered tables by ($tablet_index, $row_index) with
-// those two int64 columns added. yield must not call the engine; returning
-// false stops the scan.
+// those two int64 columns added. yield must not call the engine and must not
+// retain the row: the map is reused for the next row. Returning false stops the
+// scan.
 func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[string]any) bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -158,13 +159,13 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 	if err := checkReadable(t); err != nil {
 		return err
 	}
+	m := make(map[string]any, len(t.cols)+2)
 	if t.sorted {
 		for _, r := range t.sortedRows() {
 			values := r.at(ts)
 			if values == nil {
 				continue
 			}
-			m := make(map[string]any, len(t.cols))
 			for i, c := range t.cols {
 				m[c.name] = values[i]
 			}
@@ -179,7 +180,8 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 			if r.ts > ts {
 				break
 			}
-			if !yield(t.orderedRow(ti, tb.trimmed+int64(i), r)) {
+			t.fillOrderedRow(m, ti, tb.trimmed+int64(i), r)
+			if !yield(m) {
 				return nil
 			}
 		}
@@ -187,8 +189,7 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 	return nil
 }
 
-func (t *table) orderedRow(tablet int, index int64, r orderedRow) map[string]any {
-	m := make(map[string]any, len(t.cols)+2)
+func (t *table) fillOrderedRow(m map[string]any, tablet int, index int64, r orderedRow) {
 	m["$tablet_index"] = int64(tablet)
 	m["$row_index"] = index
 	for i, c := range t.cols {
@@ -199,7 +200,6 @@ func (t *table) orderedRow(tablet int, index int64, r orderedRow) map[string]any
 			m[c.name] = r.values[i]
 		}
 	}
-	return m
 }
 
 var implicitTxSeq atomic.Uint64
