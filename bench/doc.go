@@ -1,0 +1,15 @@
+// Package bench measures yt-flow pipelines end to end: throughput of the word-count
+// pipeline (queue → SplitWords → CountWords keyed with state → sorted table + async queue
+// sink) in exactly-once and at-least-once mode against a raw SDK baseline, end-to-end
+// latency at a steady input rate, rows written to YTsaurus per input message, and the time
+// from kill -9 of a worker process to output resuming.
+//
+// The benchmarks are opt-in (`go test ./bench/ -run XXX -bench Pipeline -benchtime 1x`);
+// plain `go test ./bench/` runs only fast tests of the helpers. BENCHMARKS.md records the
+// figures and the exact commands.
+//
+// The helpers here are the reusable parts: Runtime starts ytlocal, the controller and
+// workers in one process; Pipeline creates the word-count tables and spec; CountingProxy is
+// an HTTP reverse proxy in front of the server that tallies commands and the rows their
+// request bodies carry.
+package bench

@@ -1,0 +1,384 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/controller"
+	_ "github.com/ytflow/yt-flow/examples/wordcount" // SplitWords and CountWords
+	"github.com/ytflow/yt-flow/job"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// Options shape a word-count pipeline.
+type Options struct {
+	// Tablets of the input queue (= source partitions); 0 means 1.
+	Tablets int
+	// CountPartitions of the keyed count computation; 0 means 1.
+	CountPartitions int
+	// ProcessingMode of the count computation; "" is exactly-once.
+	ProcessingMode string
+	// Finite makes the source finite: the pipeline completes once the input is read.
+	Finite bool
+	// BatchDuration of both computations; 0 means 100ms.
+	BatchDuration time.Duration
+}
+
+// Pipeline is one word-count pipeline under Root: input queue and consumer, the result
+// table counts, the output queue with its producer and a consumer for readers, and the
+// pipeline node Root/pipeline.
+type Pipeline struct {
+	Root  string
+	Path  string
+	Store *ytstore.Store
+	opts  Options
+}
+
+// Table paths of the pipeline.
+func (p *Pipeline) Input() string          { return p.Root + "/input" }
+func (p *Pipeline) Counts() string         { return p.Root + "/counts" }
+func (p *Pipeline) Output() string         { return p.Root + "/output" }
+func (p *Pipeline) OutputConsumer() string { return p.Root + "/output_consumer" }
+
+// countsSchema is the schema of the result table (and, without sort order, the output queue).
+func countsSchema(sorted bool) schema.Schema {
+	s := schema.Schema{Columns: []schema.Column{
+		{Name: "hash", Type: schema.TypeUint64},
+		{Name: "word", Type: schema.TypeString},
+		{Name: "count", Type: schema.TypeInt64},
+	}}
+	if sorted {
+		s.UniqueKeys = true
+		s.Columns[0].SortOrder = schema.SortAscending
+		s.Columns[1].SortOrder = schema.SortAscending
+	}
+	return s
+}
+
+// NewPipeline creates the user tables of a word-count pipeline under root (which must not
+// exist yet) on the cluster at proxy. The pipeline node is created by Start.
+func NewPipeline(ctx context.Context, proxy, root string, o Options) (*Pipeline, error) {
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: root + "/pipeline", Token: os.Getenv("YT_TOKEN")})
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{Root: root, Path: root + "/pipeline", Store: st, opts: o}
+	tables := []ytstore.UserTable{
+		{Path: p.Input(), Kind: ytstore.UserQueue, TabletCount: o.Tablets,
+			Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}},
+		{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: p.Input()},
+		{Path: p.Counts(), Kind: ytstore.UserSortedTable, Schema: countsSchema(true)},
+		{Path: p.Output(), Kind: ytstore.UserQueue, Schema: countsSchema(false)},
+		{Path: root + "/producer", Kind: ytstore.UserProducer},
+		{Path: p.OutputConsumer(), Kind: ytstore.UserConsumer, Queue: p.Output()},
+	}
+	for _, t := range tables {
+		if err := st.EnsureUserTable(ctx, t); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("bench: pipeline %s: %w", root, err)
+		}
+	}
+	return p, nil
+}
+
+// Close releases the pipeline's store.
+func (p *Pipeline) Close() { p.Store.Close() }
+
+// Write appends one input row per word to the input queue, spread round-robin over the
+// tablets starting at tablet first, in one insert_rows call.
+func (p *Pipeline) Write(ctx context.Context, words []string, first int) error {
+	tablets := max(p.opts.Tablets, 1)
+	rows := make([]map[string]any, len(words))
+	for i, w := range words {
+		rows[i] = map[string]any{"text": w, "$tablet_index": int64((first + i) % tablets)}
+	}
+	return p.Store.InsertRows(ctx, p.Input(), rows)
+}
+
+// Load writes words to the input queue in calls of at most 1000 rows.
+func (p *Pipeline) Load(ctx context.Context, words []string) error {
+	for i := 0; i < len(words); i += 1000 {
+		if err := p.Write(ctx, words[i:min(i+1000, len(words))], i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Specs returns the static and dynamic spec of the pipeline, checked by the spec parser.
+func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
+	o := p.opts
+	mode := ""
+	if o.ProcessingMode != "" {
+		mode = fmt.Sprintf("processing_mode = %q;", o.ProcessingMode)
+	}
+	batch := o.BatchDuration
+	if batch <= 0 {
+		batch = 100 * time.Millisecond
+	}
+	r := strings.NewReplacer("ROOT", p.Root, "MODE", mode, "FINITE", fmt.Sprintf("%%%t", o.Finite),
+		"BATCH", fmt.Sprint(batch.Milliseconds()),
+		"SPLITN", fmt.Sprint(max(o.Tablets, 1)), "COUNTN", fmt.Sprint(max(o.CountPartitions, 1)))
+	text := []byte(r.Replace(pipelineSpec))
+	if _, err := spec.ParseConfig(text); err != nil {
+		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)
+	}
+	var doc struct {
+		Spec        any `yson:"spec"`
+		DynamicSpec any `yson:"dynamic_spec"`
+	}
+	if err := yson.Unmarshal(text, &doc); err != nil {
+		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)
+	}
+	if static, err = yson.Marshal(doc.Spec); err != nil {
+		return nil, nil, err
+	}
+	if dynamic, err = yson.Marshal(doc.DynamicSpec); err != nil {
+		return nil, nil, err
+	}
+	return static, dynamic, nil
+}
+
+// Start creates the pipeline node, stores the specs and sets the target state to working.
+func (p *Pipeline) Start(ctx context.Context) error {
+	static, dynamic, err := p.Specs()
+	if err != nil {
+		return err
+	}
+	if err := p.Store.CreatePipeline(ctx); err != nil {
+		return err
+	}
+	return p.Store.SetSpecs(ctx, ytstore.SpecUpdate{
+		Spec: static, SpecVersion: 1, DynamicSpec: dynamic, DynamicSpecVersion: 1,
+		TargetState: ytstore.TargetWorking,
+	})
+}
+
+// State reads @pipeline_state ("" when unreadable).
+func (p *Pipeline) State(ctx context.Context) string {
+	a, err := p.Store.Attributes(ctx)
+	if err != nil {
+		return ""
+	}
+	return a.PipelineState
+}
+
+// Totals reads the result table as word → count.
+func (p *Pipeline) Totals(ctx context.Context) (map[string]int64, error) {
+	rows, err := p.Store.SelectRows(ctx, fmt.Sprintf("word, count FROM [%s]", p.Counts()))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		w, _ := r["word"].(string)
+		n, _ := asInt(r["count"])
+		out[w] = n
+	}
+	return out, nil
+}
+
+// OutputRow is one row of the output queue.
+type OutputRow struct {
+	Offset int64
+	Word   string
+	Count  int64
+}
+
+// ReadOutput reads up to limit rows of the output queue from offset (one tablet).
+func (p *Pipeline) ReadOutput(ctx context.Context, offset, limit int64) ([]OutputRow, error) {
+	rows, err := p.Store.PullQueue(ctx, p.Output(), p.OutputConsumer(), 0, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OutputRow, len(rows))
+	for i, r := range rows {
+		w, _ := r.Columns["word"].(string)
+		n, _ := asInt(r.Columns["count"])
+		out[i] = OutputRow{Offset: r.Offset, Word: w, Count: n}
+	}
+	return out, nil
+}
+
+// CheckExact compares the result table and the output queue with want (word → count): the
+// table must hold exactly want, and the output queue must reach want's count for every
+// word with no (word, count) pair twice. It returns nil when the sinks are exact.
+func (p *Pipeline) CheckExact(ctx context.Context, want map[string]int64) error {
+	got, err := p.Totals(ctx)
+	if err != nil {
+		return err
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("table has %d words, want %d", len(got), len(want))
+	}
+	for w, n := range want {
+		if got[w] != n {
+			return fmt.Errorf("table: %s = %d, want %d", w, got[w], n)
+		}
+	}
+	reached := map[string]int64{}
+	seen := map[OutputRow]bool{}
+	for off := int64(0); ; {
+		rows, err := p.ReadOutput(ctx, off, 10000)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			k := OutputRow{Word: r.Word, Count: r.Count}
+			if seen[k] {
+				return fmt.Errorf("output: (%s, %d) delivered twice", r.Word, r.Count)
+			}
+			seen[k] = true
+			reached[r.Word] = max(reached[r.Word], r.Count)
+		}
+		off = rows[len(rows)-1].Offset + 1
+	}
+	for w, n := range want {
+		if reached[w] != n {
+			return fmt.Errorf("output: %s reaches %d, want %d", w, reached[w], n)
+		}
+	}
+	return nil
+}
+
+// Runtime is a controller and workers running in this process against one pipeline, as
+// `yt-flow run` runs them.
+type Runtime struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error
+}
+
+// StartRuntime runs controller.Run and n job workers for the pipeline at path until Stop.
+func StartRuntime(proxy, path string, n int) *Runtime {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Runtime{cancel: cancel}
+	fail := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			r.mu.Lock()
+			r.errs = append(r.errs, err)
+			r.mu.Unlock()
+		}
+	}
+	token := os.Getenv("YT_TOKEN")
+	r.wg.Go(func() {
+		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Token: token, Path: path}))
+	})
+	for i := range n {
+		w := job.NewWorker(job.Config{Proxy: proxy, Token: token, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i)})
+		r.wg.Go(func() { fail(w.Run(ctx)) })
+	}
+	return r
+}
+
+// Err returns the errors of components that stopped on their own so far.
+func (r *Runtime) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// Stop cancels every component and waits for them.
+func (r *Runtime) Stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// WaitUntil polls cond every 20ms until it returns true, ctx ends, or the runtime fails.
+func (r *Runtime) WaitUntil(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if rerr := r.Err(); rerr != nil {
+			return rerr
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("%w (last check: %v)", ctx.Err(), err)
+			}
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case uint64:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+const pipelineSpec = `{
+    path = "ROOT/pipeline";
+    spec = {
+        computations = {
+            split = {
+                computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
+                processing_function = "SplitWords";
+                source_streams = {
+                    lines = {
+                        source_class_name = "NYT::NFlow::TQueueSource";
+                        parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = FINITE};
+                    };
+                };
+                output_stream_ids = ["words"];
+            };
+            count = {
+                computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
+                processing_function = "CountWords";
+                MODE
+                group_by_schema = [
+                    {name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(word)"};
+                    {name = "word"; type = "string"; required = %true};
+                ];
+                input_stream_ids = ["words"];
+                output_stream_ids = ["counts"];
+                sinks = {
+                    table = {
+                        sink_class_name = "NYT::NFlow::NSortedDynamicTable::TSyncSink";
+                        input_stream_ids = ["counts"];
+                        parameters = {table_path = "ROOT/counts"};
+                    };
+                    out = {
+                        sink_class_name = "NYT::NFlow::TAsyncQueueSink";
+                        input_stream_ids = ["counts"];
+                        parameters = {queue_path = "ROOT/output"; producer_path = "ROOT/producer"};
+                    };
+                };
+            };
+        };
+        streams = {
+            words = {schema = [{name = "word"; type = "string"; required = %true}]};
+            counts = {schema = [{name = "hash"; type = "uint64"}; {name = "word"; type = "string"}; {name = "count"; type = "int64"}]};
+        };
+    };
+    dynamic_spec = {
+        computations = {
+            split = {batch_duration = BATCH; parameters = {desired_partition_count = SPLITN}};
+            count = {batch_duration = BATCH; parameters = {desired_partition_count = COUNTN}};
+        };
+    };
+}
+`

@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// envInt reads a positive integer from the environment, def when unset or invalid.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// params of a benchmark run, from the environment.
+type params struct {
+	messages, words int     // BENCH_MESSAGES, BENCH_WORDS: finite throughput input
+	durable         bool    // BENCH_MEMORY=1 turns the server's DataDir off
+	latencySeconds  int     // BENCH_LATENCY_SECONDS: measured part of the latency run
+	rate            float64 // BENCH_RATE: msgs/s of latency and recovery runs (default half of exactly_once)
+	workers         int     // BENCH_WORKERS: in-process workers
+}
+
+func loadParams() params {
+	return params{
+		messages:       envInt("BENCH_MESSAGES", 20000),
+		words:          envInt("BENCH_WORDS", 1000),
+		durable:        os.Getenv("BENCH_MEMORY") != "1",
+		latencySeconds: envInt("BENCH_LATENCY_SECONDS", 15),
+		rate:           float64(envInt("BENCH_RATE", 0)),
+		workers:        envInt("BENCH_WORKERS", 2),
+	}
+}
+
+// startServer starts an in-process ytlocal (durable in a temp dir unless BENCH_MEMORY=1),
+// closed when the benchmark ends.
+func startServer(tb testing.TB, durable bool) *ytlocal.Server {
+	tb.Helper()
+	cfg := ytlocal.Config{}
+	if durable {
+		cfg.DataDir = filepath.Join(tb.TempDir(), "ytlocal")
+	}
+	srv, err := ytlocal.Start(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// inputWords returns n words drawn from a vocabulary of size words, and their counts.
+func inputWords(n, words int, seed uint64) ([]string, map[string]int64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]string, n)
+	want := map[string]int64{}
+	for i := range out {
+		out[i] = fmt.Sprintf("w%04d", rng.IntN(words))
+		want[out[i]]++
+	}
+	return out, want
+}
+
+func newPipeline(tb testing.TB, proxy, name string, o Options) *Pipeline {
+	tb.Helper()
+	p, err := NewPipeline(context.Background(), proxy, fmt.Sprintf("//home/bench/%s-%d", name, rand.IntN(1000000)), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// finiteRun runs a finite word-count pipeline over words with the in-process runtime at
+// runtimeProxy and returns the time from Start to "completed with exact sinks". When
+// before is not nil it is called right before Start and after is called once the sinks
+// are exact, before the runtime stops (for counting proxies).
+func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, words []string, want map[string]int64, after func()) time.Duration {
+	tb.Helper()
+	ctx := context.Background()
+	if err := p.Load(ctx, words); err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	rt := StartRuntime(runtimeProxy, p.Path, workers)
+	defer rt.Stop()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	err := rt.WaitUntil(wctx, func() (bool, error) {
+		return p.State(wctx) == ytstore.StateCompleted, nil
+	})
+	if err == nil {
+		var last error
+		err = rt.WaitUntil(wctx, func() (bool, error) {
+			last = p.CheckExact(wctx, want)
+			return last == nil, last
+		})
+		if err != nil {
+			err = fmt.Errorf("%w; sinks: %v", err, last)
+		}
+	}
+	elapsed := time.Since(start)
+	if err != nil {
+		tb.Fatalf("pipeline %s: %v (state %q)", p.Path, err, p.State(ctx))
+	}
+	if after != nil {
+		after()
+	}
+	return elapsed
+}
+
+// BenchmarkPipeline measures, side by side in one run, the word-count pipeline's throughput
+// in exactly-once and at-least-once mode against the raw SDK baseline, its latency at a
+// steady rate, the rows it writes to YTsaurus per message, and its recovery after kill -9
+// of a worker process. Run it with -benchtime 1x (each iteration is a full pipeline run);
+// see BENCHMARKS.md for the command and the environment knobs (BENCH_*).
+func BenchmarkPipeline(b *testing.B) {
+	pr := loadParams()
+	words, want := inputWords(pr.messages, pr.words, 1)
+	rates := map[string]float64{}
+	b.Logf("input: %d messages over %d words; durable server %v; %d in-process workers", pr.messages, pr.words, pr.durable, pr.workers)
+
+	b.Run("raw", func(b *testing.B) {
+		var total time.Duration
+		for i := range b.N {
+			srv := startServer(b, pr.durable)
+			p := newPipeline(b, srv.Addr(), fmt.Sprintf("raw%d", i), Options{})
+			start := time.Now()
+			if err := WriteRaw(context.Background(), p, words, 1000); err != nil {
+				b.Fatal(err)
+			}
+			total += time.Since(start)
+			got, err := p.Totals(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			for w, n := range want {
+				if got[w] != n {
+					b.Fatalf("raw: %s = %d, want %d", w, got[w], n)
+				}
+			}
+		}
+		rates["raw"] = float64(pr.messages*b.N) / total.Seconds()
+		b.ReportMetric(rates["raw"], "msgs/s")
+	})
+
+	for _, mode := range []struct{ name, processing string }{
+		{"exactly_once", ""},
+		{"at_least_once", "at_least_once_consistent"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			var total time.Duration
+			for i := range b.N {
+				srv := startServer(b, pr.durable)
+				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
+					Tablets: 2, CountPartitions: 2, ProcessingMode: mode.processing, Finite: true,
+				})
+				total += finiteRun(b, p, srv.Addr(), pr.workers, words, want, nil)
+			}
+			rates[mode.name] = float64(pr.messages*b.N) / total.Seconds()
+			b.ReportMetric(rates[mode.name], "msgs/s")
+			if raw := rates["raw"]; raw > 0 {
+				b.ReportMetric(rates[mode.name]/raw, "x_raw")
+			}
+		})
+	}
+
+	rate := pr.rate
+	if rate == 0 && rates["exactly_once"] > 0 {
+		rate = rates["exactly_once"] / 2
+	}
+	if rate == 0 {
+		rate = 200
+	}
+
+	b.Run("latency", func(b *testing.B) {
+		for range b.N {
+			benchLatency(b, pr, rate)
+		}
+	})
+
+	for _, mode := range []struct{ name, processing string }{
+		{"writes_exactly_once", ""},
+		{"writes_at_least_once", "at_least_once_consistent"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			for i := range b.N {
+				benchWrites(b, pr, fmt.Sprintf("%s%d", mode.name, i), mode.processing, words, want)
+			}
+		})
+	}
+
+	b.Run("recovery", func(b *testing.B) {
+		for range b.N {
+			benchRecovery(b, rate)
+		}
+	})
+
+	if raw := rates["raw"]; raw > 0 {
+		b.Logf("ratios in this run: exactly_once/raw = %.2f, at_least_once/raw = %.2f (raw %.0f msgs/s, exactly_once %.0f, at_least_once %.0f)",
+			rates["exactly_once"]/raw, rates["at_least_once"]/raw, raw, rates["exactly_once"], rates["at_least_once"])
+	}
+}
+
+// benchLatency runs an infinite exactly-once pipeline fed at rate msgs/s and reports the
+// p50/p99/max latency from queue write to the output queue (async sink) for messages
+// written after a 3s warm-up.
+func benchLatency(b *testing.B, pr params, rate float64) {
+	ctx := context.Background()
+	srv := startServer(b, pr.durable)
+	batch := 100 * time.Millisecond
+	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: 2, CountPartitions: 2, BatchDuration: batch})
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rt := StartRuntime(srv.Addr(), p.Path, pr.workers)
+	defer rt.Stop()
+	// The pipeline must be working before the clock starts.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := rt.WaitUntil(wctx, func() (bool, error) { return p.State(wctx) == ytstore.StateWorking, nil }); err != nil {
+		b.Fatal(err)
+	}
+	lctx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	loadStart := time.Now()
+	load, stopWriting := StartLoad(lctx, p, rate)
+	warm := loadStart.Add(3 * time.Second)
+	end := warm.Add(time.Duration(pr.latencySeconds) * time.Second)
+	time.Sleep(time.Until(end)) // the load runs for a fixed wall-clock time
+	stopWriting()
+	dctx, cancelD := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelD()
+	_ = rt.WaitUntil(dctx, func() (bool, error) {
+		ok, _ := load.AllBeforeVisible(end)
+		return ok || load.Err() != nil, nil
+	})
+	if err := load.Err(); err != nil {
+		b.Fatal(err)
+	}
+	lat, missing := load.Latencies(warm, end)
+	sent, _ := load.Progress()
+	p50, p99 := Percentile(lat, 0.5), Percentile(lat, 0.99)
+	target := 2*batch + 100*time.Millisecond
+	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; p50 %v, p99 %v, max %v; target p99 ≤ %v: %v",
+		rate, batch, len(lat), missing, p50, p99, Percentile(lat, 1), target, p99 <= target)
+	if missing > 0 {
+		b.Errorf("%d of the measured messages never reached the sink", missing)
+	}
+	b.ReportMetric(float64(sent)/end.Sub(loadStart).Seconds(), "offered_msgs/s")
+	b.ReportMetric(rate, "target_msgs/s")
+	b.ReportMetric(float64(p50.Milliseconds()), "p50_ms")
+	b.ReportMetric(float64(p99.Milliseconds()), "p99_ms")
+	b.ReportMetric(float64(Percentile(lat, 1).Milliseconds()), "max_ms")
+}
+
+// benchWrites runs the finite pipeline with the runtime behind a counting proxy and
+// reports rows written to YTsaurus per input message, against Flow's budget of about 2
+// per input message plus 1 per output.
+func benchWrites(b *testing.B, pr params, name, processing string, words []string, want map[string]int64) {
+	srv := startServer(b, pr.durable)
+	cp, err := StartCountingProxy(srv.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Close()
+	p := newPipeline(b, srv.Addr(), name, Options{Tablets: 2, CountPartitions: 2, ProcessingMode: processing, Finite: true})
+	before := cp.Tally()
+	var d Tally
+	finiteRun(b, p, cp.Addr(), pr.workers, words, want, func() { d = cp.Tally().Sub(before) })
+	outputs := int64(0)
+	for off := int64(0); ; {
+		rows, err := p.ReadOutput(context.Background(), off, 10000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		outputs += int64(len(rows))
+		off = rows[len(rows)-1].Offset + 1
+	}
+	n := float64(len(words))
+	if d.BadBodies > 0 {
+		b.Errorf("%d row-command bodies could not be decoded", d.BadBodies)
+	}
+	b.Logf("%s: %d messages, %d outputs; %d rows written (%.2f/msg; budget 2/msg + 1/output = %.2f/msg); %d requests (%.2f/msg)\n  %s",
+		name, len(words), outputs, d.WrittenRows(), float64(d.WrittenRows())/n, (2*n+float64(outputs))/n, d.Requests(), float64(d.Requests())/n, d)
+	b.ReportMetric(float64(d.WrittenRows())/n, "rows/msg")
+	b.ReportMetric((2*n+float64(outputs))/n, "budget_rows/msg")
+	b.ReportMetric(float64(d.Rows["insert_rows"])/n, "insert/msg")
+	b.ReportMetric(float64(d.Rows["delete_rows"])/n, "delete/msg")
+	b.ReportMetric(float64(d.Rows["push_queue_producer"])/n, "push/msg")
+	b.ReportMetric(float64(d.Requests())/n, "requests/msg")
+}

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/ytflow/yt-flow/e2e"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// workerSessionTimeout is the session timeout of `yt-flow worker` (job.Config default); the
+// recovery target is this plus 2s.
+const workerSessionTimeout = 10 * time.Second
+
+// benchRecovery runs the infinite word-count pipeline as real processes (`yt-flow local`
+// with a data dir, one `yt-flow controller`, two `yt-flow worker`), feeds it at rate
+// msgs/s, kills the worker holding the most jobs with SIGKILL and reports the time from
+// the kill until every message written before the kill is visible in the output queue
+// (so the killed worker's keys produce output again), and the worst latency of messages
+// written in the 5s after the kill.
+func benchRecovery(b *testing.B, rate float64) {
+	ctx := context.Background()
+	c := e2e.NewCluster(b)
+	p, err := NewPipeline(ctx, c.Proxy, fmt.Sprintf("//home/bench/recovery-%d", rand.IntN(1000000)), Options{Tablets: 2, CountPartitions: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path, "--lease-timeout", "30s", "--session-timeout", "3s")
+	workers := map[string]*e2e.Proc{}
+	for i := range 2 {
+		id := fmt.Sprintf("worker-%d", i)
+		workers[id] = e2e.Start(b, id, "worker", "--proxy", c.Proxy, "--path", p.Path, "--id", id)
+	}
+	e2e.Eventually(b, time.Minute, func() (bool, string) {
+		s := p.State(ctx)
+		return s == ytstore.StateWorking, "pipeline state " + s
+	})
+
+	lctx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	load, stopWriting := StartLoad(lctx, p, rate)
+	defer stopWriting()
+	// Warm up: both workers hold jobs and output flows.
+	var victim string
+	e2e.Eventually(b, time.Minute, func() (bool, string) {
+		if err := load.Err(); err != nil {
+			b.Fatal(err)
+		}
+		jobs, err := p.Store.Jobs(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		per := map[string]int{}
+		for _, j := range jobs {
+			per[j.WorkerID]++
+		}
+		_, arrived := load.Progress()
+		victim = ""
+		for id := range workers {
+			if victim == "" || per[id] > per[victim] || per[id] == per[victim] && id < victim {
+				victim = id
+			}
+		}
+		return len(per) == 2 && arrived > int(rate*3), fmt.Sprintf("jobs per worker %v, %d outputs", per, arrived)
+	})
+	kill := time.Now()
+	workers[victim].Kill()
+	killed := time.Now()
+
+	var recovered time.Time
+	e2e.Eventually(b, 2*time.Minute, func() (bool, string) {
+		if err := load.Err(); err != nil {
+			b.Fatal(err)
+		}
+		ok, last := load.AllBeforeVisible(kill)
+		recovered = last
+		sent, arrived := load.Progress()
+		return ok, fmt.Sprintf("messages written before the kill not all visible (%d written, %d visible)", sent, arrived)
+	})
+	// Messages written right after the kill wait for the new jobs too.
+	after := killed.Add(5 * time.Second)
+	e2e.Eventually(b, 2*time.Minute, func() (bool, string) {
+		ok, _ := load.AllBeforeVisible(after)
+		return ok, "messages written in the 5s after the kill not all visible"
+	})
+	stopWriting()
+	lat, _ := load.Latencies(killed, after)
+	rec := recovered.Sub(kill)
+	target := workerSessionTimeout + 2*time.Second
+	b.Logf("recovery at %.0f msgs/s: killed %s (kill -9); all messages written before the kill visible %v after it; worst latency of messages written in the next 5s %v; target ≤ %v: %v",
+		rate, victim, rec.Round(time.Millisecond), Percentile(lat, 1).Round(time.Millisecond), target, rec <= target)
+	b.ReportMetric(rec.Seconds(), "recovery_s")
+	b.ReportMetric(Percentile(lat, 1).Seconds(), "max_latency_after_kill_s")
+}
