@@ -85,7 +85,14 @@ func (w *Worker) Stats() map[string]JobStats {
 		out[id] = st
 	}
 	for id, h := range w.runners {
-		out[id] = h.r.jobStats()
+		st := h.r.jobStats()
+		if old, ok := w.retired[id]; ok {
+			// The same job ran before (the worker re-registered): counters accumulate.
+			st.Epochs += old.Epochs
+			st.Duplicates += old.Duplicates
+			st.BestEffortDropped += old.BestEffortDropped
+		}
+		out[id] = st
 	}
 	return out
 }
@@ -107,7 +114,8 @@ func (w *Worker) runner(jobID string) *runner {
 
 // Run registers the worker (session transaction, workers row), serves the transport, runs
 // its jobs and reports their status until ctx ends; then it stops every job, aborts the
-// session and returns nil. It returns an error when it cannot start or loses its session.
+// session and returns nil. It returns an error when it cannot start. When its session ends
+// under it, the worker stops all its jobs and registers again with a new session.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Proxy == "" || w.cfg.Path == "" {
 		return errors.New("job: worker: proxy and pipeline path are required")
@@ -133,23 +141,51 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-serveDone
 	}()
 
-	session, err := store.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
+	defer w.stopAll()
+	addr := ln.Addr().String()
+	for registered := false; ; registered = true {
+		err := w.session(ctx, addr, !registered)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !registered && !errors.Is(err, errSessionEnded) {
+			return err
+		}
+		// Invariant: a worker whose session ended stops all its jobs before it registers
+		// again; their leases decide whether they may resume (TestWorkerSurvivesSessionLoss).
+		w.log.Warn("session lost: stopping all jobs and registering again", log.Error(err))
+		w.stopAll()
+		sleep(ctx, time.Second)
+	}
+}
+
+// errSessionEnded reports that the worker's session transaction ended under it.
+var errSessionEnded = errors.New("worker session ended")
+
+// session runs one registration of the worker: a session transaction, the workers row, and
+// the poll/status loop until ctx ends or the session does.
+func (w *Worker) session(ctx context.Context, addr string, first bool) error {
+	session, err := w.store.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
 	if err != nil {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
 	defer func() { _ = session.Close() }()
 	start := nowMicros()
-	reg := ytstore.Worker{WorkerID: w.id, Address: ln.Addr().String(), SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
-	if err := store.PutWorker(ctx, reg); err != nil {
+	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
+	if err := w.store.PutWorker(ctx, reg); err != nil {
+		if errors.Is(err, ytstore.ErrLeaseLost) && !first {
+			return fmt.Errorf("job: worker %s: register: %w: %w", w.id, errSessionEnded, err)
+		}
 		return fmt.Errorf("job: worker %s: register: %w", w.id, err)
 	}
-	w.mu.Lock()
-	w.addr = reg.Address
-	w.mu.Unlock()
-	close(w.ready)
-	w.log.Info("worker registered", log.String("address", reg.Address), log.String("session", session.ID()))
+	if first {
+		w.mu.Lock()
+		w.addr = addr
+		w.mu.Unlock()
+		close(w.ready)
+	}
+	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
 
-	defer w.stopAll()
 	poll := time.NewTicker(w.cfg.PollPeriod)
 	defer poll.Stop()
 	lastStatus := time.Time{}
@@ -161,7 +197,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil // cancelling ctx ends the session too
 			}
-			return fmt.Errorf("job: worker %s: session %s ended", w.id, session.ID())
+			return fmt.Errorf("job: worker %s: session %s: %w", w.id, session.ID(), errSessionEnded)
 		case <-poll.C:
 		}
 		if err := w.poll(ctx); err != nil {
@@ -174,7 +210,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if time.Since(lastStatus) >= w.cfg.StatusPeriod {
 			lastStatus = time.Now()
 			reg.HeartbeatTime = nowMicros()
-			if err := store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
+			if err := w.store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
 			}
 			w.reportStatuses(ctx)
@@ -325,13 +361,23 @@ func (w *Worker) reportStatuses(ctx context.Context) {
 	}
 }
 
-// stopAll cancels every runner and waits for them.
+// stopAll cancels every runner and waits for them; the next poll starts the jobs still
+// assigned to the worker afresh.
 func (w *Worker) stopAll() {
 	w.mu.Lock()
 	hs := append([]*runnerHandle(nil), w.stopping...)
-	for _, h := range w.runners {
+	for id, h := range w.runners {
 		hs = append(hs, h)
+		st := h.r.jobStats()
+		if old, ok := w.retired[id]; ok {
+			st.Epochs += old.Epochs
+			st.Duplicates += old.Duplicates
+			st.BestEffortDropped += old.BestEffortDropped
+		}
+		w.retired[id] = st
 	}
+	w.runners = map[string]*runnerHandle{}
+	w.stopping = nil
 	w.mu.Unlock()
 	for _, h := range hs {
 		h.cancel()

@@ -363,3 +363,30 @@ func TestDrainingAndRetiring(t *testing.T) {
 	e.putJob("count-1", "count", "count-p1", -1)
 	e.waitCounts(map[string]int64{"p": 2, "q": 1})
 }
+
+// TestWorkerSurvivesSessionLoss: when the worker's session ends under it, the worker stops its
+// jobs, registers again with a new session and resumes the jobs whose leases are alive.
+func TestWorkerSurvivesSessionLoss(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("s t")
+	e.waitCounts(map[string]int64{"s": 1, "t": 1})
+
+	session := func() string {
+		ws, err := e.store.Workers(e.ctx)
+		require.NoError(t, err)
+		for _, w := range ws {
+			if w.WorkerID == "w1" {
+				return w.SessionTx
+			}
+		}
+		return ""
+	}
+	old := session()
+	require.NotEmpty(t, old)
+	require.NoError(t, e.store.AbortLease(e.ctx, old)) // any transaction: here the session
+	e.eventually("a new session in the workers row", func() bool { s := session(); return s != "" && s != old })
+	e.write("s")
+	e.waitCounts(map[string]int64{"s": 2, "t": 1})
+}
