@@ -50,7 +50,7 @@
 //
 //	[SELECT] * | expr [AS name], … FROM [//path]
 //	[WHERE pred] [GROUP BY expr [AS name], …] [HAVING pred]
-//	[ORDER BY expr [ASC|DESC], …] [OFFSET n] [LIMIT n] [OFFSET n]
+//	[ORDER BY expr [ASC|DESC], …] [OFFSET n] [LIMIT n]
 //
 // with aggregates sum, min, max, avg (NULL inputs skipped; NULL over no
 // input), count(*) (rows) and count(x) (non-NULL values) in the select list,

@@ -204,6 +204,14 @@ func evalUnary(n *node, en *env) (any, error) {
 		case float64:
 			return -x, nil
 		}
+	case "~":
+		switch x := v.(type) {
+		case int64:
+			return ^x, nil
+		case uint64:
+			return ^x, nil
+		}
+		return nil, typeErrorf(n.pos, "unary ~ needs an integer, got %s", typeName(v))
 	}
 	return nil, typeErrorf(n.pos, "unary %s needs a number, got %s", n.op, typeName(v))
 }
@@ -356,24 +364,35 @@ func evalIn(n *node, en *env) (any, error) {
 	return n.not, nil
 }
 
+// evalBetween: the value lies in one of the closed ranges list[2i]..list[2i+1].
 func evalBetween(n *node, en *env) (any, error) {
-	vals := make([]any, 3)
-	for i, a := range n.args {
-		v, err := eval(a, en)
+	v, err := eval(n.args[0], en)
+	if err != nil {
+		return nil, err
+	}
+	vc := n.args[0].constant()
+	for i := 0; i+1 < len(n.list); i += 2 {
+		lo, err := eval(n.list[i], en)
 		if err != nil {
 			return nil, err
 		}
-		vals[i] = v
+		hi, err := eval(n.list[i+1], en)
+		if err != nil {
+			return nil, err
+		}
+		c1, err := compareOperands(n.pos, v, vc, lo, n.list[i].constant())
+		if err != nil {
+			return nil, err
+		}
+		c2, err := compareOperands(n.pos, v, vc, hi, n.list[i+1].constant())
+		if err != nil {
+			return nil, err
+		}
+		if c1 >= 0 && c2 <= 0 {
+			return !n.not, nil
+		}
 	}
-	c1, err := compareOperands(n.pos, vals[0], n.args[0].constant(), vals[1], n.args[1].constant())
-	if err != nil {
-		return nil, err
-	}
-	c2, err := compareOperands(n.pos, vals[0], n.args[0].constant(), vals[2], n.args[2].constant())
-	if err != nil {
-		return nil, err
-	}
-	return (c1 >= 0 && c2 <= 0) != n.not, nil
+	return n.not, nil
 }
 
 func arithmetic(pos int, op string, l, r any) (any, error) {
@@ -387,6 +406,18 @@ func arithmetic(pos int, op string, l, r any) (any, error) {
 			return x - y, nil
 		case "*":
 			return x * y, nil
+		case "|":
+			return x | y, nil
+		case "&":
+			return x & y, nil
+		case "<<", ">>":
+			if y < 0 {
+				return nil, evalErrorf(pos, "negative shift count %d", y)
+			}
+			if op == "<<" {
+				return x << uint64(y), nil
+			}
+			return x >> uint64(y), nil
 		case "/", "%":
 			if y == 0 {
 				return nil, evalErrorf(pos, "division by zero")
@@ -408,6 +439,14 @@ func arithmetic(pos int, op string, l, r any) (any, error) {
 			return x - y, nil
 		case "*":
 			return x * y, nil
+		case "|":
+			return x | y, nil
+		case "&":
+			return x & y, nil
+		case "<<":
+			return x << y, nil
+		case ">>":
+			return x >> y, nil
 		case "/", "%":
 			if y == 0 {
 				return nil, evalErrorf(pos, "division by zero")

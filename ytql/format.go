@@ -76,9 +76,20 @@ func writeNode(b *strings.Builder, n *node, nested bool) {
 				b.WriteString(" NOT")
 			}
 			b.WriteString(" BETWEEN ")
-			writeNode(b, n.args[1], true)
-			b.WriteString(" AND ")
-			writeNode(b, n.args[2], true)
+			if len(n.list) > 2 {
+				b.WriteByte('(')
+			}
+			for i := 0; i+1 < len(n.list); i += 2 {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				writeNode(b, n.list[i], true)
+				b.WriteString(" AND ")
+				writeNode(b, n.list[i+1], true)
+			}
+			if len(n.list) > 2 {
+				b.WriteByte(')')
+			}
 		case nIsNull:
 			writeNode(b, n.args[0], true)
 			if n.not {

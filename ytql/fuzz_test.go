@@ -19,7 +19,7 @@ var fuzzSeeds = []string{
 	"'\\x41\\n' = \"a\\\"\"",
 	"{p} + 1.5e3 - .5",
 	"%true AND %false OR # IS NULL",
-	"* FROM [//t] WHERE k IN (1, 2) ORDER BY a DESC LIMIT 10 OFFSET 2",
+	"* FROM [//t] WHERE k IN (1, 2) ORDER BY a DESC OFFSET 2 LIMIT 10",
 	"SELECT a, sum(b) AS s, count(*) FROM [//t] WHERE c > {x} GROUP BY a HAVING s > 1 ORDER BY s LIMIT 5",
 	"h, max(v) FROM [//t] GROUP BY farm_hash(k) % 2u AS h LIMIT 3",
 	"((((((a))))))",

@@ -20,7 +20,7 @@ const (
 	tokBool                  // %true, %false
 	tokNull                  // #
 	tokPlaceholder           // {name}
-	tokPunct                 // ( ) , + - * / % || = != <> < <= > >=
+	tokPunct                 // ( ) , . + - * / % || | & ~ << >> = != <> < <= > >=
 )
 
 type token struct {
@@ -127,7 +127,7 @@ func lex(text string) ([]token, error) {
 			i += 6
 		default:
 			op := ""
-			for _, cand := range []string{"||", "!=", "<>", "<=", ">=", "(", ")", ",", "+", "-", "*", "/", "%", "=", "<", ">"} {
+			for _, cand := range []string{"||", "<<", ">>", "!=", "<>", "<=", ">=", "(", ")", ",", "+", "-", "*", "/", "%", "=", "<", ">", "|", "&", "~", "."} {
 				if strings.HasPrefix(text[i:], cand) {
 					op = cand
 					break

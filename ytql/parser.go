@@ -2,6 +2,7 @@ package ytql
 
 import (
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -12,10 +13,10 @@ const (
 	nColumn                      // name
 	nPlaceholder                 // name
 	nTuple                       // args
-	nUnary                       // op ("-", "+", "not"), args[0]
+	nUnary                       // op ("-", "+", "~", "not"), args[0]
 	nBinary                      // op, args[0], args[1]
 	nIn                          // args[0] IN list; not
-	nBetween                     // args[0] BETWEEN args[1] AND args[2]; not
+	nBetween                     // args[0] BETWEEN list[0] AND list[1] [, list[2] AND list[3] …]; not
 	nIsNull                      // args[0] IS [NOT] NULL; not
 	nFunc                        // name (lower case), args
 	nAggregate                   // name, args[0] (nil for count(*)); slot
@@ -45,7 +46,7 @@ func (n *node) constant() bool {
 		return n.args[0].constant()
 	case nBinary:
 		switch n.op {
-		case "+", "-", "*", "/", "%":
+		case "+", "-", "*", "/", "%", "|", "&", "<<", ">>", "||":
 			return n.args[0].constant() && n.args[1].constant()
 		}
 		return false
@@ -196,25 +197,61 @@ func (p *parser) parseNot() (*node, error) {
 		}
 		return &node{kind: nUnary, pos: t.pos, op: "not", args: []*node{x}}, nil
 	}
-	return p.parseRelation()
+	return p.parseIsNull()
 }
 
 var comparisonOps = map[string]string{"=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
+// The precedence levels follow YTsaurus' grammar (parser.ypp), loosest
+// first: OR, AND, NOT, IS [NOT] NULL, = != <>, < <= > >= IN BETWEEN, |, &,
+// << >>, + - ||, * / %, unary + - ~.
+
+func (p *parser) parseIsNull() (*node, error) {
+	l, err := p.parseEquality()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("is") {
+		t := p.next()
+		isNot := p.acceptKeyword("not")
+		if err := p.expectKeyword("null"); err != nil {
+			return nil, err
+		}
+		l = &node{kind: nIsNull, pos: t.pos, args: []*node{l}, not: isNot}
+	}
+	return l, nil
+}
+
+func (p *parser) parseEquality() (*node, error) {
+	l, err := p.parseRelation()
+	if err != nil {
+		return nil, err
+	}
+	for p.isPunct("=") || p.isPunct("!=") || p.isPunct("<>") {
+		t := p.next()
+		r, err := p.parseRelation()
+		if err != nil {
+			return nil, err
+		}
+		l = &node{kind: nBinary, pos: t.pos, op: comparisonOps[t.text], args: []*node{l, r}}
+	}
+	return l, nil
+}
+
 func (p *parser) parseRelation() (*node, error) {
-	l, err := p.parseAdditive()
+	l, err := p.parseBinary(0)
 	if err != nil {
 		return nil, err
 	}
 	for {
 		t := p.peek()
-		if op, ok := comparisonOps[t.text]; ok && t.kind == tokPunct {
+		if t.kind == tokPunct && (t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=") {
 			p.next()
-			r, err := p.parseAdditive()
+			r, err := p.parseBinary(0)
 			if err != nil {
 				return nil, err
 			}
-			l = &node{kind: nBinary, pos: t.pos, op: op, args: []*node{l, r}}
+			l = &node{kind: nBinary, pos: t.pos, op: t.text, args: []*node{l, r}}
 			continue
 		}
 		not := false
@@ -235,28 +272,131 @@ func (p *parser) parseRelation() (*node, error) {
 			l = &node{kind: nIn, pos: t.pos, args: []*node{l}, list: list, not: not}
 		case p.isKeyword("between"):
 			p.next()
-			lo, err := p.parseAdditive()
+			ranges, err := p.parseRanges()
 			if err != nil {
 				return nil, err
 			}
-			if err := p.expectKeyword("and"); err != nil {
-				return nil, err
-			}
-			hi, err := p.parseAdditive()
-			if err != nil {
-				return nil, err
-			}
-			l = &node{kind: nBetween, pos: t.pos, args: []*node{l, lo, hi}, not: not}
-		case p.isKeyword("is"):
-			p.next()
-			isNot := p.acceptKeyword("not")
-			if err := p.expectKeyword("null"); err != nil {
-				return nil, err
-			}
-			l = &node{kind: nIsNull, pos: t.pos, args: []*node{l}, not: isNot}
+			l = &node{kind: nBetween, pos: t.pos, args: []*node{l}, list: ranges, not: not}
 		default:
 			return l, nil
 		}
+	}
+}
+
+// parseRanges parses what follows BETWEEN: "lo AND hi" or a list of ranges
+// "(lo1 AND hi1, lo2 AND hi2, …)". Bounds are constants or constant tuples.
+// The result holds the bounds pairwise: lo1, hi1, lo2, hi2, ….
+func (p *parser) parseRanges() ([]*node, error) {
+	if p.isPunct("(") {
+		saved, depth := p.i, p.depth
+		ranges, committed, err := p.parseRangeList()
+		if err == nil || committed {
+			return ranges, err
+		}
+		p.i, p.depth = saved, depth // not a range list: "(1, 2) AND (3, 4)"
+	}
+	lo, err := p.parseBound()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectKeyword("and"); err != nil {
+		return nil, err
+	}
+	hi, err := p.parseBound()
+	if err != nil {
+		return nil, err
+	}
+	return []*node{lo, hi}, nil
+}
+
+// parseRangeList parses "(lo AND hi, …)"; committed reports that the text
+// is certainly a range list (the first AND was seen), so that an error is
+// final rather than a cue to parse a tuple bound instead.
+func (p *parser) parseRangeList() (ranges []*node, committed bool, err error) {
+	if err := p.expectPunct("("); err != nil {
+		return nil, false, err
+	}
+	for {
+		lo, err := p.parseBound()
+		if err != nil {
+			return nil, committed, err
+		}
+		if err := p.expectKeyword("and"); err != nil {
+			return nil, committed, err
+		}
+		committed = true
+		hi, err := p.parseBound()
+		if err != nil {
+			return nil, true, err
+		}
+		ranges = append(ranges, lo, hi)
+		if p.acceptPunct(")") {
+			return ranges, true, nil
+		}
+		if !p.acceptPunct(",") {
+			t := p.peek()
+			return nil, true, parseErrorf(t.pos, `expected "," or ")", found %v`, t)
+		}
+	}
+}
+
+func (p *parser) parseBound() (*node, error) {
+	b, err := p.parseBinary(0)
+	if err != nil {
+		return nil, err
+	}
+	if !constLiteral(b, true) {
+		return nil, parseErrorf(b.pos, "BETWEEN bounds must be constants or tuples of constants")
+	}
+	return b, nil
+}
+
+// constLiteral reports whether n is what YTsaurus accepts in IN lists and
+// BETWEEN bounds: a literal or placeholder, optionally signed, or (if
+// tupleOK) a tuple of those.
+func constLiteral(n *node, tupleOK bool) bool {
+	switch n.kind {
+	case nLiteral, nPlaceholder:
+		return true
+	case nUnary:
+		return n.op != "not" && constLiteral(n.args[0], false)
+	case nTuple:
+		if !tupleOK {
+			return false
+		}
+		for _, a := range n.args {
+			if !constLiteral(a, false) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// binaryLevels are the left-associative binary operator levels between
+// relations and unary operators, loosest first.
+var binaryLevels = [][]string{{"|"}, {"&"}, {"<<", ">>"}, {"+", "-", "||"}, {"*", "/", "%"}}
+
+func (p *parser) parseBinary(level int) (*node, error) {
+	if level == len(binaryLevels) {
+		return p.parseUnary()
+	}
+	l, err := p.parseBinary(level + 1)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.peek()
+		if t.kind != tokPunct || !slices.Contains(binaryLevels[level], t.text) {
+			return l, nil
+		}
+		p.next()
+		r, err := p.parseBinary(level + 1)
+		if err != nil {
+			return nil, err
+		}
+		l = &node{kind: nBinary, pos: t.pos, op: t.text, args: []*node{l, r}}
 	}
 }
 
@@ -275,6 +415,9 @@ func (p *parser) parseInList() ([]*node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !constLiteral(item, true) {
+			return nil, parseErrorf(item.pos, "IN list items must be constants or tuples of constants")
+		}
 		list = append(list, item)
 		if p.acceptPunct(")") {
 			return list, nil
@@ -286,40 +429,8 @@ func (p *parser) parseInList() ([]*node, error) {
 	}
 }
 
-func (p *parser) parseAdditive() (*node, error) {
-	l, err := p.parseMultiplicative()
-	if err != nil {
-		return nil, err
-	}
-	for p.isPunct("+") || p.isPunct("-") || p.isPunct("||") {
-		t := p.next()
-		r, err := p.parseMultiplicative()
-		if err != nil {
-			return nil, err
-		}
-		l = &node{kind: nBinary, pos: t.pos, op: t.text, args: []*node{l, r}}
-	}
-	return l, nil
-}
-
-func (p *parser) parseMultiplicative() (*node, error) {
-	l, err := p.parseUnary()
-	if err != nil {
-		return nil, err
-	}
-	for p.isPunct("*") || p.isPunct("/") || p.isPunct("%") {
-		t := p.next()
-		r, err := p.parseUnary()
-		if err != nil {
-			return nil, err
-		}
-		l = &node{kind: nBinary, pos: t.pos, op: t.text, args: []*node{l, r}}
-	}
-	return l, nil
-}
-
 func (p *parser) parseUnary() (*node, error) {
-	if p.isPunct("-") || p.isPunct("+") {
+	if p.isPunct("-") || p.isPunct("+") || p.isPunct("~") {
 		t := p.next()
 		if err := p.enter(); err != nil {
 			return nil, err

@@ -44,7 +44,7 @@ type orderItem struct {
 //
 //	[SELECT] * | expr [AS name], … FROM [//path]
 //	[WHERE pred] [GROUP BY expr [AS name], …] [HAVING pred]
-//	[ORDER BY expr [ASC|DESC], …] [OFFSET n] [LIMIT n] [OFFSET n]
+//	[ORDER BY expr [ASC|DESC], …] [OFFSET n] [LIMIT n]
 //
 // It enforces YTsaurus' rules that need no schema: ORDER BY and OFFSET need
 // LIMIT; aggregates need GROUP BY; a grouped query may only use grouped
@@ -170,26 +170,22 @@ func ParseQuery(text string) (*Query, error) {
 		}
 	}
 
-	// OFFSET and LIMIT in either order, each at most once.
-	offsetPos, sawOffset, sawLimit := -1, false, false
-	for {
-		switch {
-		case !sawOffset && p.isKeyword("offset"):
-			offsetPos = p.next().pos
-			sawOffset = true
-			if q.offset, err = p.parseCount("OFFSET"); err != nil {
-				return nil, err
-			}
-			continue
-		case !sawLimit && p.isKeyword("limit"):
-			p.next()
-			sawLimit = true
-			if q.limit, err = p.parseCount("LIMIT"); err != nil {
-				return nil, err
-			}
-			continue
+	// OFFSET then LIMIT, in YTsaurus' order.
+	offsetPos, sawOffset := -1, false
+	if p.isKeyword("offset") {
+		offsetPos = p.next().pos
+		sawOffset = true
+		if q.offset, err = p.parseCount("OFFSET"); err != nil {
+			return nil, err
 		}
-		break
+	}
+	if p.acceptKeyword("limit") {
+		if q.limit, err = p.parseCount("LIMIT"); err != nil {
+			return nil, err
+		}
+		if p.isKeyword("offset") {
+			return nil, parseErrorf(p.peek().pos, "OFFSET must come before LIMIT")
+		}
 	}
 	if t := p.peek(); t.kind != tokEOF {
 		return nil, parseErrorf(t.pos, "unexpected %v", t)
@@ -254,8 +250,8 @@ func (p *parser) parseName() (string, error) {
 // parseCount reads the non-negative integer after LIMIT/OFFSET.
 func (p *parser) parseCount(what string) (int64, error) {
 	t := p.next()
-	if t.kind != tokInt && t.kind != tokUint {
-		return 0, parseErrorf(t.pos, "expected a non-negative integer after %s, found %v", what, t)
+	if t.kind != tokInt {
+		return 0, parseErrorf(t.pos, "expected a non-negative int64 literal after %s, found %v", what, t)
 	}
 	u := t.val.(uint64)
 	if u > math.MaxInt64 {

@@ -228,6 +228,12 @@ func (c *checker) infer(n *node) (styp, error) {
 			}
 			return styp{t: tBool}, nil
 		}
+		if n.op == "~" {
+			if !x.t.open() && x.t != tInt64 && x.t != tUint64 {
+				return styp{}, typeErrorf(n.pos, "unary ~ needs an integer, got %s", x.t)
+			}
+			return x, nil
+		}
 		if !x.t.open() && !x.t.numeric() {
 			return styp{}, typeErrorf(n.pos, "unary %s needs a number, got %s", n.op, x.t)
 		}
@@ -250,19 +256,18 @@ func (c *checker) infer(n *node) (styp, error) {
 		}
 		return styp{t: tBool}, nil
 	case nBetween:
-		ts := make([]styp, 3)
-		for i, a := range n.args {
-			t, err := c.infer(a)
+		v, err := c.infer(n.args[0])
+		if err != nil {
+			return styp{}, err
+		}
+		for _, bound := range n.list {
+			t, err := c.infer(bound)
 			if err != nil {
 				return styp{}, err
 			}
-			ts[i] = t
-		}
-		if err := compareTypes(n.pos, ts[0], ts[1]); err != nil {
-			return styp{}, err
-		}
-		if err := compareTypes(n.pos, ts[0], ts[2]); err != nil {
-			return styp{}, err
+			if err := compareTypes(n.pos, v, t); err != nil {
+				return styp{}, err
+			}
 		}
 		return styp{t: tBool}, nil
 	case nIsNull:
@@ -326,9 +331,9 @@ func (c *checker) inferBinary(n *node) (styp, error) {
 		if u.t != tString {
 			return styp{}, typeErrorf(n.pos, "operator || needs strings, got %s", u.t)
 		}
-	case n.op == "%":
+	case n.op == "%" || n.op == "|" || n.op == "&" || n.op == "<<" || n.op == ">>":
 		if u.t != tInt64 && u.t != tUint64 {
-			return styp{}, typeErrorf(n.pos, "operator %% does not apply to %s", u.t)
+			return styp{}, typeErrorf(n.pos, "operator %s does not apply to %s", n.op, u.t)
 		}
 	default:
 		if !u.t.numeric() {
