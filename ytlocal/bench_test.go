@@ -3,6 +3,7 @@ package ytlocal_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.ytsaurus.tech/yt/go/ypath"
@@ -123,6 +124,29 @@ func BenchmarkWriteReadTable(b *testing.B) {
 			if n != b.N*batch {
 				b.Fatalf("read %d rows, wrote %d", n, b.N*batch)
 			}
+		})
+	}
+}
+
+// BenchmarkCreateNodeParallel: concurrent clients; durable commits share fsyncs.
+func BenchmarkCreateNodeParallel(b *testing.B) {
+	for _, durable := range modes() {
+		b.Run(modeName(durable), func(b *testing.B) {
+			yc := benchClient(b, durable)
+			ctx := context.Background()
+			var n atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p := ypath.Path(fmt.Sprintf("//tmp/n%d", n.Add(1)))
+					if _, err := yc.CreateNode(ctx, p, yt.NodeMap, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mutations/s")
 		})
 	}
 }

@@ -28,6 +28,7 @@ type call struct {
 	inFmt   string // input format name: "yson" (default) or "json"
 	now     time.Time
 	mutates bool
+	logSeq  uint64 // last log record written when the handler finished (dispatcher)
 }
 
 // rowsResult is a row stream response. Rows are written as a YSON list fragment;

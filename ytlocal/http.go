@@ -260,6 +260,10 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	outFmt := formatName(r.Header.Get("X-YT-Output-Format"))
 	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating}
 	result, err := s.execute(cmd, c)
+	if derr := s.waitDurable(c.logSeq); derr != nil {
+		// The outcome is applied in memory but its durability is unknown.
+		result, err = nil, ytErr(yterrors.CodeGeneric, "Command %q: write-ahead log failed: %v", name, derr)
+	}
 	if err != nil {
 		e := asYTError(err)
 		s.log.Debug("command failed", log.String("command", name), log.Int("code", int(e.Code)), log.String("message", e.Message))
@@ -300,6 +304,9 @@ func (s *Server) execute(cmd *command, c *call) (result any, err error) {
 	}
 	result, err = s.executeLocked(cmd, c)
 	s.maybeSnapshot()
+	if s.wal != nil {
+		c.logSeq = s.wal.written()
+	}
 	if !zeroGUID(mutationID) {
 		s.mutations.put(mutationID, result, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.ytsaurus.tech/library/go/core/log"
 )
@@ -38,11 +39,73 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// wal is the append side of the log. Records are written under the state lock; fsync
+// happens outside it (group commit): a response is sent only after every record written
+// before its handler finished is durable (Server.waitDurable), so no client ever observes
+// state that a crash could take back, and concurrent commits share one fsync.
 type wal struct {
 	dir     string
 	seg     uint64
-	f       *os.File
-	records int
+	f       *os.File // guarded by the state lock and mu (both held to replace it)
+	size    int64    // bytes of intact records in f (state lock)
+	records int      // records since the last snapshot (state lock)
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	seq     uint64 // records written (mu)
+	synced  uint64 // records known durable (mu)
+	syncing bool   // an fsync is in flight (mu)
+	err     error  // sticky fsync failure (mu)
+}
+
+func newWAL(dir string, seg uint64, f *os.File, size int64, records int) *wal {
+	w := &wal{dir: dir, seg: seg, f: f, size: size, records: records}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// written returns the sequence number of the last written record.
+func (w *wal) written() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// waitDurable blocks until record seq is on disk. Callers must NOT hold the state lock.
+func (s *Server) waitDurable(seq uint64) error {
+	w := s.wal
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.synced < seq {
+		if w.err != nil {
+			return w.err
+		}
+		if w.syncing {
+			w.cond.Wait()
+			continue
+		}
+		w.syncing = true
+		f, target := w.f, w.seq
+		w.mu.Unlock()
+		err := f.Sync()
+		w.mu.Lock()
+		w.syncing = false
+		switch {
+		case err == nil:
+			if target > w.synced {
+				w.synced = target
+			}
+		case w.f != f:
+			// The segment was rotated meanwhile; the fsynced snapshot covers it.
+		default:
+			w.err = fmt.Errorf("ytlocal: fsync write-ahead log: %w", err)
+		}
+		w.cond.Broadcast()
+	}
+	return nil
 }
 
 func segmentName(dir string, seg uint64) string {
@@ -83,7 +146,11 @@ func (s *Server) openDurable() error {
 	if err != nil {
 		return fmt.Errorf("ytlocal: open log segment: %w", err)
 	}
-	s.wal = &wal{dir: dir, seg: last, f: f, records: replayed}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("ytlocal: stat log segment: %w", err)
+	}
+	s.wal = newWAL(dir, last, f, st.Size(), replayed)
 	if err := syncDir(dir); err != nil {
 		return err
 	}
@@ -177,23 +244,36 @@ func (s *Server) applyRecord(owner string, rec []byte) error {
 	return e.Apply(rec)
 }
 
-// logRecord appends one record to the write-ahead log and fsyncs it. Call it with the
-// state lock held, BEFORE making the change visible; if it fails, do not apply the
-// change and return the error. Without a DataDir it does nothing.
+// logRecord appends one record to the write-ahead log. Call it with the state lock
+// held, BEFORE making the change visible; if it fails, do not apply the change and
+// return the error. The dispatcher makes the record durable (fsync, shared with
+// concurrent commits) before the response of the command is sent. Without a DataDir it
+// does nothing.
 func (s *Server) logRecord(owner string, rec []byte) error {
-	if s.wal == nil {
+	w := s.wal
+	if w == nil {
 		return nil
 	}
 	if len(owner) > 255 {
 		return fmt.Errorf("ytlocal: log owner name %q too long", owner)
 	}
-	if _, err := s.wal.f.Write(encodeRecord(owner, rec)); err != nil {
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	buf := encodeRecord(owner, rec)
+	if _, err := w.f.Write(buf); err != nil {
+		// Cut a partial record so that later records stay replayable.
+		_ = w.f.Truncate(w.size)
 		return fmt.Errorf("ytlocal: append to write-ahead log: %w", err)
 	}
-	if err := s.wal.f.Sync(); err != nil {
-		return fmt.Errorf("ytlocal: fsync write-ahead log: %w", err)
-	}
-	s.wal.records++
+	w.size += int64(len(buf))
+	w.records++
+	w.mu.Lock()
+	w.seq++
+	w.mu.Unlock()
 	return nil
 }
 
@@ -259,9 +339,14 @@ func (s *Server) snapshotLocked() error {
 		nf.Close()
 		return err
 	}
-	_ = w.f.Close()
-	_ = os.Remove(segmentName(w.dir, w.seg))
-	w.f, w.seg, w.records = nf, next, 0
+	w.mu.Lock()
+	old := w.f
+	w.f, w.seg, w.records, w.size = nf, next, 0, 0
+	w.synced = w.seq // everything written so far is in the fsynced snapshot
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	_ = old.Close()
+	_ = os.Remove(segmentName(w.dir, w.seg-1))
 	return nil
 }
 
@@ -350,10 +435,19 @@ func (s *Server) loadSnapshot(path string) (uint64, error) {
 }
 
 func (w *wal) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.f == nil {
 		return nil
 	}
-	err := w.f.Close()
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
 	w.f = nil
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+	w.cond.Broadcast()
 	return err
 }
