@@ -39,7 +39,7 @@
 // # Durability
 //
 // With DataDir, every committed mutation is appended to a write-ahead log and fsynced
-// before the response is sent; a snapshot is taken every Config.SnapshotEvery records
+// before the response is sent (concurrent commits share one fsync); a snapshot is taken every Config.SnapshotEvery records
 // and the log restarted. Start replays snapshot + log; a torn tail (crash in the middle
 // of an append, never acknowledged) is dropped. Open master transactions do not survive
 // a restart (they are aborted, as if they had expired).
@@ -121,9 +121,13 @@
 // generate_timestamp and the tablet engine; replay must call Observe with the
 // timestamps it finds so a restart never reissues one.
 //
-// Durability hook. s.logRecord(owner, rec) appends rec under the extension's name and
-// fsyncs it; call it with the state lock held BEFORE making a change visible, and if it
-// fails, do not apply the change and return the error. On start, after the Cypress
+// Durability hook. s.logRecord(owner, rec) appends rec under the extension's name;
+// call it with the state lock held BEFORE making a change visible, and if it fails, do
+// not apply the change and return the error. The dispatcher fsyncs (group commit,
+// outside the state lock) before sending the response of the command during which the
+// record was written — and before any response whose handler ran after it, so no client
+// sees state a crash could take back. Records written outside commands (timer hooks) are
+// made durable by the next command or by Close. On start, after the Cypress
 // state and before serving, each extension gets Restore(snapshot section) (only if a
 // snapshot exists) and then Apply(rec) for each of its records, in log order,
 // interleaved with Cypress records exactly as they were logged. Snapshot(w) must write
