@@ -29,6 +29,9 @@ func ParseExpression(text string) (*Expr, error) {
 	if t := p.peek(); t.kind != tokEOF {
 		return nil, parseErrorf(t.pos, "unexpected %v after the expression", t)
 	}
+	if q := firstQualified([]*node{root}); q != nil {
+		return nil, parseErrorf(q.pos, "qualified column name %s.%s outside a query", q.op, q.name)
+	}
 	return &Expr{text: text, root: root, cols: columnsOf([]*node{root})}, nil
 }
 
@@ -671,3 +674,28 @@ func castFunc(to string) func(*node, []any) (any, error) {
 
 // placeholders lists the placeholder names the expression uses.
 func (e *Expr) placeholders() []*node { return placeholdersOf([]*node{e.root}) }
+
+// firstQualified returns the first column reference with a table qualifier.
+func firstQualified(roots []*node) *node {
+	var found *node
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil || found != nil {
+			return
+		}
+		if n.kind == nColumn && n.op != "" {
+			found = n
+			return
+		}
+		for _, a := range n.args {
+			walk(a)
+		}
+		for _, a := range n.list {
+			walk(a)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return found
+}

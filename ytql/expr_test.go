@@ -232,6 +232,7 @@ func TestParseErrors(t *testing.T) {
 		{"a IS 1", 5, "expected NULL"},
 		{"where", 0, "unexpected keyword WHERE"},
 		{"{bad name}", 0, "bad placeholder name"},
+		{"t.a = 1", 0, "qualified column name t.a outside a query"},
 		{"12abc", 0, "bad number"},
 	} {
 		t.Run(tc.text, func(t *testing.T) {

@@ -18,6 +18,9 @@ func writeNode(b *strings.Builder, n *node, nested bool) {
 	case nLiteral:
 		b.WriteString(formatLiteral(n.value))
 	case nColumn:
+		if n.op != "" {
+			b.WriteString(n.op + ".")
+		}
 		switch {
 		case isIdentifier(n.name) && !keywords[strings.ToLower(n.name)]:
 			b.WriteString(n.name)

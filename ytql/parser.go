@@ -10,7 +10,7 @@ type nodeKind int
 
 const (
 	nLiteral     nodeKind = iota // value
-	nColumn                      // name
+	nColumn                      // name; op: table qualifier (t.name) or empty
 	nPlaceholder                 // name
 	nTuple                       // args
 	nUnary                       // op ("-", "+", "~", "not"), args[0]
@@ -488,6 +488,15 @@ func (p *parser) parsePrimary() (*node, error) {
 		}
 		if keywords[lower] {
 			return nil, parseErrorf(t.pos, "unexpected keyword %s", strings.ToUpper(t.text))
+		}
+		if p.isPunct(".") {
+			// table.column: the qualifier is checked against the FROM alias.
+			p.next()
+			c := p.next()
+			if (c.kind != tokIdent || keywords[strings.ToLower(c.text)]) && c.kind != tokQuotedIdent {
+				return nil, parseErrorf(c.pos, "expected a column name after %q, found %v", t.text+".", c)
+			}
+			return &node{kind: nColumn, pos: t.pos, name: c.text, op: t.text}, nil
 		}
 		return &node{kind: nColumn, pos: t.pos, name: t.text}, nil
 	case tokPunct:

@@ -12,6 +12,7 @@ type Query struct {
 	star    bool
 	items   []selectItem
 	table   string
+	alias   string // FROM [path] AS alias; qualifies column names as alias.name
 	where   *node
 	groupBy []groupItem
 	totals  bool // WITH TOTALS: parsed and rejected at parse time
@@ -70,7 +71,7 @@ func ParseQuery(text string) (*Query, error) {
 				return nil, err
 			}
 			item := selectItem{expr: e, name: format(e)}
-			if e.kind == nColumn {
+			if e.kind == nColumn && e.op == "" {
 				item.name = e.name
 			}
 			if p.acceptKeyword("as") {
@@ -94,6 +95,17 @@ func ParseQuery(text string) (*Query, error) {
 		return nil, parseErrorf(t.pos, "expected a table path in [ ], found %v", t)
 	}
 	q.table = strings.TrimSpace(t.text)
+	// Optional table alias: FROM [//t] AS t, or FROM [//t] t.
+	if p.acceptKeyword("as") {
+		a := p.next()
+		if a.kind != tokIdent || keywords[strings.ToLower(a.text)] {
+			return nil, parseErrorf(a.pos, "expected a table alias after AS, found %v", a)
+		}
+		q.alias = a.text
+	} else if a := p.peek(); a.kind == tokIdent && !keywords[strings.ToLower(a.text)] {
+		p.next()
+		q.alias = a.text
+	}
 	if p.isKeyword("join") || p.isKeyword("left") {
 		return nil, parseErrorf(p.peek().pos, "JOIN is not supported")
 	}
@@ -192,6 +204,9 @@ func ParseQuery(text string) (*Query, error) {
 	}
 
 	q.aggs = aggs
+	if err := q.checkQualifiers(); err != nil {
+		return nil, err
+	}
 	if len(q.orderBy) > 0 && q.limit < 0 {
 		return nil, queryErrorf(orderPos, "ORDER BY used without LIMIT")
 	}
@@ -412,4 +427,43 @@ func placeholdersOf(roots []*node) []*node {
 		walk(r)
 	}
 	return out
+}
+
+// checkQualifiers rejects table.column references whose table is not the
+// FROM alias.
+func (q *Query) checkQualifiers() error {
+	roots := []*node{q.where, q.having}
+	for _, it := range q.items {
+		roots = append(roots, it.expr)
+	}
+	for _, g := range q.groupBy {
+		roots = append(roots, g.expr)
+	}
+	for _, o := range q.orderBy {
+		roots = append(roots, o.expr)
+	}
+	var bad *node
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil || bad != nil {
+			return
+		}
+		if n.kind == nColumn && n.op != "" && n.op != q.alias {
+			bad = n
+			return
+		}
+		for _, a := range n.args {
+			walk(a)
+		}
+		for _, a := range n.list {
+			walk(a)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	if bad != nil {
+		return queryErrorf(bad.pos, "undefined table alias %q in %s.%s", bad.op, bad.op, bad.name)
+	}
+	return nil
 }

@@ -88,6 +88,9 @@ func TestExecute(t *testing.T) {
 		{"city, count(*) AS n FROM [//t] GROUP BY city LIMIT 1", nil, rows{{"city": "oslo", "n": int64(2)}}},
 		{"h, count(*) AS n FROM [//t] GROUP BY farm_hash(city) % 2u AS h ORDER BY h LIMIT 9", nil, nil}, // checked below
 		{"`name` FROM [//t] WHERE [id] = 5", nil, rows{{"name": "eve"}}},
+		{"p.name FROM [//t] AS p WHERE p.id = 5", nil, rows{{"p.name": "eve"}}},
+		{"p.name AS n FROM [//t] p WHERE p.[id] = 4 OR id = 5", nil, rows{{"n": "dan"}, {"n": "eve"}}},
+		{"c, count(*) AS k FROM [//t] AS p WHERE p.city = 'rome' GROUP BY p.city AS c", nil, rows{{"c": "rome", "k": int64(2)}}},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			q, err := ParseQuery(tc.text)
@@ -212,6 +215,10 @@ func TestParseQueryErrors(t *testing.T) {
 		{"a FROM [//t] GROUP BY a WITH TOTALS", ErrParse, 24, "WITH TOTALS is not supported"},
 		{"a AS FROM [//t]", ErrParse, 5, "expected a name after AS"},
 		{"a FROM [//t] ORDER a LIMIT 1", ErrParse, 19, "expected BY"},
+		{"x.a FROM [//t] AS p", ErrQuery, 0, `undefined table alias "x"`},
+		{"a FROM [//t] WHERE x.a = 1", ErrQuery, 19, `undefined table alias "x"`},
+		{"a FROM [//t] AS WHERE a = 1", ErrParse, 16, "expected a table alias after AS"},
+		{"p. FROM [//t] AS p", ErrParse, 3, `expected a column name after "p."`},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			_, err := ParseQuery(tc.text)
