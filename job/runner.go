@@ -84,6 +84,15 @@ type runner struct {
 	draining, retiring, applied atomic.Bool
 	// failures counts consecutive epochs that did not apply.
 	failures int
+	// problem is the last transient error (source unreadable, lookup failed, epoch not
+	// applied), reported in job_status while the job keeps running; cleared by a commit.
+	problem atomic.Pointer[string]
+}
+
+// noteProblem records a transient error for job_status.
+func (r *runner) noteProblem(what string, err error) {
+	msg := fmt.Sprintf("job %s (computation %s, partition %s): %s: %v", r.job.JobID, r.comp.ID, r.job.PartitionID, what, err)
+	r.problem.Store(&msg)
 }
 
 // maxNotApplied is how many consecutive epochs may fail to apply before the job fails.
@@ -378,6 +387,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		if err != nil {
 			r.inbox.release(inputIDs(b.Inputs))
 			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
+			r.noteProblem("read source "+s.id, err)
 			return 0, true, nil
 		}
 		if len(rows) == 0 && s.src.Finite {
@@ -406,6 +416,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if err != nil {
 		abandon()
 		r.log.Warn("epoch: generate timestamp failed", log.Error(err))
+		r.noteProblem("generate timestamp", err)
 		return 0, true, nil
 	}
 	b.SeqNo = token
@@ -420,6 +431,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		if err != nil {
 			abandon()
 			r.log.Warn("epoch: dedup lookup failed", log.Error(err))
+			r.noteProblem("dedup lookup", err)
 			return 0, true, nil
 		}
 		for i, f := range found {
@@ -463,12 +475,14 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			r.failures++
 			if r.failures < maxNotApplied {
 				r.log.Warn("epoch did not apply; recomputing it", log.Int("attempt", r.failures), log.Error(err))
+				r.noteProblem("commit", err)
 				return 0, true, nil
 			}
 		}
 		return 0, false, err
 	}
 	r.failures = 0
+	r.problem.Store(nil)
 
 	// After the commit: the epoch is durable.
 	r.inbox.ack(c.Acks)
@@ -730,6 +744,9 @@ func (r *runner) send(ctx context.Context) {
 	client := &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	// Failed async deliveries back off per sink (100ms doubling up to 5s).
+	retryAt := map[string]time.Time{}
+	backoff := map[string]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -741,7 +758,16 @@ func (r *runner) send(ctx context.Context) {
 		for _, dest := range r.outbox.destinations() {
 			rows := r.outbox.snapshot(dest)
 			if sink, ok := r.asyncSinks[dest]; ok {
-				r.deliver(ctx, sink, dest, rows)
+				if time.Now().Before(retryAt[dest]) {
+					continue
+				}
+				if err := r.deliver(ctx, sink, dest, rows); err != nil {
+					backoff[dest] = min(max(2*backoff[dest], 100*time.Millisecond), 5*time.Second)
+					retryAt[dest] = time.Now().Add(backoff[dest])
+				} else {
+					delete(backoff, dest)
+					delete(retryAt, dest)
+				}
 				continue
 			}
 			byJob := map[string][]ytstore.OutputRow{}
@@ -775,7 +801,7 @@ func (r *runner) send(ctx context.Context) {
 	}
 }
 
-func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []ytstore.OutputRow) {
+func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []ytstore.OutputRow) error {
 	ds := make([]queue.Delivery, 0, len(rows))
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
@@ -790,15 +816,22 @@ func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string
 	if err := sink.Deliver(ctx, ds); err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("async sink delivery failed; will resend with the same sequence numbers", log.String("sink", dest), log.Error(err))
+			r.noteProblem("deliver to "+dest, err)
 		}
-		return
+		return err
 	}
 	r.outbox.finish(r.job.PartitionID, dest, ids)
+	return nil
 }
 
 // status is the job's row for job_status.
 func (r *runner) status(state, errText string) ytstore.JobStatus {
 	inbox := int64(r.inbox.len())
+	if errText == "" {
+		if p := r.problem.Load(); p != nil {
+			errText = *p
+		}
+	}
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText,
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: nowMicros(),

@@ -390,3 +390,22 @@ func TestWorkerSurvivesSessionLoss(t *testing.T) {
 	e.write("s")
 	e.waitCounts(map[string]int64{"s": 2, "t": 1})
 }
+
+// TestSourceErrorReported: a source that cannot be read keeps the job running and puts the
+// located error in job_status.
+func TestSourceErrorReported(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-9", "split", "split-p9", 9) // the queue has one tablet
+	e.eventually("the read error in job_status", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "split-9" && s.State == ytstore.JobRunning && s.Error != "" {
+				assert.Contains(t, s.Error, "read source lines")
+				assert.Contains(t, s.Error, "split-p9")
+				return true
+			}
+		}
+		return false
+	})
+}
