@@ -47,6 +47,15 @@ func (s *Server) resolveDynamic(raw string, param string) (dynTable, error) {
 		if info.Type != "table" {
 			return dynTable{}, withAttrs(ytErr(yterrors.CodeGeneric, "%s is not a table", plain), "path", plain)
 		}
+		if info.Dynamic() {
+			sc, err := info.Schema()
+			if err == nil {
+				err = s.dyn().eng.CheckSchema(plain, sc)
+			}
+			if err != nil {
+				return dynTable{}, withAttrs(ytErr(yterrors.CodeGeneric, "Dynamic table %s has an unusable schema: %v", plain, err), "path", plain)
+			}
+		}
 		return dynTable{}, withAttrs(ytErr(yterrors.CodeGeneric, "Table %s is not dynamic", plain), "path", plain)
 	}
 	return t, nil
@@ -227,6 +236,14 @@ func cmdSelectRows(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	eng := c.s.dyn().eng
+	sc, err := eng.Schema(t.id)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.CheckSchema(sc); err != nil {
+		return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Error preparing query %q: %v", text, err), "query", text)
+	}
 	o, err := c.readOptions()
 	if err != nil {
 		return nil, err
@@ -239,7 +256,6 @@ func cmdSelectRows(c *call) (any, error) {
 		}
 		placeholders = m
 	}
-	eng := c.s.dyn().eng
 	var scanErr error
 	rows, err := q.Execute(placeholders, func(yield func(row map[string]any) bool) {
 		scanErr = eng.Scan(t.id, o, yield)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
+	"github.com/ytflow/yt-flow/ytql"
 )
 
 type kvRow struct {
@@ -412,4 +413,41 @@ func TestDynRemoveDropsTable(t *testing.T) {
 	require.NoError(t, migrate.MountAndWait(ctx, yc, p2))
 	_, ok := lookupValue(t, ctx, yc, p2, "a")
 	assert.False(t, ok)
+}
+
+func TestDynComputedKeyColumnAndQueryChecks(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := ypath.Path("//tmp/" + guid.New().String())
+	sc := schema.Schema{Columns: []schema.Column{
+		{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending, Expression: "farm_hash(word)"},
+		{Name: "word", Type: schema.TypeString, SortOrder: schema.SortAscending},
+		{Name: "count", Type: schema.TypeInt64},
+	}}
+	require.NoError(t, migrate.Create(ctx, yc, p, sc))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	require.NoError(t, yc.InsertRows(ctx, p, []any{map[string]any{"word": "hello", "count": 3}}, nil))
+
+	r, err := yc.LookupRows(ctx, p, []any{map[string]any{"word": "hello"}}, nil)
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	var row map[string]any
+	require.NoError(t, r.Scan(&row))
+	require.NoError(t, r.Close())
+	assert.Equal(t, map[string]any{"hash": ytql.FarmHash("hello"), "word": "hello", "count": int64(3)}, row)
+
+	// Queries are checked against the schema before rows are read.
+	_, err = yc.SelectRows(ctx, fmt.Sprintf("* FROM [%s] WHERE missing = 1", p), nil)
+	require.Error(t, err)
+	_, err = yc.SelectRows(ctx, fmt.Sprintf("* FROM [%s] WHERE hash = count", p), nil)
+	require.Error(t, err, "uint64 and int64 columns do not compare")
+
+	// A computed column whose expression does not fit the schema is rejected.
+	bad := ypath.Path("//tmp/" + guid.New().String())
+	sc.Columns[0].Expression = "farm_hash(nope)"
+	_, err = yc.CreateNode(ctx, bad, yt.NodeTable, &yt.CreateNodeOptions{Attributes: map[string]any{"dynamic": true, "schema": sc}})
+	if err == nil {
+		err = yc.MountTable(ctx, bad, nil)
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nope")
 }

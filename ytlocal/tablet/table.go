@@ -166,6 +166,13 @@ func compileTable(id, path string, s schema.Schema, compile Compiler) (*table, e
 		t.byName[c.name] = i
 		t.cols = append(t.cols, c)
 	}
+	for _, c := range t.cols {
+		if checker, ok := c.expr.(interface{ CheckSchema(schema.Schema) error }); ok {
+			if err := checker.CheckSchema(s); err != nil {
+				return nil, fmt.Errorf("computed column %q of %s: %w", c.name, path, err)
+			}
+		}
+	}
 	t.sorted = t.keys > 0
 	for g := range t.groups {
 		t.allGroups = append(t.allGroups, g)
