@@ -95,14 +95,27 @@ type env struct {
 	row          map[string]any
 	placeholders map[string]any
 	aggregates   []any
+	aliasDepth   int // nesting of alias expansions, to stop alias cycles
 }
+
+// maxAliasDepth bounds alias expansion (a AS b, b AS a).
+const maxAliasDepth = 32
 
 func eval(n *node, en *env) (any, error) {
 	switch n.kind {
 	case nLiteral:
 		return n.value, nil
 	case nColumn:
-		return normalize(en.row[n.name]), nil
+		v, ok := en.row[n.name]
+		if !ok && n.alias != nil {
+			if en.aliasDepth >= maxAliasDepth {
+				return nil, queryErrorf(n.pos, "alias %q refers to itself", n.name)
+			}
+			en.aliasDepth++
+			defer func() { en.aliasDepth-- }()
+			return eval(n.alias, en)
+		}
+		return normalize(v), nil
 	case nPlaceholder:
 		v, ok := en.placeholders[n.name]
 		if !ok {

@@ -33,6 +33,11 @@ type node struct {
 	list  []*node // nIn: the items
 	not   bool
 	slot  int // nAggregate: index into the group's aggregate states
+	// alias is set on an unqualified column reference whose name is also an
+	// alias defined in the query (expr AS name): when the row has no such
+	// column, the reference evaluates the aliased expression, as YTsaurus
+	// resolves a name to a table column first and to an alias second.
+	alias *node
 }
 
 // constant reports whether the value of n is fixed by the text (literals,

@@ -225,6 +225,9 @@ func ParseQuery(text string) (*Query, error) {
 	if err := q.checkNames(); err != nil {
 		return nil, err
 	}
+	if err := q.linkAliases(); err != nil {
+		return nil, err
+	}
 	if q.groupBy != nil {
 		if err := q.bindGrouped(); err != nil {
 			return nil, err
@@ -295,6 +298,10 @@ func (q *Query) bindGrouped() error {
 	for _, g := range q.groupBy {
 		groupNames[g.name] = true
 		byText[g.text] = g.name
+		if g.expr.kind == nColumn && g.expr.alias != nil {
+			// GROUP BY b with "a % 2 AS b" in the select list groups by a % 2.
+			byText[format(g.expr.alias)] = g.name
+		}
 	}
 	aliases := map[string]bool{}
 	for _, it := range q.items {
@@ -466,4 +473,83 @@ func (q *Query) checkQualifiers() error {
 		return queryErrorf(bad.pos, "undefined table alias %q in %s.%s", bad.op, bad.op, bad.name)
 	}
 	return nil
+}
+
+// linkAliases connects references to names defined with AS (in the select
+// list or GROUP BY) to the aliased expressions, for use when the row has no
+// column of that name. The select list, WHERE and GROUP BY of any query are
+// linked; HAVING and ORDER BY see aliases through the projected row. An
+// alias whose expression aggregates cannot be used before grouping.
+func (q *Query) linkAliases() error {
+	aliases := map[string]*node{}
+	for _, it := range q.items {
+		if !(it.expr.kind == nColumn && it.expr.op == "" && it.expr.name == it.name) {
+			aliases[it.name] = it.expr
+		}
+	}
+	for _, g := range q.groupBy {
+		if _, ok := aliases[g.name]; !ok && !(g.expr.kind == nColumn && g.expr.op == "" && g.expr.name == g.name) {
+			aliases[g.name] = g.expr
+		}
+	}
+	if len(aliases) == 0 {
+		return nil
+	}
+	var err error
+	var link func(n *node, beforeGrouping bool)
+	link = func(n *node, beforeGrouping bool) {
+		if n == nil || err != nil {
+			return
+		}
+		if n.kind == nColumn && n.op == "" {
+			if target, ok := aliases[n.name]; ok {
+				if beforeGrouping && hasAggregate(target) {
+					err = queryErrorf(n.pos, "alias %q names an aggregate and cannot be used before GROUP BY", n.name)
+					return
+				}
+				n.alias = target
+			}
+		}
+		for _, a := range n.args {
+			link(a, beforeGrouping)
+		}
+		for _, a := range n.list {
+			link(a, beforeGrouping)
+		}
+	}
+	link(q.where, true)
+	for _, g := range q.groupBy {
+		link(g.expr, true)
+	}
+	for _, a := range q.aggs {
+		for _, arg := range a.args {
+			link(arg, true)
+		}
+	}
+	if q.groupBy == nil {
+		for _, it := range q.items {
+			link(it.expr, false)
+		}
+	}
+	return err
+}
+
+func hasAggregate(n *node) bool {
+	if n == nil {
+		return false
+	}
+	if n.kind == nAggregate {
+		return true
+	}
+	for _, a := range n.args {
+		if hasAggregate(a) {
+			return true
+		}
+	}
+	for _, a := range n.list {
+		if hasAggregate(a) {
+			return true
+		}
+	}
+	return false
 }

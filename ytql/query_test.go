@@ -88,6 +88,11 @@ func TestExecute(t *testing.T) {
 		{"city, count(*) AS n FROM [//t] GROUP BY city LIMIT 1", nil, rows{{"city": "oslo", "n": int64(2)}}},
 		{"h, count(*) AS n FROM [//t] GROUP BY farm_hash(city) % 2u AS h ORDER BY h LIMIT 9", nil, nil}, // checked below
 		{"`name` FROM [//t] WHERE [id] = 5", nil, rows{{"name": "eve"}}},
+		{"id * 10 AS x FROM [//t] WHERE x > 30", nil, rows{{"x": int64(40)}, {"x": int64(50)}}},
+		{"id * 10 AS x, x + 1 AS y FROM [//t] WHERE id = 2", nil, rows{{"x": int64(20), "y": int64(21)}}},
+		{"id + 100 AS age FROM [//t] WHERE age > 40", nil, rows{{"age": int64(103)}}},
+		{"id % 2 AS b, count(*) AS n FROM [//t] GROUP BY b", nil, rows{{"b": int64(1), "n": int64(3)}, {"b": int64(0), "n": int64(2)}}},
+		{"day, count(*) AS n FROM [//t] WHERE day > 0 GROUP BY id / 2 AS day", nil, rows{{"day": int64(1), "n": int64(2)}, {"day": int64(2), "n": int64(2)}}},
 		{"p.name FROM [//t] AS p WHERE p.id = 5", nil, rows{{"p.name": "eve"}}},
 		{"p.name AS n FROM [//t] p WHERE p.[id] = 4 OR id = 5", nil, rows{{"n": "dan"}, {"n": "eve"}}},
 		{"c, count(*) AS k FROM [//t] AS p WHERE p.city = 'rome' GROUP BY p.city AS c", nil, rows{{"c": "rome", "k": int64(2)}}},
@@ -215,6 +220,7 @@ func TestParseQueryErrors(t *testing.T) {
 		{"a FROM [//t] GROUP BY a WITH TOTALS", ErrParse, 24, "WITH TOTALS is not supported"},
 		{"a AS FROM [//t]", ErrParse, 5, "expected a name after AS"},
 		{"a FROM [//t] ORDER a LIMIT 1", ErrParse, 19, "expected BY"},
+		{"sum(a) AS s FROM [//t] WHERE s > 1 GROUP BY 1", ErrQuery, 29, "names an aggregate"},
 		{"x.a FROM [//t] AS p", ErrQuery, 0, `undefined table alias "x"`},
 		{"a FROM [//t] WHERE x.a = 1", ErrQuery, 19, `undefined table alias "x"`},
 		{"a FROM [//t] AS WHERE a = 1", ErrParse, 16, "expected a table alias after AS"},
@@ -244,6 +250,7 @@ func TestExecuteErrors(t *testing.T) {
 		{"id FROM [//t] WHERE id = {x}", ErrEval, "no value for placeholder {x}"},
 		{"city, sum(name) AS s FROM [//t] GROUP BY city", ErrType, "sum needs numbers"},
 		{"(id, id) FROM [//t]", ErrType, "tuple cannot be selected"},
+		{"zz + 1 AS yy, yy + 1 AS zz FROM [//t]", ErrQuery, "refers to itself"},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			q, err := ParseQuery(tc.text)
@@ -276,6 +283,8 @@ func TestCheckSchema(t *testing.T) {
 		{"g, sum(k) AS s FROM [//t] GROUP BY v AS g ORDER BY s LIMIT 1", -1},
 		{"g, sum(w) AS s FROM [//t] GROUP BY v AS g", 7},
 		{"g FROM [//t] GROUP BY w AS g", 22},
+		{"k * 2u AS x FROM [//t] WHERE x > 4u", -1},
+		{"k AS x, x + 1u AS y FROM [//t]", -1},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			q, err := ParseQuery(tc.text)

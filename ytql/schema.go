@@ -145,7 +145,7 @@ func checkRefs(known, extra map[string]bool, roots ...*node) error {
 		if n == nil || err != nil {
 			return
 		}
-		if n.kind == nColumn && !known[n.name] && !extra[n.name] && !strings.HasPrefix(n.name, "$") {
+		if n.kind == nColumn && !known[n.name] && !extra[n.name] && n.alias == nil && !strings.HasPrefix(n.name, "$") {
 			err = queryErrorf(n.pos, "undefined reference %q", n.name)
 			return
 		}

@@ -96,13 +96,23 @@ var systemColumnTypes = map[string]vtype{
 }
 
 type checker struct {
-	cols map[string]vtype
-	aggs []styp // types of a grouped query's aggregates by slot; nil outside
+	cols       map[string]vtype
+	aggs       []styp // types of a grouped query's aggregates by slot; nil outside
+	aliasDepth int
 }
 
 func (c *checker) columnType(n *node) (vtype, error) {
 	if t, ok := c.cols[n.name]; ok {
 		return t, nil
+	}
+	if n.alias != nil {
+		if c.aliasDepth >= maxAliasDepth {
+			return 0, queryErrorf(n.pos, "alias %q refers to itself", n.name)
+		}
+		c.aliasDepth++
+		defer func() { c.aliasDepth-- }()
+		t, err := c.scalar(n.alias)
+		return t.t, err
 	}
 	if t, ok := systemColumnTypes[n.name]; ok {
 		return t, nil

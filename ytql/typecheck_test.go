@@ -51,6 +51,8 @@ func TestQueryCheckSchemaTypes(t *testing.T) {
 		{"word, count(*) AS n FROM [//t] GROUP BY word HAVING word", ErrType, 52, "predicate must be boolean"},
 		{"word AS x FROM [//t] ORDER BY x + 1 LIMIT 1", ErrType, 32, "string vs int64"},
 		{"* FROM [//t] WHERE nosuch = 1", ErrQuery, 19, "undefined reference"},
+		{"word AS w FROM [//t] WHERE w = 1", ErrType, 29, "string vs int64"},
+		{"b + 1 AS a, a + 1 AS b FROM [//t]", ErrQuery, 0, "refers to itself"},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			q, err := ParseQuery(tc.text)
