@@ -26,9 +26,12 @@
 //     [$tablet_index]); a column absent from the row map is NULL;
 //   - placeholders {name}, bound at evaluation (EvalWith, Execute); a list
 //     value is a tuple;
-//   - operators, loosest first: OR; AND; NOT; comparisons = != <> < <= > >=,
-//     [NOT] IN (…), [NOT] BETWEEN … AND …, IS [NOT] NULL; + - ||; * / %;
-//     unary + -; tuples (a, b) in comparisons, IN lists and BETWEEN bounds;
+//   - operators, loosest first as in YTsaurus' grammar: OR; AND; NOT;
+//     IS [NOT] NULL; = != <>; < <= > >=, [NOT] IN (…), [NOT] BETWEEN lo AND
+//     hi or BETWEEN (lo1 AND hi1, …); |; &; << >>; + - ||; * / %; unary + -
+//     ~; tuples (a, b) in comparisons, IN lists and BETWEEN bounds; IN items
+//     and BETWEEN bounds must be constants (literals, placeholders, tuples
+//     of them), as in YTsaurus;
 //   - functions: farm_hash(…), is_null(x), if(c, a, b), if_null(x, y),
 //     coalesce(…), lower(s), upper(s), concat(a, b), is_prefix(p, s),
 //     is_substr(sub, s), is_nan(d), int64(x), uint64(x), double(x).
@@ -48,7 +51,7 @@
 //
 // ParseQuery/Query.Execute support
 //
-//	[SELECT] * | expr [AS name], … FROM [//path]
+//	[SELECT] * | expr [AS name], … FROM [//path] [[AS] alias]
 //	[WHERE pred] [GROUP BY expr [AS name], …] [HAVING pred]
 //	[ORDER BY expr [ASC|DESC], …] [OFFSET n] [LIMIT n]
 //
@@ -57,21 +60,26 @@
 // HAVING and ORDER BY of grouped queries; GROUP BY 1 aggregates all rows.
 // Output column names are the alias, the column name for a plain reference,
 // or the canonical expression text ("age + 1", "sum(x)"); ResultColumns lists
-// them in order. ORDER BY and HAVING may use select aliases. Rules enforced
-// like YTsaurus: ORDER BY and OFFSET need LIMIT ("ORDER BY used without
-// LIMIT"); aggregates need GROUP BY; a grouped query may use only group keys
+// them in order. A name resolves to a table column first and otherwise to
+// an alias defined with AS anywhere in the query (select list, GROUP BY), as
+// in YTsaurus; alias.column refers to the FROM alias. Rules enforced
+// like YTsaurus: OFFSET precedes LIMIT and both take int64 literals; ORDER
+// BY and OFFSET need LIMIT ("ORDER BY used without LIMIT"); aggregates need
+// GROUP BY; a grouped query may use only group keys
 // and aggregates; output names are unique. CheckSchema (on Query and Expr)
 // checks a table schema before any row is read, like YTsaurus' query
 // preparation: undefined references, operand type mismatches, non-boolean
 // WHERE/HAVING, bad function and aggregate argument types; what it accepts
 // does not fail with ErrType at run time on rows that follow the schema
-// (checked by the fuzz targets). Execute keeps input
-// order without ORDER BY (groups in order of first appearance) and stops
-// reading once OFFSET+LIMIT rows are found; ORDER BY sorts stably with NULL
-// first. ExecuteWith adds input/output row limits (ErrIncomplete).
+// (checked by the fuzz targets). Execute keeps input order without ORDER BY
+// (groups in order of first appearance) and stops reading once OFFSET+LIMIT
+// rows are found; ORDER BY sorts stably with NULL first. Placeholders are
+// bound before any row is read. ExecuteWith adds input/output row limits
+// (ErrIncomplete).
 //
-// Not supported: JOIN, subqueries, WITH TOTALS, DISTINCT, bitwise operators,
-// LIKE/regex and date functions, composite (YSON any) values in operators.
+// Not supported: JOIN, ARRAY JOIN, WITH INDEX, WITH TOTALS, subqueries,
+// CASE, TRANSFORM, LIKE/regex, date and YSON functions, the cardinality and
+// first aggregates, composite (YSON any) values in operators.
 //
 // # Errors
 //
