@@ -33,7 +33,7 @@
 //     and BETWEEN bounds must be constants (literals, placeholders, tuples
 //     of them), as in YTsaurus;
 //   - functions: farm_hash(…), is_null(x), if(c, a, b), if_null(x, y),
-//     coalesce(…), lower(s), upper(s), concat(a, b), is_prefix(p, s),
+//     coalesce(…), lower(s), concat(a, b), is_prefix(p, s),
 //     is_substr(sub, s), is_nan(d), int64(x), uint64(x), double(x).
 //
 // Semantics follow YTsaurus' evaluator: comparisons order NULL below every

@@ -514,7 +514,6 @@ func init() {
 		}},
 		"if":        {3, 3, callIf},
 		"lower":     {1, 1, stringFunc("lower", strings.ToLower)},
-		"upper":     {1, 1, stringFunc("upper", strings.ToUpper)},
 		"concat":    {2, 2, callConcat},
 		"is_prefix": {2, 2, callIsPrefix},
 		"is_substr": {2, 2, callIsSubstr},

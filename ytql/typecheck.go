@@ -393,7 +393,7 @@ func (c *checker) inferFunc(n *node) (styp, error) {
 			}
 		}
 		return r, nil
-	case "lower", "upper":
+	case "lower":
 		return styp{t: tString}, want(0, isString, "a string")
 	case "concat":
 		if err := want(0, isString, "strings"); err != nil {
@@ -433,12 +433,15 @@ func (c *checker) inferAggregate(n *node) (styp, error) {
 		return styp{}, err
 	}
 	switch n.name {
-	case "sum", "avg":
+	case "avg":
+		// YTsaurus registers avg for int64 arguments only.
+		if !x.t.open() && x.t != tInt64 {
+			return styp{}, typeErrorf(n.pos, "avg needs int64 values, got %s", x.t)
+		}
+		return styp{t: tDouble}, nil
+	case "sum":
 		if !x.t.open() && !x.t.numeric() {
 			return styp{}, typeErrorf(n.pos, "%s needs numbers, got %s", n.name, x.t)
-		}
-		if n.name == "avg" {
-			return styp{t: tDouble}, nil
 		}
 	default: // min, max
 		if x.t == tAny {
