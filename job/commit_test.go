@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -108,4 +109,23 @@ func TestCommitLeaseLostStops(t *testing.T) {
 	_, found, err := st.PartitionToken(ctx, "p")
 	require.NoError(t, err)
 	assert.False(t, found, "nothing written")
+}
+
+// noSuchTx commits for real and then reports "no such transaction", as a retried commit
+// request whose first reply was lost would see.
+type noSuchTx struct{ *ytstore.Store }
+
+func (n noSuchTx) CommitEpoch(ctx context.Context, w *ytstore.EpochWrite) error {
+	if err := n.Store.CommitEpoch(ctx, w); err != nil {
+		return err
+	}
+	return fmt.Errorf("commit: %w", ytstore.ErrLeaseLost)
+}
+
+func TestCommitLeaseAliveRechecks(t *testing.T) {
+	st, ctx := commitEnv(t)
+	lease, err := st.StartLease(ctx, "j", time.Minute)
+	require.NoError(t, err)
+	r := testRunner(st, noSuchTx{st}, "p-alive", lease)
+	require.NoError(t, r.commit(ctx, countWrite("p-alive", lease, 77)), "the lease is alive: the applied epoch is a success, not a zombie")
 }

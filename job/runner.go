@@ -51,6 +51,7 @@ type committer interface {
 	CommitEpoch(ctx context.Context, w *ytstore.EpochWrite) error
 	PartitionToken(ctx context.Context, partitionID string) (token uint64, found bool, err error)
 	GenerateTimestamp(ctx context.Context) (uint64, error)
+	TxAlive(ctx context.Context, tx string) (bool, error)
 }
 
 // runner runs one job: its epoch loop and its sender.
@@ -669,7 +670,18 @@ var errNotApplied = errors.New("epoch not applied")
 // dead, and errNotApplied when the epoch did not apply.
 func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
 	err := r.commits.CommitEpoch(ctx, w)
-	next := epoch.AfterCommit(outcomeOf(err))
+	outcome := outcomeOf(err)
+	if outcome == epoch.LeaseLost {
+		// "No such transaction" may name the epoch's own tablet transaction (e.g. its commit
+		// reply was lost and the retried request found it finished), not the lease: only a
+		// lease that is really gone makes the job a zombie.
+		// Invariant: a live lease never stops the job; the outcome is then resolved by the
+		// partition token (TestCommitLeaseAliveRechecks).
+		if alive, aerr := r.commits.TxAlive(ctx, w.Lease); aerr == nil && alive {
+			outcome = epoch.Unknown
+		}
+	}
+	next := epoch.AfterCommit(outcome)
 	backoff := 100 * time.Millisecond
 	for next == epoch.Recheck {
 		stored, found, rerr := r.commits.PartitionToken(ctx, r.job.PartitionID)
