@@ -24,6 +24,10 @@ var fuzzSeeds = []string{
 	"h, max(v) FROM [//t] GROUP BY farm_hash(k) % 2u AS h LIMIT 3",
 	"((((((a))))))",
 	"a NOT IN () AND b NOT BETWEEN 1 AND 2",
+	"a BETWEEN (1 AND 2, -3 AND +4) OR ~a & 3 << 1 | 2 = 0 OR s || b = 'x'",
+	"p.a, a * 2 AS x FROM [//t] AS p WHERE x > 1 OFFSET 1 LIMIT 2",
+	"a % 2 AS g, count(*) AS n, avg(a) FROM [//t] GROUP BY g HAVING n > 0",
+	"coalesce(a, 1), if_null(b, 'z'), is_substr('x', s), is_nan(v) FROM [//t]",
 }
 
 var fuzzRow = map[string]any{
