@@ -56,171 +56,26 @@ func ParseQuery(text string) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	var aggs []*node
-	p := &parser{toks: toks, aggregates: &aggs}
-	q := &Query{text: text, limit: -1}
-	p.acceptKeyword("select")
-
-	// Select list.
-	if p.acceptPunct("*") {
-		q.star = true
-	} else {
-		for {
-			e, err := p.parseExpr()
-			if err != nil {
-				return nil, err
-			}
-			item := selectItem{expr: e, name: format(e)}
-			if e.kind == nColumn && e.op == "" {
-				item.name = e.name
-			}
-			if p.acceptKeyword("as") {
-				if item.name, err = p.parseName(); err != nil {
-					return nil, err
-				}
-			}
-			q.items = append(q.items, item)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-
-	// FROM [path].
-	if err := p.expectKeyword("from"); err != nil {
-		return nil, err
-	}
-	t := p.next()
-	if t.kind != tokQuotedIdent {
-		return nil, parseErrorf(t.pos, "expected a table path in [ ], found %v", t)
-	}
-	q.table = strings.TrimSpace(t.text)
-	// Optional table alias: FROM [//t] AS t, or FROM [//t] t.
-	if p.acceptKeyword("as") {
-		a := p.next()
-		if a.kind != tokIdent || keywords[strings.ToLower(a.text)] {
-			return nil, parseErrorf(a.pos, "expected a table alias after AS, found %v", a)
-		}
-		q.alias = a.text
-	} else if a := p.peek(); a.kind == tokIdent && !keywords[strings.ToLower(a.text)] {
-		p.next()
-		q.alias = a.text
-	}
-	if p.isKeyword("join") || p.isKeyword("left") {
-		return nil, parseErrorf(p.peek().pos, "JOIN is not supported")
-	}
-
-	// WHERE: aggregates are not allowed.
-	if p.acceptKeyword("where") {
-		p.aggregates = nil
-		if q.where, err = p.parseExpr(); err != nil {
-			return nil, err
-		}
-		p.aggregates = &aggs
-	}
-
-	// GROUP BY: aggregates are not allowed.
-	if p.isKeyword("group") {
-		p.next()
-		if err := p.expectKeyword("by"); err != nil {
-			return nil, err
-		}
-		p.aggregates = nil
-		for {
-			e, err := p.parseExpr()
-			if err != nil {
-				return nil, err
-			}
-			g := groupItem{expr: e, text: format(e), name: format(e)}
-			if e.kind == nColumn {
-				g.name = e.name
-			}
-			if p.acceptKeyword("as") {
-				if g.name, err = p.parseName(); err != nil {
-					return nil, err
-				}
-			}
-			q.groupBy = append(q.groupBy, g)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-		p.aggregates = &aggs
-		if p.isKeyword("with") {
-			return nil, parseErrorf(p.peek().pos, "WITH TOTALS is not supported")
-		}
-	}
-
-	havingPos := p.peek().pos
-	if p.acceptKeyword("having") {
-		if q.having, err = p.parseExpr(); err != nil {
+	qp := &queryParser{parser: parser{toks: toks}, q: &Query{text: text, limit: -1}}
+	qp.aggregates = &qp.aggs
+	for _, clause := range []func() error{
+		qp.parseSelect, qp.parseFrom, qp.parseWhere, qp.parseGroupBy,
+		qp.parseHaving, qp.parseOrderBy, qp.parseOffsetLimit,
+	} {
+		if err := clause(); err != nil {
 			return nil, err
 		}
 	}
-
-	orderPos := p.peek().pos
-	if p.isKeyword("order") {
-		p.next()
-		if err := p.expectKeyword("by"); err != nil {
-			return nil, err
-		}
-		for {
-			e, err := p.parseExpr()
-			if err != nil {
-				return nil, err
-			}
-			item := orderItem{expr: e}
-			if p.acceptKeyword("desc") {
-				item.desc = true
-			} else {
-				p.acceptKeyword("asc")
-			}
-			q.orderBy = append(q.orderBy, item)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	}
-
-	// OFFSET then LIMIT, in YTsaurus' order.
-	offsetPos, sawOffset := -1, false
-	if p.isKeyword("offset") {
-		offsetPos = p.next().pos
-		sawOffset = true
-		if q.offset, err = p.parseCount("OFFSET"); err != nil {
-			return nil, err
-		}
-	}
-	if p.acceptKeyword("limit") {
-		if q.limit, err = p.parseCount("LIMIT"); err != nil {
-			return nil, err
-		}
-		if p.isKeyword("offset") {
-			return nil, parseErrorf(p.peek().pos, "OFFSET must come before LIMIT")
-		}
-	}
-	if t := p.peek(); t.kind != tokEOF {
+	if t := qp.peek(); t.kind != tokEOF {
 		return nil, parseErrorf(t.pos, "unexpected %v", t)
 	}
-
-	q.aggs = aggs
-	if err := q.checkQualifiers(); err != nil {
+	q := qp.q
+	q.aggs = qp.aggs
+	if err := qp.validate(); err != nil {
 		return nil, err
 	}
-	if len(q.orderBy) > 0 && q.limit < 0 {
-		return nil, queryErrorf(orderPos, "ORDER BY used without LIMIT")
-	}
-	if sawOffset && q.limit < 0 {
-		return nil, queryErrorf(offsetPos, "OFFSET used without LIMIT")
-	}
-	if q.having != nil && q.groupBy == nil {
-		return nil, queryErrorf(havingPos, "HAVING used without GROUP BY")
-	}
-	if len(aggs) > 0 && q.groupBy == nil {
-		return nil, queryErrorf(aggs[0].pos, "aggregate function %s used without GROUP BY (use GROUP BY 1 to aggregate all rows)", aggs[0].name)
-	}
-	if q.star && q.groupBy != nil {
-		return nil, queryErrorf(0, "SELECT * cannot be used with GROUP BY")
+	if err := q.checkQualifiers(); err != nil {
+		return nil, err
 	}
 	if err := q.checkNames(); err != nil {
 		return nil, err
@@ -233,6 +88,7 @@ func ParseQuery(text string) (*Query, error) {
 			return nil, err
 		}
 	}
+	aggs := q.aggs
 	roots := []*node{}
 	for _, it := range q.items {
 		roots = append(roots, it.expr)
@@ -251,6 +107,196 @@ func ParseQuery(text string) (*Query, error) {
 	q.cols = sourceColumns(q, roots)
 	q.holders = placeholdersOf(roots)
 	return q, nil
+}
+
+// queryParser parses the clauses of a query in YTsaurus' order and records
+// where clauses start so that rule violations can name them.
+type queryParser struct {
+	parser
+	q    *Query
+	aggs []*node // aggregate calls, collected where they are allowed
+
+	havingPos, orderPos, offsetPos int
+	sawOffset                      bool
+}
+
+// withoutAggregates parses with aggregate calls rejected (WHERE, GROUP BY).
+func (qp *queryParser) withoutAggregates(parse func() error) error {
+	saved := qp.aggregates
+	qp.aggregates = nil
+	defer func() { qp.aggregates = saved }()
+	return parse()
+}
+
+func (qp *queryParser) parseSelect() error {
+	qp.acceptKeyword("select")
+	if qp.acceptPunct("*") {
+		qp.q.star = true
+		return nil
+	}
+	for {
+		e, err := qp.parseExpr()
+		if err != nil {
+			return err
+		}
+		item := selectItem{expr: e, name: format(e)}
+		if e.kind == nColumn && e.op == "" {
+			item.name = e.name
+		}
+		if qp.acceptKeyword("as") {
+			if item.name, err = qp.parseName(); err != nil {
+				return err
+			}
+		}
+		qp.q.items = append(qp.q.items, item)
+		if !qp.acceptPunct(",") {
+			return nil
+		}
+	}
+}
+
+// parseFrom parses FROM [path] with an optional alias: AS t, or just t.
+func (qp *queryParser) parseFrom() error {
+	if err := qp.expectKeyword("from"); err != nil {
+		return err
+	}
+	t := qp.next()
+	if t.kind != tokQuotedIdent {
+		return parseErrorf(t.pos, "expected a table path in [ ], found %v", t)
+	}
+	qp.q.table = strings.TrimSpace(t.text)
+	if qp.acceptKeyword("as") {
+		a := qp.next()
+		if a.kind != tokIdent || keywords[strings.ToLower(a.text)] {
+			return parseErrorf(a.pos, "expected a table alias after AS, found %v", a)
+		}
+		qp.q.alias = a.text
+	} else if a := qp.peek(); a.kind == tokIdent && !keywords[strings.ToLower(a.text)] {
+		qp.next()
+		qp.q.alias = a.text
+	}
+	if qp.isKeyword("join") || qp.isKeyword("left") {
+		return parseErrorf(qp.peek().pos, "JOIN is not supported")
+	}
+	return nil
+}
+
+func (qp *queryParser) parseWhere() error {
+	if !qp.acceptKeyword("where") {
+		return nil
+	}
+	return qp.withoutAggregates(func() (err error) {
+		qp.q.where, err = qp.parseExpr()
+		return err
+	})
+}
+
+func (qp *queryParser) parseGroupBy() error {
+	if !qp.isKeyword("group") {
+		return nil
+	}
+	qp.next()
+	if err := qp.expectKeyword("by"); err != nil {
+		return err
+	}
+	err := qp.withoutAggregates(func() error {
+		for {
+			e, err := qp.parseExpr()
+			if err != nil {
+				return err
+			}
+			g := groupItem{expr: e, text: format(e), name: format(e)}
+			if e.kind == nColumn {
+				g.name = e.name
+			}
+			if qp.acceptKeyword("as") {
+				if g.name, err = qp.parseName(); err != nil {
+					return err
+				}
+			}
+			qp.q.groupBy = append(qp.q.groupBy, g)
+			if !qp.acceptPunct(",") {
+				return nil
+			}
+		}
+	})
+	if err == nil && qp.isKeyword("with") {
+		err = parseErrorf(qp.peek().pos, "WITH TOTALS is not supported")
+	}
+	return err
+}
+
+func (qp *queryParser) parseHaving() (err error) {
+	qp.havingPos = qp.peek().pos
+	if qp.acceptKeyword("having") {
+		qp.q.having, err = qp.parseExpr()
+	}
+	return err
+}
+
+func (qp *queryParser) parseOrderBy() error {
+	qp.orderPos = qp.peek().pos
+	if !qp.isKeyword("order") {
+		return nil
+	}
+	qp.next()
+	if err := qp.expectKeyword("by"); err != nil {
+		return err
+	}
+	for {
+		e, err := qp.parseExpr()
+		if err != nil {
+			return err
+		}
+		item := orderItem{expr: e}
+		if qp.acceptKeyword("desc") {
+			item.desc = true
+		} else {
+			qp.acceptKeyword("asc")
+		}
+		qp.q.orderBy = append(qp.q.orderBy, item)
+		if !qp.acceptPunct(",") {
+			return nil
+		}
+	}
+}
+
+// parseOffsetLimit parses OFFSET then LIMIT, in YTsaurus' order.
+func (qp *queryParser) parseOffsetLimit() (err error) {
+	if qp.isKeyword("offset") {
+		qp.offsetPos = qp.next().pos
+		qp.sawOffset = true
+		if qp.q.offset, err = qp.parseCount("OFFSET"); err != nil {
+			return err
+		}
+	}
+	if qp.acceptKeyword("limit") {
+		if qp.q.limit, err = qp.parseCount("LIMIT"); err != nil {
+			return err
+		}
+		if qp.isKeyword("offset") {
+			return parseErrorf(qp.peek().pos, "OFFSET must come before LIMIT")
+		}
+	}
+	return nil
+}
+
+// validate enforces YTsaurus' rules between clauses.
+func (qp *queryParser) validate() error {
+	q := qp.q
+	switch {
+	case len(q.orderBy) > 0 && q.limit < 0:
+		return queryErrorf(qp.orderPos, "ORDER BY used without LIMIT")
+	case qp.sawOffset && q.limit < 0:
+		return queryErrorf(qp.offsetPos, "OFFSET used without LIMIT")
+	case q.having != nil && q.groupBy == nil:
+		return queryErrorf(qp.havingPos, "HAVING used without GROUP BY")
+	case len(q.aggs) > 0 && q.groupBy == nil:
+		return queryErrorf(q.aggs[0].pos, "aggregate function %s used without GROUP BY (use GROUP BY 1 to aggregate all rows)", q.aggs[0].name)
+	case q.star && q.groupBy != nil:
+		return queryErrorf(0, "SELECT * cannot be used with GROUP BY")
+	}
+	return nil
 }
 
 // parseName reads an alias: an identifier or a quoted name.
