@@ -88,22 +88,7 @@ func ParseQuery(text string) (*Query, error) {
 			return nil, err
 		}
 	}
-	aggs := q.aggs
-	roots := []*node{}
-	for _, it := range q.items {
-		roots = append(roots, it.expr)
-	}
-	roots = append(roots, q.where)
-	for _, g := range q.groupBy {
-		roots = append(roots, g.expr)
-	}
-	roots = append(roots, q.having)
-	for _, o := range q.orderBy {
-		roots = append(roots, o.expr)
-	}
-	for _, a := range aggs {
-		roots = append(roots, a.args...)
-	}
+	roots := q.roots()
 	q.cols = sourceColumns(q, roots)
 	q.holders = placeholdersOf(roots)
 	return q, nil
@@ -485,16 +470,7 @@ func placeholdersOf(roots []*node) []*node {
 // checkQualifiers rejects table.column references whose table is not the
 // FROM alias.
 func (q *Query) checkQualifiers() error {
-	roots := []*node{q.where, q.having}
-	for _, it := range q.items {
-		roots = append(roots, it.expr)
-	}
-	for _, g := range q.groupBy {
-		roots = append(roots, g.expr)
-	}
-	for _, o := range q.orderBy {
-		roots = append(roots, o.expr)
-	}
+	roots := q.roots()
 	var bad *node
 	var walk func(n *node)
 	walk = func(n *node) {
@@ -598,4 +574,25 @@ func hasAggregate(n *node) bool {
 		}
 	}
 	return false
+}
+
+// roots returns every expression tree of the query: select items, WHERE,
+// GROUP BY, HAVING, ORDER BY and aggregate arguments.
+func (q *Query) roots() []*node {
+	var roots []*node
+	for _, it := range q.items {
+		roots = append(roots, it.expr)
+	}
+	roots = append(roots, q.where)
+	for _, g := range q.groupBy {
+		roots = append(roots, g.expr)
+	}
+	roots = append(roots, q.having)
+	for _, o := range q.orderBy {
+		roots = append(roots, o.expr)
+	}
+	for _, a := range q.aggs {
+		roots = append(roots, a.args...)
+	}
+	return roots
 }
