@@ -237,6 +237,9 @@ func (d *dynExt) PingTx(c *call, id guid.GUID) (any, error) {
 // CommitTx commits a tablet transaction. Its prerequisite transactions are checked
 // again inside the engine commit, under the state lock that master commits, aborts and
 // expiries take, so a tablet commit can never land after its prerequisite ended.
+//
+// Invariant: a tablet commit with a prerequisite that has ended fails with 1000 and
+// writes nothing (TestDynPrerequisiteFencing).
 func (d *dynExt) CommitTx(c *call, id guid.GUID) (any, error) {
 	prereqs, err := c.guids("prerequisite_transaction_ids")
 	if err != nil {

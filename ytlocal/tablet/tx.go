@@ -441,7 +441,8 @@ func (e *Engine) Commit(txID string, prerequisites []string, p Prerequisites) (T
 // committed rows and applies it; the caller holds e.mu.
 //
 // Invariant: of two transactions writing the same row lock concurrently, the
-// second to commit fails with 1700 and applies nothing (TestConcurrentWriteConflict).
+// second to commit fails with 1700 and applies nothing (TestConcurrentWriteConflict,
+// TestTransactionsAgainstModel).
 func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 	if len(tx.ops) == 0 {
 		return e.next(), nil
