@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -159,7 +160,7 @@ func StartCountingProxy(target string) (*CountingProxy, error) {
 	}
 	p := &CountingProxy{ln: ln, tally: Tally{Commands: map[string]int64{}, Rows: map[string]int64{}}}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ErrorLog = nil
+	rp.ErrorLog = stdlog.New(io.Discard, "", 0) // a client giving up mid-request is not news
 	rp.FlushInterval = -1
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hosts" || strings.HasPrefix(r.URL.Path, "/hosts/") {

@@ -101,7 +101,7 @@ func TestPipelineSmoke(t *testing.T) {
 	srv := startServer(t, false)
 	words, want := inputWords(300, 20, 3)
 	p := newPipeline(t, srv.Addr(), "smoke", Options{Tablets: 2, CountPartitions: 2, Finite: true})
-	d := finiteRun(t, p, srv.Addr(), 2, words, want, nil)
+	d, _ := finiteRun(t, p, srv.Addr(), 2, words, want, nil)
 	assert.Positive(t, d)
 	assert.Less(t, d, 5*time.Minute)
 }

@@ -20,6 +20,7 @@ type Load struct {
 	mu      sync.Mutex
 	sent    []time.Time // by message index: time just before the insert_rows call
 	seen    []time.Time // by message index: time the poller first saw its output; zero = not yet
+	inTable []time.Time // by message index: time the table poller first saw its count row
 	arrived int
 	err     error
 }
@@ -36,6 +37,7 @@ func StartLoad(ctx context.Context, p *Pipeline, rate float64) (l *Load, stopWri
 		l.write(wctx)
 	}()
 	go l.poll(ctx)
+	go l.pollTable(ctx)
 	return l, func() { stop(); <-done }
 }
 
@@ -76,6 +78,7 @@ func (l *Load) write(ctx context.Context) {
 		for range n {
 			l.sent = append(l.sent, now)
 			l.seen = append(l.seen, time.Time{})
+			l.inTable = append(l.inTable, time.Time{})
 		}
 		l.mu.Unlock()
 		words := make([]string, n)
@@ -87,7 +90,7 @@ func (l *Load) write(ctx context.Context) {
 				l.fail(fmt.Errorf("write messages %d..%d: %w", first, first+n-1, err))
 			}
 			l.mu.Lock()
-			l.sent, l.seen = l.sent[:first], l.seen[:first] // not written
+			l.sent, l.seen, l.inTable = l.sent[:first], l.seen[:first], l.inTable[:first] // not written
 			l.mu.Unlock()
 			if ctx.Err() != nil {
 				return
@@ -127,6 +130,62 @@ func (l *Load) poll(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// pollTable looks every 20ms for the count rows of messages not yet seen in the result
+// table (the sync sink, visible at the count computation's epoch commit), at most 500
+// per query.
+func (l *Load) pollTable(ctx context.Context) {
+	for ctx.Err() == nil {
+		l.mu.Lock()
+		var pending []string
+		for i := range l.inTable {
+			if l.inTable[i].IsZero() {
+				pending = append(pending, strconv.Quote("m"+strconv.Itoa(i)))
+				if len(pending) == 500 {
+					break
+				}
+			}
+		}
+		l.mu.Unlock()
+		if len(pending) > 0 {
+			rows, err := l.p.Store.SelectRows(ctx, fmt.Sprintf("word FROM [%s] WHERE word IN (%s)", l.p.Counts(), strings.Join(pending, ", ")))
+			now := time.Now()
+			if err != nil {
+				if ctx.Err() == nil {
+					l.fail(fmt.Errorf("poll table: %w", err))
+				}
+				return
+			}
+			l.mu.Lock()
+			for _, r := range rows {
+				w, _ := r["word"].(string)
+				if i, err := strconv.Atoi(strings.TrimPrefix(w, "m")); err == nil && i >= 0 && i < len(l.inTable) && l.inTable[i].IsZero() {
+					l.inTable[i] = now
+				}
+			}
+			l.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TableLatencies returns the write-to-result-table latencies of the messages written in
+// [from, to) that the table poller saw, sorted.
+func (l *Load) TableLatencies(from, to time.Time) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var lat []time.Duration
+	for i, s := range l.sent {
+		if !s.Before(from) && s.Before(to) && !l.inTable[i].IsZero() {
+			lat = append(lat, l.inTable[i].Sub(s))
+		}
+	}
+	slices.Sort(lat)
+	return lat
 }
 
 // Progress returns how many messages were written and how many of them reached the sink.

@@ -81,10 +81,11 @@ func newPipeline(tb testing.TB, proxy, name string, o Options) *Pipeline {
 }
 
 // finiteRun runs a finite word-count pipeline over words with the in-process runtime at
-// runtimeProxy and returns the time from Start to "completed with exact sinks". When
-// before is not nil it is called right before Start and after is called once the sinks
-// are exact, before the runtime stops (for counting proxies).
-func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, words []string, want map[string]int64, after func()) time.Duration {
+// runtimeProxy and returns the time from Start to "completed with exact sinks" and the
+// part of it until the controller first reported the pipeline working. When after is not
+// nil it is called once the sinks are exact, before the runtime stops (for counting
+// proxies).
+func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, words []string, want map[string]int64, after func()) (elapsed, startup time.Duration) {
 	tb.Helper()
 	ctx := context.Background()
 	if err := p.Load(ctx, words); err != nil {
@@ -99,7 +100,11 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	err := rt.WaitUntil(wctx, func() (bool, error) {
-		return p.State(wctx) == ytstore.StateCompleted, nil
+		s := p.State(wctx)
+		if startup == 0 && (s == ytstore.StateWorking || s == ytstore.StateCompleted) {
+			startup = time.Since(start)
+		}
+		return s == ytstore.StateCompleted, nil
 	})
 	if err == nil {
 		var last error
@@ -111,14 +116,14 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 			err = fmt.Errorf("%w; sinks: %v", err, last)
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	if err != nil {
 		tb.Fatalf("pipeline %s: %v (state %q)", p.Path, err, p.State(ctx))
 	}
 	if after != nil {
 		after()
 	}
-	return elapsed
+	return elapsed, startup
 }
 
 // BenchmarkPipeline measures, side by side in one run, the word-count pipeline's throughput
@@ -161,16 +166,19 @@ func BenchmarkPipeline(b *testing.B) {
 		{"at_least_once", "at_least_once_consistent"},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			var total time.Duration
+			var total, startup time.Duration
 			for i := range b.N {
 				srv := startServer(b, pr.durable)
 				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
 					Tablets: 2, CountPartitions: 2, ProcessingMode: mode.processing, Finite: true,
 				})
-				total += finiteRun(b, p, srv.Addr(), pr.workers, words, want, nil)
+				e, s := finiteRun(b, p, srv.Addr(), pr.workers, words, want, nil)
+				total, startup = total+e, startup+s
 			}
 			rates[mode.name] = float64(pr.messages*b.N) / total.Seconds()
 			b.ReportMetric(rates[mode.name], "msgs/s")
+			b.ReportMetric(startup.Seconds()/float64(b.N), "startup_s")
+			b.ReportMetric(float64(pr.messages*b.N)/(total-startup).Seconds(), "after_startup_msgs/s")
 			if raw := rates["raw"]; raw > 0 {
 				b.ReportMetric(rates[mode.name]/raw, "x_raw")
 			}
@@ -254,8 +262,10 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	sent, _ := load.Progress()
 	p50, p99 := Percentile(lat, 0.5), Percentile(lat, 0.99)
 	target := 2*batch + 100*time.Millisecond
-	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; p50 %v, p99 %v, max %v; target p99 ≤ %v: %v",
-		rate, batch, len(lat), missing, p50, p99, Percentile(lat, 1), target, p99 <= target)
+	tlat := load.TableLatencies(warm, end)
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v",
+		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)))
 	if missing > 0 {
 		b.Errorf("%d of the measured messages never reached the sink", missing)
 	}
@@ -264,6 +274,8 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	b.ReportMetric(float64(p50.Milliseconds()), "p50_ms")
 	b.ReportMetric(float64(p99.Milliseconds()), "p99_ms")
 	b.ReportMetric(float64(Percentile(lat, 1).Milliseconds()), "max_ms")
+	b.ReportMetric(float64(Percentile(tlat, 0.5).Milliseconds()), "table_p50_ms")
+	b.ReportMetric(float64(Percentile(tlat, 0.99).Milliseconds()), "table_p99_ms")
 }
 
 // benchWrites runs the finite pipeline with the runtime behind a counting proxy and
