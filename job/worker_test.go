@@ -69,7 +69,11 @@ type wcEnv struct {
 	worker *Worker
 }
 
-func startWordCount(t testing.TB) *wcEnv {
+func startWordCount(t testing.TB) *wcEnv { return startWordCountVia(t, nil) }
+
+// startWordCountVia is startWordCount with the worker talking to the proxy that via returns
+// for the ytlocal address (nil: directly).
+func startWordCountVia(t testing.TB, via func(ytAddr string) string) *wcEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -97,7 +101,11 @@ func startWordCount(t testing.TB) *wcEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = leader.Close() })
 
-	w := NewWorker(Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
+	workerProxy := srv.Addr()
+	if via != nil {
+		workerProxy = via(srv.Addr())
+	}
+	w := NewWorker(Config{Proxy: workerProxy, Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
 		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second})
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
