@@ -150,6 +150,9 @@ func eval(n *node, en *env) (any, error) {
 		}
 		return (v == nil) != n.not, nil
 	case nFunc:
+		if n.name == "if" {
+			return evalIf(n, en)
+		}
 		args := make([]any, len(n.args))
 		for i, a := range n.args {
 			v, err := eval(a, en)
@@ -162,6 +165,8 @@ func eval(n *node, en *env) (any, error) {
 			args[i] = v
 		}
 		return functions[n.name].call(n, args)
+	case nCase:
+		return evalCase(n, en)
 	case nAggregate:
 		if n.slot >= len(en.aggregates) {
 			return nil, queryErrorf(n.pos, "aggregate %s used outside a grouped query", n.name)
@@ -512,7 +517,7 @@ func init() {
 		"is_null": {1, 1, func(_ *node, a []any) (any, error) {
 			return a[0] == nil, nil
 		}},
-		"if":        {3, 3, callIf},
+		"if":        {3, 3, nil}, // evaluated lazily by evalIf
 		"lower":     {1, 1, stringFunc("lower", strings.ToLower)},
 		"concat":    {2, 2, callConcat},
 		"is_prefix": {2, 2, callIsPrefix},
@@ -537,22 +542,24 @@ func callFarmHash(n *node, args []any) (any, error) {
 	return RowFingerprint(args...)
 }
 
-// callIf: a NULL condition gives NULL, as in YTsaurus.
-func callIf(n *node, a []any) (any, error) {
-	th, el, err := unify(n.pos, a[1], n.args[1].constant(), a[2], n.args[2].constant(), "if branches")
+// evalIf evaluates if(c, a, b) lazily, like YTsaurus: a NULL condition
+// gives NULL and only the chosen branch is evaluated.
+func evalIf(n *node, en *env) (any, error) {
+	c, err := eval(n.args[0], en)
 	if err != nil {
 		return nil, err
 	}
-	switch c := a[0].(type) {
+	switch b := c.(type) {
 	case nil:
 		return nil, nil
 	case bool:
-		if c {
-			return th, nil
+		branches := []*node{n.args[1], n.args[2]}
+		if b {
+			return evalBranch(n.args[1], branches, en)
 		}
-		return el, nil
+		return evalBranch(n.args[2], branches, en)
 	}
-	return nil, typeErrorf(n.args[0].pos, "if condition must be boolean, got %s", typeName(a[0]))
+	return nil, typeErrorf(n.args[0].pos, "if condition must be boolean, got %s", typeName(c))
 }
 
 // callCoalesce returns the first non-NULL argument; all arguments must share
@@ -710,4 +717,80 @@ func firstQualified(roots []*node) *node {
 		walk(r)
 	}
 	return found
+}
+
+// evalCase: with an operand the first WHEN equal to it (NULL equals NULL, as
+// in comparisons) wins, without one the first WHEN that is true; no match
+// gives ELSE or NULL. Only the chosen result is evaluated.
+func evalCase(n *node, en *env) (any, error) {
+	var operand any
+	if n.args[0] != nil {
+		v, err := eval(n.args[0], en)
+		if err != nil {
+			return nil, err
+		}
+		operand = v
+	}
+	pick := n.args[1]
+	for i := 0; i+1 < len(n.list); i += 2 {
+		w, err := eval(n.list[i], en)
+		if err != nil {
+			return nil, err
+		}
+		matched := false
+		if n.args[0] != nil {
+			c, err := compareOperands(n.list[i].pos, operand, n.args[0].constant(), w, n.list[i].constant())
+			if err != nil {
+				return nil, err
+			}
+			matched = c == 0
+		} else {
+			switch b := w.(type) {
+			case nil:
+			case bool:
+				matched = b
+			default:
+				return nil, typeErrorf(n.list[i].pos, "WHEN condition must be boolean, got %s", typeName(w))
+			}
+		}
+		if matched {
+			pick = n.list[i+1]
+			break
+		}
+	}
+	if pick == nil {
+		return nil, nil
+	}
+	results := []*node{n.args[1]}
+	for i := 1; i < len(n.list); i += 2 {
+		results = append(results, n.list[i])
+	}
+	return evalBranch(pick, results, en)
+}
+
+// evalBranch evaluates the chosen branch of if/CASE. A constant result takes
+// the numeric type of a column that another branch returns, as YTsaurus
+// gives the whole expression one type.
+func evalBranch(pick *node, branches []*node, en *env) (any, error) {
+	v, err := eval(pick, en)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.(tuple); ok {
+		return nil, typeErrorf(pick.pos, "a tuple is not a value")
+	}
+	if v == nil || !pick.constant() {
+		return v, nil
+	}
+	for _, b := range branches {
+		if b == nil || b == pick || b.kind != nColumn {
+			continue
+		}
+		if other := normalize(en.row[b.name]); other != nil {
+			if c, ok := convertConst(v, other); ok {
+				return c, nil
+			}
+		}
+	}
+	return v, nil
 }

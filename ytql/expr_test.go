@@ -137,6 +137,16 @@ func TestEvalExpressions(t *testing.T) {
 		{"is_null(i)", false},
 		{"if(b, 'y', 'n')", "y"},
 		{"if(n, 1, 2)", nil},
+		{"if(i = 1, 1 / 0, 2)", int64(2)},
+		{"if(b, 5, u)", uint64(5)},
+		{"CASE WHEN i > 5 THEN 'big' WHEN i > 0 THEN 'small' ELSE 'none' END", "big"},
+		{"CASE WHEN i > 50 THEN 'big' END", nil},
+		{"CASE WHEN n THEN 1 ELSE 2 END", int64(2)},
+		{"CASE i WHEN 1 THEN 'one' WHEN 7 THEN 'seven' END", "seven"},
+		{"CASE n WHEN # THEN 'null' ELSE 'x' END", "null"},
+		{"case s when 'Hello' then u else 0 end", uint64(10)},
+		{"CASE WHEN %false THEN u ELSE 3 END", uint64(3)},
+		{"CASE WHEN %true THEN 1 ELSE 1 / 0 END", int64(1)},
 		{"if(%false, 1, 2)", int64(2)},
 		{"if_null(n, 5)", int64(5)},
 		{"if_null(u, 5)", uint64(10)},
@@ -232,6 +242,10 @@ func TestParseErrors(t *testing.T) {
 		{"where", 0, "unexpected keyword WHERE"},
 		{"{bad name}", 0, "bad placeholder name"},
 		{"t.a = 1", 0, "qualified column name t.a outside a query"},
+		{"CASE END", 5, "unexpected keyword END"},
+		{"CASE x END", 7, "expected WHEN"},
+		{"CASE WHEN a 1 END", 12, "expected THEN"},
+		{"CASE WHEN a THEN 1", 18, "expected END"},
 		{"12abc", 0, "bad number"},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
@@ -282,10 +296,11 @@ func TestEvalErrors(t *testing.T) {
 		{"(i, u)", ErrType, "tuple is not a value"},
 		{"lower(i)", ErrType, "lower needs a string"},
 		{"if(i, 1, 2)", ErrType, "if condition"},
-		{"if(%true, 1, 's')", ErrType, "if branches"},
 		{"coalesce(i, u)", ErrType, "coalesce arguments"},
 		{"is_nan(i)", ErrType, "is_nan needs a double"},
 		{"double('x')", ErrType, "cannot cast"},
+		{"CASE WHEN i THEN 1 END", ErrType, "WHEN condition must be boolean"},
+		{"CASE i WHEN 's' THEN 1 END", ErrType, "int64 vs string"},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			e, err := ParseExpression(tc.text)

@@ -36,6 +36,23 @@ func writeNode(b *strings.Builder, n *node, nested bool) {
 	case nFunc:
 		b.WriteString(n.name)
 		writeList(b, n.args)
+	case nCase:
+		b.WriteString("CASE")
+		if n.args[0] != nil {
+			b.WriteByte(' ')
+			writeNode(b, n.args[0], true)
+		}
+		for i := 0; i+1 < len(n.list); i += 2 {
+			b.WriteString(" WHEN ")
+			writeNode(b, n.list[i], true)
+			b.WriteString(" THEN ")
+			writeNode(b, n.list[i+1], true)
+		}
+		if n.args[1] != nil {
+			b.WriteString(" ELSE ")
+			writeNode(b, n.args[1], true)
+		}
+		b.WriteString(" END")
 	case nAggregate:
 		b.WriteString(n.name)
 		if len(n.args) == 0 {

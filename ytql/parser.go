@@ -20,6 +20,7 @@ const (
 	nIsNull                      // args[0] IS [NOT] NULL; not
 	nFunc                        // name (lower case), args
 	nAggregate                   // name, args[0] (nil for count(*)); slot
+	nCase                        // CASE args[0] WHEN list[0] THEN list[1] … ELSE args[1] END; args may be nil
 )
 
 // node is one parsed expression; pos is its byte offset in the text.
@@ -72,6 +73,7 @@ var keywords = map[string]bool{
 	"order": true, "having": true, "limit": true, "offset": true, "asc": true,
 	"desc": true, "true": true, "false": true, "select": true, "with": true,
 	"totals": true, "join": true, "left": true, "on": true, "using": true,
+	"case": true, "when": true, "then": true, "else": true, "end": true,
 }
 
 var aggregateNames = map[string]bool{"sum": true, "min": true, "max": true, "count": true, "avg": true}
@@ -488,6 +490,9 @@ func (p *parser) parsePrimary() (*node, error) {
 		case "null":
 			return &node{kind: nLiteral, pos: t.pos, value: nil}, nil
 		}
+		if lower == "case" {
+			return p.parseCase(t)
+		}
 		if p.isPunct("(") {
 			return p.parseCall(t, lower)
 		}
@@ -597,4 +602,49 @@ func (p *parser) parseAggregate(name token, lower string) (*node, error) {
 	agg.slot = len(*p.aggregates)
 	*p.aggregates = append(*p.aggregates, agg)
 	return agg, nil
+}
+
+// parseCase parses CASE [operand] WHEN x THEN y … [ELSE z] END after CASE.
+func (p *parser) parseCase(start token) (*node, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	n := &node{kind: nCase, pos: start.pos, args: []*node{nil, nil}}
+	if !p.isKeyword("when") {
+		operand, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		n.args[0] = operand
+	}
+	for p.acceptKeyword("when") {
+		when, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectKeyword("then"); err != nil {
+			return nil, err
+		}
+		then, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		n.list = append(n.list, when, then)
+	}
+	if len(n.list) == 0 {
+		t := p.peek()
+		return nil, parseErrorf(t.pos, "expected WHEN, found %v", t)
+	}
+	if p.acceptKeyword("else") {
+		otherwise, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		n.args[1] = otherwise
+	}
+	if err := p.expectKeyword("end"); err != nil {
+		return nil, err
+	}
+	return n, nil
 }

@@ -289,6 +289,8 @@ func (c *checker) infer(n *node) (styp, error) {
 		return c.inferFunc(n)
 	case nAggregate:
 		return c.inferAggregate(n)
+	case nCase:
+		return c.inferCase(n)
 	}
 	return styp{t: tUnknown}, nil
 }
@@ -461,4 +463,44 @@ func (c *checker) predicate(n *node) error {
 		err = typeErrorf(n.pos, "predicate must be boolean, got %s", t.t)
 	}
 	return err
+}
+
+func (c *checker) inferCase(n *node) (styp, error) {
+	var operand styp
+	if n.args[0] != nil {
+		var err error
+		if operand, err = c.infer(n.args[0]); err != nil {
+			return styp{}, err
+		}
+	}
+	result := styp{t: tNull}
+	merge := func(r *node) error {
+		t, err := c.scalar(r)
+		if err == nil {
+			result, err = unifyTypes(r.pos, result, t, "CASE results")
+		}
+		return err
+	}
+	for i := 0; i+1 < len(n.list); i += 2 {
+		w, err := c.infer(n.list[i])
+		if err != nil {
+			return styp{}, err
+		}
+		if n.args[0] != nil {
+			if err := compareTypes(n.list[i].pos, operand, w); err != nil {
+				return styp{}, err
+			}
+		} else if w.tuple != nil || (!w.t.open() && w.t != tBool) {
+			return styp{}, typeErrorf(n.list[i].pos, "WHEN condition must be boolean, got %s", w.t)
+		}
+		if err := merge(n.list[i+1]); err != nil {
+			return styp{}, err
+		}
+	}
+	if n.args[1] != nil {
+		if err := merge(n.args[1]); err != nil {
+			return styp{}, err
+		}
+	}
+	return result, nil
 }

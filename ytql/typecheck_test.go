@@ -87,6 +87,13 @@ func TestExprCheckSchemaTypes(t *testing.T) {
 		{"farm_hash(word) + count", false},
 		{"farm_hash(ratio)", false},
 		{"(hash, word)", false},
+		{"if(%true, 1, 's')", false},
+		{"if(ok, hash, 1)", true},
+		{"CASE WHEN ok THEN hash ELSE 0 END", true},
+		{"CASE word WHEN 'a' THEN count WHEN 'b' THEN 2 END", true},
+		{"CASE WHEN ok THEN hash ELSE count END", false},
+		{"CASE word WHEN 1 THEN count END", false},
+		{"CASE WHEN count THEN 1 END", false},
 	} {
 		e, err := ParseExpression(tc.text)
 		if err != nil {
