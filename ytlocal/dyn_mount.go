@@ -180,5 +180,23 @@ func cmdAlterTable(c *call) (any, error) {
 	if err := c.s.SetNodeAttrs(info.ID, attrs); err != nil {
 		return nil, err
 	}
-	return nil, c.s.dyn().ensureTable(info.ID)
+	if err := c.s.dyn().ensureTable(info.ID); err != nil {
+		return nil, err
+	}
+	if wasDynamic {
+		return nil, nil
+	}
+	// The rows of the static table become the dynamic table's content.
+	var rows []map[string]any
+	if n := c.s.tree.nodes[info.ID]; n != nil {
+		for _, r := range c.s.tree.contentOf(n, nil).rows {
+			if m, ok := yson.ValueOf(r).(map[string]any); ok {
+				rows = append(rows, m)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return nil, eng.Load(id, rows)
 }

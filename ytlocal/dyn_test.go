@@ -3,6 +3,8 @@ package ytlocal_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,14 +343,21 @@ func TestDynAlterStaticTableToDynamic(t *testing.T) {
 	require.NoError(t, err)
 	err = yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}}, nil)
 	require.Error(t, err, "a static table takes no insert_rows")
+	w, err := yc.WriteTable(ctx, p, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Write(&kvRow{"static", 7}))
+	require.NoError(t, w.Commit())
 
 	require.NoError(t, yc.AlterTable(ctx, p, &yt.AlterTableOptions{Dynamic: ptrBool(true)}))
 	var dynamic bool
 	require.NoError(t, yc.GetNode(ctx, p.Attr("dynamic"), &dynamic, nil))
 	assert.True(t, dynamic)
 	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	v, ok := lookupValue(t, ctx, yc, p, "static")
+	require.True(t, ok, "static rows become dynamic rows")
+	assert.Equal(t, int64(7), v)
 	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"a", 1}}, nil))
-	v, ok := lookupValue(t, ctx, yc, p, "a")
+	v, ok = lookupValue(t, ctx, yc, p, "a")
 	require.True(t, ok)
 	assert.Equal(t, int64(1), v)
 
@@ -450,4 +459,53 @@ func TestDynComputedKeyColumnAndQueryChecks(t *testing.T) {
 	}
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nope")
+}
+
+// trimRows calls trim_rows, which the Go SDK does not expose, over plain HTTP.
+func trimRows(t *testing.T, addr string, p ypath.Path, tablet, count int) {
+	t.Helper()
+	body := fmt.Sprintf("{path=%q;tablet_index=%d;trimmed_row_count=%d}", p, tablet, count)
+	rsp, err := http.Post("http://"+addr+"/api/v4/trim_rows", "application/x-yt-yson-text", strings.NewReader(body))
+	require.NoError(t, err)
+	defer rsp.Body.Close()
+	require.Equal(t, http.StatusOK, rsp.StatusCode, rsp.Header.Get("X-YT-Error"))
+}
+
+func TestDynTrimRows(t *testing.T) {
+	addr := ytlocaltest.New(t)
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr})
+	require.NoError(t, err)
+	t.Cleanup(yc.Stop)
+	ctx := context.Background()
+	p := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&queueRow{})))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&queueRow{0, "a"}, &queueRow{0, "b"}, &queueRow{0, "c"}}, nil))
+
+	trimRows(t, addr, p, 0, 2)
+	r, err := yc.SelectRows(ctx, fmt.Sprintf("[$row_index], value FROM [%s]", p), nil)
+	require.NoError(t, err)
+	var rows []map[string]any
+	for r.Next() {
+		var row map[string]any
+		require.NoError(t, r.Scan(&row))
+		rows = append(rows, row)
+	}
+	require.NoError(t, r.Err())
+	assert.Equal(t, []map[string]any{{"$row_index": int64(2), "value": "c"}}, rows)
+
+	var tablets []struct {
+		Trimmed int64 `yson:"trimmed_row_count"`
+	}
+	require.NoError(t, yc.GetNode(ctx, p.Attr("tablets"), &tablets, nil))
+	require.Len(t, tablets, 1)
+	assert.Equal(t, int64(2), tablets[0].Trimmed)
+
+	// Remount keeps the trimmed prefix and the numbering.
+	require.NoError(t, migrate.UnmountAndWait(ctx, yc, p))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&queueRow{0, "d"}}, nil))
+	var count int64
+	require.NoError(t, yc.GetNode(ctx, p.Attr("row_count"), &count, nil))
+	assert.Equal(t, int64(2), count)
 }

@@ -723,3 +723,17 @@ func TestDeleteOfMissingRowConflicts(t *testing.T) {
 	_, err = e.Commit("writer", nil, nil)
 	requireCode(t, err, yterrors.CodeTransactionLockConflict)
 }
+
+func TestLoadIntoUnmountedTables(t *testing.T) {
+	e := New(Config{})
+	require.NoError(t, e.CreateTable("t", "//tmp/t", kvSchema(), ""))
+	require.NoError(t, e.Load("t", []map[string]any{{"k": "a", "v": int64(1)}, {"k": "a", "v": int64(2)}, {"k": "b"}}))
+	require.Error(t, e.Load("t", []map[string]any{{"k": int64(1)}}))
+	require.NoError(t, e.SetState("t", StateMounted))
+	assert.Equal(t, [][]any{{"a", int64(2), nil}, {"b", nil, nil}}, lookup(t, e, "t", LookupOptions{}, map[string]any{"k": "a"}, map[string]any{"k": "b"}))
+
+	require.NoError(t, e.CreateTable("q", "//tmp/q", orderedSchema(), ""))
+	require.NoError(t, e.Load("q", []map[string]any{{"value": "x"}, {"value": "y"}}))
+	require.NoError(t, e.SetState("q", StateMounted))
+	assert.Equal(t, []any{"x", "y"}, queueValues(t, e, 0))
+}

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -16,6 +17,7 @@ type Tx struct {
 	timeout time.Duration
 	expires time.Time
 	ops     []op
+	bulk    bool // Load: no mount-state checks, no conflicts
 }
 
 type opKind int
@@ -212,6 +214,11 @@ func (e *Engine) appendInsertOps(ops []op, t *table, rows []map[string]any, opts
 	if err := checkWritable(t); err != nil {
 		return nil, err
 	}
+	return e.appendRowOps(ops, t, rows, opts)
+}
+
+// appendRowOps is appendInsertOps without the mount-state check.
+func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts InsertOptions) ([]op, error) {
 	ops = slices.Grow(ops, len(rows))
 	for _, m := range rows {
 		if err := t.checkColumns(m); err != nil {
@@ -451,6 +458,9 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		o := &tx.ops[i]
 		if e.tables[o.t.id] != o.t {
 			return 0, yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("Table %s was removed or altered during the transaction", o.t.path))
+		}
+		if tx.bulk {
+			continue
 		}
 		if o.kind == opLock {
 			if err := checkReadable(o.t); err != nil {
@@ -740,4 +750,32 @@ func (e *Engine) checkCommit(rec *CommitRecord) error {
 		}
 	}
 	return nil
+}
+
+// Load writes rows into a table in any mount state, as one commit without
+// conflict checks: the content a static table brings when it becomes dynamic.
+// Sorted tables keep the last row of each key; ordered tables get the rows in
+// order in the tablet each row names (tablet 0 by default).
+func (e *Engine) Load(tableID string, rows []map[string]any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(tableID)
+	if err != nil {
+		return err
+	}
+	if !t.sorted {
+		for i, m := range rows {
+			if _, ok := m["$tablet_index"]; !ok {
+				m = maps.Clone(m)
+				m["$tablet_index"] = int64(0)
+				rows[i] = m
+			}
+		}
+	}
+	ops, err := e.appendRowOps(nil, t, rows, InsertOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = e.commitLocked(&Tx{id: "load", start: MaxTimestamp, ops: ops, bulk: true})
+	return err
 }
