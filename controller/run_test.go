@@ -153,8 +153,10 @@ func TestLeaderElection(t *testing.T) {
 	jobs := e.waitJobs()
 	standby := map[string]string{"A": "B", "B": "A"}[leader]
 
+	killed := time.Now()
 	stops[leader]() // the leader's context ends: its session is aborted, the lock freed
 	e.waitFor("standby "+standby+" to lead", func() bool { return e.attrs().LeaderControllerAddress == standby })
+	t.Logf("standby %s leads %v after the leader's context ended", standby, time.Since(killed).Round(time.Millisecond))
 
 	// The new leader schedules (a new worker gets a job) and keeps the other
 	// jobs with their leases: leases outlive a leader change.
@@ -210,6 +212,7 @@ func TestLeaseAbortedWhenWorkerDies(t *testing.T) {
 	if len(lost) == 0 {
 		t.Fatalf("no job on w1: %+v", jobs)
 	}
+	died := time.Now()
 	if err := w1.Close(); err != nil { // the worker's session dies
 		t.Fatal(err)
 	}
@@ -221,7 +224,10 @@ func TestLeaseAbortedWhenWorkerDies(t *testing.T) {
 		}
 		return true
 	})
+	aborted := time.Since(died)
 	now := e.waitJobs()
+	t.Logf("leases of the dead worker's jobs aborted %v and jobs reassigned %v after its session ended",
+		aborted.Round(time.Millisecond), time.Since(died).Round(time.Millisecond))
 	for _, j := range now {
 		if j.WorkerID != "w2" {
 			t.Errorf("job %s still on %s after w1 died", j.JobID, j.WorkerID)
