@@ -32,6 +32,7 @@
 //     ~; tuples (a, b) in comparisons, IN lists and BETWEEN bounds; IN items
 //     and BETWEEN bounds must be constants (literals, placeholders, tuples
 //     of them), as in YTsaurus;
+//   - CASE [x] WHEN … THEN … [ELSE …] END;
 //   - functions: farm_hash(…), is_null(x), if(c, a, b), if_null(x, y),
 //     coalesce(…), lower(s), concat(a, b), is_prefix(p, s),
 //     is_substr(sub, s), is_nan(d), int64(x), uint64(x), double(x).
@@ -40,7 +41,7 @@
 // value and NULL = NULL is true, so they never yield NULL; arithmetic and
 // most functions with a NULL operand yield NULL; AND/OR are three-valued
 // (NULL AND FALSE is FALSE, NULL OR TRUE is TRUE); NOT NULL and if(NULL, …)
-// are NULL; integer division or modulo by zero and INT_MIN / -1 are errors;
+// are NULL; if and CASE evaluate only the chosen branch; integer division or modulo by zero and INT_MIN / -1 are errors;
 // comparing NaN is an error; a WHERE/HAVING predicate that is NULL rejects
 // the row. Typing is strict: operands of different types (int64 and uint64
 // included) do not mix, except that a constant (literal or placeholder)
@@ -78,8 +79,8 @@
 // (ErrIncomplete).
 //
 // Not supported: JOIN, ARRAY JOIN, WITH INDEX, WITH TOTALS, subqueries,
-// CASE, TRANSFORM, LIKE/regex, date and YSON functions, the cardinality and
-// first aggregates, composite (YSON any) values in operators.
+// TRANSFORM, LIKE/regex, date and YSON functions, the cardinality and first
+// aggregates, composite (YSON any) values in operators.
 //
 // # Errors
 //

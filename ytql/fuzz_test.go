@@ -28,6 +28,7 @@ var fuzzSeeds = []string{
 	"p.a, a * 2 AS x FROM [//t] AS p WHERE x > 1 OFFSET 1 LIMIT 2",
 	"a % 2 AS g, count(*) AS n, avg(a) FROM [//t] GROUP BY g HAVING n > 0",
 	"coalesce(a, 1), if_null(b, 'z'), is_substr('x', s), is_nan(v) FROM [//t]",
+	"CASE a WHEN 1 THEN 'one' ELSE b END || CASE WHEN c THEN 'y' END",
 }
 
 var fuzzRow = map[string]any{
