@@ -58,6 +58,8 @@
 //
 // with aggregates sum, min, max, avg (NULL inputs skipped; NULL over no
 // input), count(*) (rows) and count(x) (non-NULL values) in the select list,
+// (count is a convenience here: YTsaurus' builtin registry lists no count
+// and its documentation counts rows with sum(1) … GROUP BY 1),
 // HAVING and ORDER BY of grouped queries; GROUP BY 1 aggregates all rows.
 // Output column names are the alias, the column name for a plain reference,
 // or the canonical expression text ("age + 1", "sum(x)"); ResultColumns lists
