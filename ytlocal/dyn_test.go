@@ -509,3 +509,49 @@ func TestDynTrimRows(t *testing.T) {
 	require.NoError(t, yc.GetNode(ctx, p.Attr("row_count"), &count, nil))
 	assert.Equal(t, int64(2), count)
 }
+
+// Invariant: consuming input (advance_queue_consumer) and producing output
+// (push_queue_producer) in one tablet transaction is all-or-nothing.
+func TestDynConsumeAndProduceInOneTabletTx(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	in, _, consumer := newQueue(t, ctx, yc)
+	out, producer, _ := newQueue(t, ctx, yc)
+	require.NoError(t, yc.RegisterQueueConsumer(ctx, in, consumer, &yt.RegisterQueueConsumerOptions{Vital: ptrBool(true)}))
+	require.NoError(t, yc.InsertRows(ctx, in, []any{&queueRow{0, "m0"}, &queueRow{0, "m1"}}, nil))
+	_, err := yc.CreateQueueProducerSession(ctx, producer, out, "job", nil)
+	require.NoError(t, err)
+
+	step := func(commit bool) error {
+		txID, err := yc.StartTabletTx(ctx, &yt.StartTabletTxOptions{Type: yt.TxTypeTablet, Sticky: true})
+		require.NoError(t, err)
+		txOpts := &yt.TransactionOptions{TransactionID: txID}
+		old, next := int64(0), int64(2)
+		if err := yc.AdvanceQueueConsumer(ctx, consumer, in, &yt.AdvanceQueueConsumerOptions{
+			PartitionIndex: ptrInt32(0), OldOffset: &old, NewOffset: &next, TransactionOptions: txOpts,
+		}); err != nil {
+			return err
+		}
+		seq := int64(0)
+		if _, err := yc.PushQueueProducer(ctx, producer, out, "job", 0, []any{&queueRow{0, "M0"}, &queueRow{0, "M1"}},
+			&yt.PushQueueProducerOptions{SequenceNumber: &seq, TransactionOptions: txOpts}); err != nil {
+			return err
+		}
+		if !commit {
+			return yc.AbortTx(ctx, txID, nil)
+		}
+		return yc.CommitTx(ctx, txID, &yt.CommitTxOptions{Sticky: true})
+	}
+	outRows := func() int {
+		var n int64
+		require.NoError(t, yc.GetNode(ctx, out.Attr("row_count"), &n, nil))
+		return int(n)
+	}
+
+	require.NoError(t, step(false))
+	assert.Equal(t, 0, outRows(), "an aborted step produces nothing")
+	require.NoError(t, step(true))
+	assert.Equal(t, 2, outRows())
+	// A replay of the same step is rejected by the consumer offset and adds nothing.
+	requireCode(t, step(true), yterrors.CodeConsumerOffsetConflict)
+	assert.Equal(t, 2, outRows())
+}
