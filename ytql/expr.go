@@ -45,8 +45,9 @@ func (e *Expr) Columns() []string { return e.cols }
 // Eval evaluates the expression over row (column name -> value; a missing
 // column is NULL). The result is int64, uint64, float64, bool, string or nil
 // (NULL); a column reference returns the column's value normalised (Go
-// integer kinds widened, []byte as string, composites unchanged).
-// Placeholders are NULL-free errors here: use EvalWith to bind them.
+// integer kinds widened, []byte as string, composites unchanged). A
+// placeholder in the text is an error wrapping ErrEval here; use EvalWith to
+// bind placeholders. Errors name the byte offset of the failing operation.
 func (e *Expr) Eval(row map[string]any) (any, error) {
 	return e.EvalWith(row, nil)
 }
