@@ -3,10 +3,20 @@
 // with snapshot reads and row-lock conflict detection, and queue consumers and
 // producers on top of them. It speaks no HTTP; package ytlocal drives it.
 //
+// Transactions read the snapshot at their start timestamp and buffer their
+// writes; Commit checks row locks per lock group (first committer wins, shared
+// strong locks block earlier-started writers) and applies everything at one
+// commit timestamp. Commits with prerequisite master transactions run inside
+// Prerequisites.WhileAlive, so they are atomic with the liveness check.
+// Timestamps come from the ts.Oracle the caller shares with the rest of the
+// server. Overwritten versions stay readable for Config.VersionRetention;
+// deleted rows are dropped after it.
+//
 // Every committed change is expressed as a Record and installed by one function,
 // Engine.Apply, so a write-ahead log that stores the records handed to
 // Config.Journal reproduces the engine state by replaying them in order.
-// Engine.Snapshot and Engine.Restore save and load the whole state.
+// Engine.Snapshot and Engine.Restore save and load the whole state (open
+// transactions excepted).
 //
 // Errors carry YTsaurus error codes (*yterrors.Error): 307 schema violation,
 // 500 unknown table, 901 unregistered consumer, 1000 failed prerequisite,
