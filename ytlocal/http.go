@@ -282,6 +282,11 @@ func (s *Server) execute(cmd *command, c *call) (result any, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer func() {
+		if s.wal != nil {
+			c.logSeq = s.wal.written()
+		}
+	}()
+	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("ytlocal: command panicked", log.String("command", cmd.name), log.Any("panic", r), log.String("stack", string(debug.Stack())))
 			result, err = nil, withAttrs(ytErr(yterrors.CodeGeneric, "Internal error in command %q: %v", cmd.name, r), "panic", true)
@@ -302,14 +307,22 @@ func (s *Server) execute(cmd *command, c *call) (result any, err error) {
 			}
 		}
 	}
-	result, err = s.executeLocked(cmd, c)
-	s.maybeSnapshot()
+	var before uint64
 	if s.wal != nil {
-		c.logSeq = s.wal.written()
+		before = s.wal.written()
 	}
+	result, err = s.executeLocked(cmd, c)
 	if !zeroGUID(mutationID) {
 		s.mutations.put(mutationID, result, err)
+		// Invariant: a retry of an acknowledged mutation gets its original answer, also
+		// after a restart (TestMutationRetryAnsweredFromCache, TestMutationRetryAfterRestart).
+		// A commit is logged even when it changed nothing durable: its retry must not
+		// be answered "no such transaction".
+		if err == nil && s.wal != nil && (s.wal.written() > before || cmd.name == "commit_transaction") {
+			s.logMutation(mutationID, result)
+		}
 	}
+	s.maybeSnapshot()
 	return result, err
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.ytsaurus.tech/yt/go/yt"
 	"go.ytsaurus.tech/yt/go/yterrors"
 
+	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 )
 
@@ -206,4 +207,38 @@ func TestGzipBodyAndJSONOutput(t *testing.T) {
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.JSONEq(t, `{"a":2,"b":"y"}`, strings.TrimSpace(string(r.body)))
 	require.Contains(t, r.header.Get("X-YT-Response-Parameters"), `"start_row_index"=1`)
+}
+
+func TestMutationRetryAfterRestart(t *testing.T) {
+	cfg := ytlocal.Config{DataDir: t.TempDir()}
+	s1, err := ytlocal.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	post := func(addr, cmd string, params map[string]any) rawReply {
+		b, err := yson.MarshalFormat(params, yson.FormatText)
+		require.NoError(t, err)
+		return do(t, "POST", "http://"+addr+"/api/v4/"+cmd, nil, b)
+	}
+	start := post(s1.Addr(), "start_transaction", map[string]any{})
+	require.Equal(t, 200, start.status)
+	var started struct {
+		ID string `yson:"transaction_id"`
+	}
+	require.NoError(t, yson.Unmarshal(start.body, &started))
+	createID, commitID := guid.New().String(), guid.New().String()
+	create := post(s1.Addr(), "create", map[string]any{"path": "//tmp/once", "type": "map_node", "mutation_id": createID})
+	require.Equal(t, 200, create.status, "%s", create.body)
+	commit := post(s1.Addr(), "commit_transaction", map[string]any{"transaction_id": started.ID, "mutation_id": commitID})
+	require.Equal(t, 200, commit.status, "%s", commit.body)
+	require.NoError(t, s1.Close())
+
+	// The responses were lost; the client retries against the restarted server.
+	s2 := ytlocaltest.Start(t, cfg)
+	again := post(s2.Addr(), "create", map[string]any{"path": "//tmp/once", "type": "map_node", "mutation_id": createID, "retry": true})
+	require.Equal(t, 200, again.status, "a retried create must not fail with 501: %s", again.body)
+	require.Equal(t, create.body, again.body)
+	again = post(s2.Addr(), "commit_transaction", map[string]any{"transaction_id": started.ID, "mutation_id": commitID, "retry": true})
+	require.Equal(t, 200, again.status, "a retried commit must not fail with 11000: %s", again.body)
+
+	other := post(s2.Addr(), "commit_transaction", map[string]any{"transaction_id": started.ID, "mutation_id": guid.New().String()})
+	require.Equal(t, 11000, other.errCode, "a new commit of the finished transaction still fails")
 }

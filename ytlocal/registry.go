@@ -140,7 +140,7 @@ var extensionFactories []extensionFactory
 // and must never change once data directories exist.
 func registerExtension(name string, factory func(s *Server) (Extension, error)) {
 	for _, f := range extensionFactories {
-		if f.name == name || name == cypressLogName {
+		if f.name == name || name == cypressLogName || name == mutationLogName {
 			panic("ytlocal: duplicate extension " + name)
 		}
 	}

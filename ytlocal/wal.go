@@ -234,8 +234,11 @@ func encodeRecord(owner string, rec []byte) []byte {
 }
 
 func (s *Server) applyRecord(owner string, rec []byte) error {
-	if owner == cypressLogName {
+	switch owner {
+	case cypressLogName:
 		return s.tree.Apply(rec)
+	case mutationLogName:
+		return s.mutations.Apply(rec)
 	}
 	e, ok := s.exts[owner]
 	if !ok {
@@ -312,6 +315,10 @@ func (s *Server) snapshotLocked() error {
 		return nil
 	}
 	if err := section(cypressLogName, s.tree); err != nil {
+		nf.Close()
+		return err
+	}
+	if err := section(mutationLogName, s.mutations); err != nil {
 		nf.Close()
 		return err
 	}
@@ -422,6 +429,8 @@ func (s *Server) loadSnapshot(path string) (uint64, error) {
 		var p Persistent
 		if string(name) == cypressLogName {
 			p = s.tree
+		} else if string(name) == mutationLogName {
+			p = s.mutations
 		} else if e, ok := s.exts[string(name)]; ok {
 			p = e
 		} else {
