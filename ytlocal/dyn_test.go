@@ -314,6 +314,26 @@ func testDynDurable(t *testing.T, snapshotEvery int) {
 	require.NoError(t, yc.AdvanceQueueConsumer(ctx, consumer, queue, &yt.AdvanceQueueConsumerOptions{
 		PartitionIndex: ptrInt32(0), OldOffset: &old, NewOffset: &next,
 	}))
+	// An ordered table resharded, trimmed and frozen; a sorted table altered; a removed table.
+	ordered := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(t, migrate.Create(ctx, yc, ordered, schema.MustInfer(&queueRow{})))
+	two := 2
+	require.NoError(t, yc.ReshardTable(ctx, ordered, &yt.ReshardTableOptions{TabletCount: &two}))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, ordered))
+	require.NoError(t, yc.InsertRows(ctx, ordered, []any{&queueRow{1, "x"}, &queueRow{1, "y"}}, nil))
+	trimRows(t, srv.Addr(), ordered, 1, 1)
+	require.NoError(t, migrate.FreezeAndWait(ctx, yc, ordered))
+	require.NoError(t, migrate.UnmountAndWait(ctx, yc, p))
+	wider := schema.MustInfer(&struct {
+		Key   string `yson:"key,key"`
+		Value int64  `yson:"value"`
+		Note  string `yson:"note"`
+	}{})
+	require.NoError(t, yc.AlterTable(ctx, p, &yt.AlterTableOptions{Schema: &wider}))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	gone := newSortedTable(t, ctx, yc)
+	require.NoError(t, yc.InsertRows(ctx, gone, []any{&kvRow{"g", 1}}, nil))
+	require.NoError(t, yc.RemoveNode(ctx, gone, nil))
 	require.NoError(t, srv.Close())
 
 	_, yc = start()
@@ -333,6 +353,25 @@ func testDynDurable(t *testing.T, snapshotEvery int) {
 	require.NoError(t, err, "the registration survived")
 	require.True(t, r.Next())
 	require.NoError(t, r.Close())
+
+	var state string
+	require.NoError(t, yc.GetNode(ctx, ordered.Attr("tablet_state"), &state, nil))
+	assert.Equal(t, "frozen", state)
+	var tablets []struct {
+		Trimmed int64 `yson:"trimmed_row_count"`
+		Total   int64 `yson:"total_row_count"`
+	}
+	require.NoError(t, yc.GetNode(ctx, ordered.Attr("tablets"), &tablets, nil))
+	require.Len(t, tablets, 2)
+	assert.Equal(t, int64(1), tablets[1].Trimmed)
+	assert.Equal(t, int64(2), tablets[1].Total)
+	sel, err := yc.SelectRows(ctx, fmt.Sprintf("key, note FROM [%s]", p), nil)
+	require.NoError(t, err, "the altered schema survived")
+	require.True(t, sel.Next())
+	require.NoError(t, sel.Close())
+	ok, err = yc.NodeExists(ctx, gone, nil)
+	require.NoError(t, err)
+	assert.False(t, ok)
 }
 
 func TestDynAlterStaticTableToDynamic(t *testing.T) {
