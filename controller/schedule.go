@@ -562,6 +562,16 @@ func (p *plan) setFlags(pipelineDraining bool) {
 		j := p.jobs[pid]
 		retiring := p.partitions[pid].State == ytstore.PartitionDraining
 		draining := retiring || pipelineDraining || compDraining[j.ComputationID]
+		if retiring && !j.Retiring && j.Draining && !p.isNew[pid] {
+			// The job's status echoes "draining applied" already, which would be
+			// mistaken for "retiring applied": restart it under the retiring flag.
+			// Invariant: a retired partition is removed only after its job applied
+			// retiring (TestRetiringAfterDrainingRestartsJob).
+			p.removeJob(j, "partition retiring while draining: restarted under the retiring flag")
+			j = p.newJob(p.partitions[pid], j.WorkerID)
+			p.isNew[pid] = true
+			p.d.Events = append(p.d.Events, fmt.Sprintf("job %s of partition %s assigned to worker %s", j.JobID, pid, j.WorkerID))
+		}
 		if p.isNew[pid] || j.Draining != draining || j.Retiring != retiring {
 			if !p.isNew[pid] {
 				p.changed = true

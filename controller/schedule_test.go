@@ -605,3 +605,43 @@ func TestFailingPartitionBacksOff(t *testing.T) {
 		t.Errorf("backoffDelay bounds: %d, %d", backoffDelay(1), backoffDelay(100))
 	}
 }
+
+func TestRetiringAfterDrainingRestartsJob(t *testing.T) {
+	w := newWorld("w1")
+	var s Scheduler
+	w.step(t, &s)
+	w.target = ytstore.TargetStopped
+	w.step(t, &s)
+	w.report(0, false, ytstore.JobRunning) // every job echoes draining
+	old := maps(w.jobs)
+	// Started again with another partition count before the drain finished.
+	w.target = ytstore.TargetWorking
+	w.topology.Computations[0].PartitionCount = 3
+	d, _ := w.step(t, &s)
+	for id, j := range old {
+		if j.ComputationID != "counter" {
+			continue
+		}
+		if _, ok := w.jobs[id]; ok {
+			t.Errorf("job %s kept: its draining echo would pass for retiring", id)
+		}
+		if !slices.Contains(d.AbortLeases, j.LeaseID) {
+			t.Errorf("lease of restarted job %s not aborted", id)
+		}
+	}
+	for _, j := range w.jobs {
+		if slices.Contains([]string{"counter/0of2", "counter/1of2"}, j.PartitionID) && !j.Retiring {
+			t.Errorf("job %s of a retiring partition without the flag", j.JobID)
+		}
+	}
+	// The stale echo is gone with the old job: the partitions are not removed yet.
+	w.step(t, &s)
+	if _, ok := w.partitions["counter/0of2"]; !ok {
+		t.Fatal("retiring partition removed before its new job reported")
+	}
+	w.report(0, false, ytstore.JobRunning)
+	w.step(t, &s)
+	if _, ok := w.partitions["counter/0of2"]; ok {
+		t.Error("retiring partition not removed after its job applied retiring with nothing in flight")
+	}
+}
