@@ -15,8 +15,9 @@
 // byte is written, so every error is reported as HTTP 4xx with X-YT-Error (yterrors
 // JSON), X-YT-Response-Code and a JSON body — never after the body started. A response
 // is z-compressed with exactly the codec named in Accept-Encoding and Content-Encoding
-// echoes it. Mutating commands are deduplicated by mutation_id (a bounded in-memory
-// cache answers retries with the original outcome).
+// echoes it. Mutating commands are deduplicated by mutation_id: a bounded cache answers
+// retries with the original outcome; with DataDir the outcomes of durable mutations (and
+// of every commit_transaction) are logged too, so the answer survives a restart.
 //
 // # State and concurrency
 //

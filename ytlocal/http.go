@@ -260,6 +260,8 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	outFmt := formatName(r.Header.Get("X-YT-Output-Format"))
 	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating}
 	result, err := s.execute(cmd, c)
+	// Invariant: no response leaves before every record written up to the end of its
+	// handler is fsynced (TestLocalSurvivesKill9, TestRestartKeepsCommittedState).
 	if derr := s.waitDurable(c.logSeq); derr != nil {
 		// The outcome is applied in memory but its durability is unknown.
 		result, err = nil, ytErr(yterrors.CodeGeneric, "Command %q: write-ahead log failed: %v", name, derr)
@@ -331,6 +333,9 @@ func (s *Server) executeLocked(cmd *command, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Invariant: a command whose prerequisite transaction is not alive has no effect and
+	// fails with code 1000; the check and the command's effects share one critical
+	// section (TestDeadPrerequisiteFailsWithCode1000).
 	if err := s.checkPrerequisites(prereqs); err != nil {
 		return nil, err
 	}

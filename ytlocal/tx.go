@@ -255,6 +255,8 @@ func (s *Server) pingTx(tx *masterTx, ancestors bool, now time.Time) {
 // folded into the parent (or logged and applied to the trunk), locks move to the parent
 // or are released, dependents are aborted and observers told.
 func (s *Server) commitTx(tx *masterTx) error {
+	// Invariant: committing a parent aborts its open nested transactions; their changes
+	// are discarded (TestParentCommitAbortsNestedTransactions).
 	for _, child := range sortedTxs(tx.children) {
 		s.abortTx(child, "Aborting nested transaction on parent commit")
 	}
@@ -312,6 +314,9 @@ func (s *Server) finishTx(tx *masterTx, committed bool) {
 			o.MasterTxFinished(tx.id, committed)
 		}
 	}
+	// Invariant: when a prerequisite ends (commit, abort, expiry) every transaction that
+	// depends on it is aborted in the same critical section
+	// (TestDependentTransactionAbortedWithPrerequisite).
 	deps := make([]guid.GUID, 0, len(tx.dependents))
 	for id := range tx.dependents {
 		deps = append(deps, id)
@@ -351,7 +356,10 @@ func sortedTxs(m map[guid.GUID]*masterTx) []*masterTx {
 	return out
 }
 
-// expireTxs aborts every transaction whose lease or deadline passed.
+// expireTxs aborts every transaction whose lease or deadline passed. It runs on the
+// timer goroutine, not lazily on the next request.
+// Invariant: an unpinged transaction is aborted once its timeout passes, with no request
+// needed (TestUnpingedTransactionExpires, TestDeadlineAbortsPingedTransaction).
 func (s *Server) expireTxs(now time.Time) {
 	for _, tx := range sortedTxs(s.txs) {
 		if _, ok := s.txs[tx.id]; !ok {
