@@ -315,7 +315,7 @@ func migrateRows(old, nt *table) {
 					nr.key[i] = r.key[j]
 				}
 			}
-			nt.rows[encodeKey(nr.key)] = nr
+			nt.addRow(encodeKey(nr.key), nr)
 		}
 		nt.pivotKeys = old.pivotKeys
 		nt.dirty = true

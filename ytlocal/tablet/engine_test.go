@@ -3,6 +3,7 @@ package tablet
 import (
 	"fmt"
 	"maps"
+	"math/rand"
 	"slices"
 	"testing"
 	"time"
@@ -736,4 +737,38 @@ func TestLoadIntoUnmountedTables(t *testing.T) {
 	require.NoError(t, e.Load("q", []map[string]any{{"value": "x"}, {"value": "y"}}))
 	require.NoError(t, e.SetState("q", StateMounted))
 	assert.Equal(t, []any{"x", "y"}, queueValues(t, e, 0))
+}
+
+func TestScanOrderWithInterleavedWrites(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	e := New(Config{})
+	newMounted(t, e, "t", schema.Schema{Columns: []schema.Column{
+		{Name: "k", Type: schema.TypeInt64, SortOrder: schema.SortAscending},
+	}})
+	live := map[int64]bool{}
+	for round := 0; round < 50; round++ {
+		var rows []map[string]any
+		for i := 0; i < rng.Intn(20); i++ {
+			k := int64(rng.Intn(500))
+			rows = append(rows, map[string]any{"k": k})
+			live[k] = true
+		}
+		insert(t, e, "t", InsertOptions{}, rows...)
+		if round%5 == 4 {
+			for k := range live {
+				_, err := e.Run(func(tx string) error { return e.Delete(tx, "t", []map[string]any{{"k": k}}) })
+				require.NoError(t, err)
+				delete(live, k)
+				break
+			}
+		}
+		var want []any
+		for k := range live {
+			want = append(want, k)
+		}
+		slices.SortFunc(want, func(a, b any) int { return cmpInt64(a.(int64), b.(int64)) })
+		var got []any
+		require.NoError(t, e.Scan("t", ReadOptions{}, func(r map[string]any) bool { got = append(got, r["k"]); return true }))
+		require.Equal(t, want, got, "round %d", round)
+	}
 }

@@ -113,7 +113,7 @@ func (e *Engine) Restore(data []byte) error {
 					r.versions = append(r.versions, version{ts: v.TS, values: values})
 				}
 				enc := encodeKey(r.key)
-				t.rows[enc] = r
+				t.addRow(enc, r)
 				if n := len(r.versions); n > 0 && r.versions[n-1].values == nil {
 					t.tombstones = append(t.tombstones, tombstone{enc: enc, ts: r.versions[n-1].ts})
 				}

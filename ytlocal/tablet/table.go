@@ -57,8 +57,9 @@ type table struct {
 
 	// Sorted tables.
 	rows      map[string]*row
-	index     []*row // rows in key order; rebuilt when indexDirty
-	dirty     bool
+	index     []*row // rows in key order, without fresh ones
+	fresh     []*row // rows added since index was last brought up to date
+	dirty     bool   // index must be rebuilt from rows (rows were removed)
 	pivotKeys [][]any
 	// tombstones lists deletes in commit order for collectTombstones.
 	tombstones []tombstone
@@ -222,16 +223,41 @@ func (r *row) latest() []any {
 	return r.versions[len(r.versions)-1].values
 }
 
-// sortedRows returns the table rows in key order.
+// addRow inserts a new row into the table.
+func (t *table) addRow(enc string, r *row) {
+	t.rows[enc] = r
+	t.fresh = append(t.fresh, r)
+}
+
+// sortedRows returns the table rows in key order. Rows added since the last
+// call are sorted and merged in; a removal makes it rebuild the whole index.
 func (t *table) sortedRows() []*row {
-	if t.dirty || len(t.index) != len(t.rows) {
+	byKey := func(a, b *row) int { return t.compareKeys(a.key, b.key) }
+	switch {
+	case t.dirty || len(t.index)+len(t.fresh) != len(t.rows):
 		t.index = t.index[:0]
 		for _, r := range t.rows {
 			t.index = append(t.index, r)
 		}
-		slices.SortFunc(t.index, func(a, b *row) int { return t.compareKeys(a.key, b.key) })
-		t.dirty = false
+		slices.SortFunc(t.index, byKey)
+	case len(t.fresh) > 0:
+		slices.SortFunc(t.fresh, byKey)
+		merged := make([]*row, 0, len(t.index)+len(t.fresh))
+		i, j := 0, 0
+		for i < len(t.index) && j < len(t.fresh) {
+			if byKey(t.index[i], t.fresh[j]) <= 0 {
+				merged = append(merged, t.index[i])
+				i++
+			} else {
+				merged = append(merged, t.fresh[j])
+				j++
+			}
+		}
+		merged = append(merged, t.index[i:]...)
+		t.index = append(merged, t.fresh[j:]...)
 	}
+	t.fresh = t.fresh[:0]
+	t.dirty = false
 	return t.index
 }
 

@@ -597,8 +597,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		if r == nil {
 			// A delete of a missing row still records its lock timestamps.
 			r = newRow(w.Key, len(t.groups))
-			t.rows[k] = r
-			t.dirty = true
+			t.addRow(k, r)
 		}
 		values := w.Values
 		if w.Delete {
@@ -622,8 +621,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		r := t.rows[k]
 		if r == nil {
 			r = newRow(l.Key, len(t.groups))
-			t.rows[k] = r
-			t.dirty = true
+			t.addRow(k, r)
 		}
 		for _, g := range l.Groups {
 			switch {
