@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,9 @@ type runner struct {
 	asyncSinks map[string]*queue.AsyncSink
 	bestEffort map[string]*queue.BestEffort
 	seq        map[string]int64 // next producer sequence number per async sink
+	// partState is the user state of a source job (per partition; invocations have a nil
+	// key), kept in partition_states under userStatePrefix.
+	partState map[string][]byte
 
 	stats     runnerStats
 	completed atomic.Bool
@@ -108,6 +112,7 @@ func (r *runner) setFlags(j ytstore.Job) {
 const (
 	offsetStatePrefix = "offset/"
 	seqStatePrefix    = "seq/"
+	userStatePrefix   = "state/"
 	sinkDestPrefix    = "sink/"
 )
 
@@ -127,6 +132,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		asyncSinks: map[string]*queue.AsyncSink{},
 		bestEffort: map[string]*queue.BestEffort{},
 		seq:        map[string]int64{},
+		partState:  map[string][]byte{},
 	}
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs}
@@ -248,6 +254,11 @@ func (r *runner) load(ctx context.Context) error {
 				return fmt.Errorf("partition %s: state %s%s: %w", r.job.PartitionID, seqStatePrefix, id, err)
 			}
 			r.seq[id] = n
+		}
+	}
+	for name, b := range ps {
+		if user, ok := strings.CutPrefix(name, userStatePrefix); ok {
+			r.partState[user] = b
 		}
 	}
 	var timers []epoch.DueTimer
@@ -488,6 +499,15 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// After the commit: the epoch is durable.
 	r.inbox.ack(c.Acks)
 	r.timers.Apply(c)
+	if r.cfg.Source {
+		for _, st := range c.States {
+			if st.Value == nil {
+				delete(r.partState, st.Name)
+			} else {
+				r.partState[st.Name] = st.Value
+			}
+		}
+	}
 	r.outbox.add(stored)
 	for id, n := range seqAfter {
 		r.seq[id] = n
@@ -562,15 +582,40 @@ func (r *runner) invoke(ctx context.Context, plan *epoch.Plan, now uint64) ([]*f
 			states[k][row.Name] = row.State
 		}
 	}
+	// A source job invokes once per row with the partition's state; later rows of the epoch
+	// see the writes of earlier ones.
+	var cur map[string][]byte
+	if r.cfg.Source {
+		cur = make(map[string][]byte, len(r.partState))
+		for k, v := range r.partState {
+			cur[k] = v
+		}
+	}
 	results := make([]*flow.Result, len(plan.Groups))
 	for i, g := range plan.Groups {
 		inv := &flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
-		if !r.cfg.Source {
+		if r.cfg.Source {
+			inv.State = cur
+		} else {
 			inv.State = states[string(epoch.EncodeKey(g.Key))]
 		}
 		res, err := r.fn.Invoke(inv)
 		if err != nil {
 			return nil, fmt.Errorf("job %s: computation %s: key %v: process function %s: %w", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction, err)
+		}
+		if r.cfg.Source && res != nil {
+			next := make(map[string][]byte, len(cur))
+			for k, v := range cur {
+				next[k] = v
+			}
+			for k, v := range res.StateWrites {
+				if v == nil {
+					delete(next, k)
+				} else {
+					next[k] = v
+				}
+			}
+			cur = next
 		}
 		results[i] = res
 	}
@@ -605,6 +650,10 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.Dedup = append(w.Dedup, ytstore.DedupRow{DedupKey: r.dedupKey(in), SystemTimestamp: in.Message.SystemTimestamp})
 	}
 	for _, s := range c.States {
+		if r.cfg.Source {
+			w.PartitionStates[userStatePrefix+s.Name] = s.Value
+			continue
+		}
 		w.States = append(w.States, ytstore.StateRow{ComputationID: r.comp.ID, KeyHash: s.KeyHash, Key: epoch.EncodeKey(s.Key), Name: s.Name, State: s.Value})
 	}
 	for _, t := range c.TimersFired {
