@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +69,23 @@ func TestLocalSurvivesKill9(t *testing.T) {
 		require.NoError(t, w.Commit())
 	}
 	require.NoError(t, yc.SetNode(ctx, table.Attr("owner_note"), "kept", nil))
+	// Concurrent writers: every acknowledged create must survive (group commit).
+	var wg sync.WaitGroup
+	acked := make(chan string, 100)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				p := fmt.Sprintf("//tmp/durable/c%d-%d", g, i)
+				if _, err := yc.CreateNode(ctx, ypath.Path(p), yt.NodeMap, nil); err == nil {
+					acked <- p
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(acked)
 	yc.Stop()
 
 	// Every acknowledged mutation was fsynced: SIGKILL loses nothing.
@@ -91,6 +110,14 @@ func TestLocalSurvivesKill9(t *testing.T) {
 	var note string
 	require.NoError(t, yc2.GetNode(ctx, table.Attr("owner_note"), &note, nil))
 	require.Equal(t, "kept", note)
+	n := 0
+	for p := range acked {
+		ok, err := yc2.NodeExists(ctx, ypath.Path(p), nil)
+		require.NoError(t, err)
+		require.True(t, ok, "acknowledged create of %s lost", p)
+		n++
+	}
+	require.Equal(t, 100, n)
 
 	// SIGTERM stops it cleanly with exit code 0.
 	require.NoError(t, proc2.Process.Signal(syscall.SIGTERM))
