@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,4 +105,46 @@ func TestPipelineSmoke(t *testing.T) {
 	d, _ := finiteRun(t, p, srv.Addr(), 2, words, want, nil)
 	assert.Positive(t, d)
 	assert.Less(t, d, 5*time.Minute)
+}
+
+// TestLoadSmoke feeds an infinite pipeline for a second through Load and checks that every
+// message becomes visible in both sinks exactly as counted (no count above what was written).
+func TestLoadSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a pipeline")
+	}
+	srv := startServer(t, false)
+	ctx := context.Background()
+	p := newPipeline(t, srv.Addr(), "load", Options{Tablets: 2, CountPartitions: 2})
+	require.NoError(t, p.Start(ctx))
+	rt := StartRuntime(srv.Addr(), p.Path, 2)
+	t.Cleanup(rt.Stop)
+	lctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	load, stop := StartLoad(lctx, p, 200, 7)
+	start := time.Now()
+	wctx, cancelW := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelW()
+	require.NoError(t, rt.WaitUntil(wctx, func() (bool, error) {
+		sent, _ := load.Progress()
+		return sent >= 200, load.Err()
+	}))
+	stop()
+	end := time.Now()
+	require.NoError(t, rt.WaitUntil(wctx, func() (bool, error) {
+		ok, _ := load.AllBeforeVisible(end)
+		_, missing := load.TableLatencies(start, end)
+		return ok && missing == 0 || load.Err() != nil, nil
+	}))
+	require.NoError(t, load.Err())
+	sent, arrived := load.Progress()
+	assert.Equal(t, sent, arrived)
+	lat, missing := load.Latencies(start, end)
+	assert.Zero(t, missing)
+	assert.Len(t, lat, sent)
+	want := map[string]int64{}
+	for i := range sent {
+		want[fmt.Sprintf("w%04d", i%7)]++
+	}
+	require.NoError(t, p.CheckExact(ctx, want))
 }

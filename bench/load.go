@@ -4,32 +4,40 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
 
-// Load writes uniquely numbered messages ("m<index>", each its own word and key) at a
-// steady rate into a pipeline's input queue and polls the output queue, recording for
-// every message when it was written and when its output became visible.
+// Load writes messages at a steady rate into a pipeline's input queue and polls both sinks,
+// recording for every message when it was written and when it became visible. Message i
+// is the word "w%04d" of i mod vocab (the same kind of input as the throughput runs). The
+// count computation's outputs are running counts per word, so message i, the k-th
+// occurrence of its word, is visible in a sink once that sink shows a count ≥ k for the
+// word.
 type Load struct {
-	p    *Pipeline
-	rate float64
+	p     *Pipeline
+	rate  float64
+	vocab int
 
-	mu      sync.Mutex
-	sent    []time.Time // by message index: time just before the insert_rows call
-	seen    []time.Time // by message index: time the poller first saw its output; zero = not yet
-	inTable []time.Time // by message index: time the table poller first saw its count row
-	arrived int
-	err     error
+	mu       sync.Mutex
+	sent     []time.Time // by message index: time just before its insert_rows call
+	seen     []time.Time // by message index: first seen in the output queue; zero = not yet
+	inTable  []time.Time // by message index: first seen in the result table
+	occ      map[string][]int
+	outUpTo  map[string]int // word → occurrences visible in the output queue
+	tabUpTo  map[string]int // word → occurrences visible in the result table
+	arrived  int
+	err      error
+	overflow int // counts above what was written: a duplicate or a foreign writer
 }
 
-// StartLoad starts writing rate messages/s (in one insert_rows call every 10ms, catching
-// up when a call is slow) and polling the output queue every 10ms. Stop the writer with
-// the returned stop function; the poller runs until ctx ends.
-func StartLoad(ctx context.Context, p *Pipeline, rate float64) (l *Load, stopWriting func()) {
-	l = &Load{p: p, rate: rate}
+// StartLoad starts writing rate messages/s over vocab words (one insert_rows call every
+// 10ms, catching up when a call is slow), polling the output queue every 10ms and the
+// result table every 20ms. Stop the writer with the returned function; the pollers run
+// until ctx ends.
+func StartLoad(ctx context.Context, p *Pipeline, rate float64, vocab int) (l *Load, stopWriting func()) {
+	l = &Load{p: p, rate: rate, vocab: max(vocab, 1),
+		occ: map[string][]int{}, outUpTo: map[string]int{}, tabUpTo: map[string]int{}}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -49,10 +57,14 @@ func (l *Load) fail(err error) {
 	}
 }
 
-// Err is the first write or poll error.
+// Err is the first write or poll error, or an error when a sink showed a count above the
+// number of messages written for a word.
 func (l *Load) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.err == nil && l.overflow > 0 {
+		return fmt.Errorf("sinks showed %d counts above what was written", l.overflow)
+	}
 	return l.err
 }
 
@@ -75,28 +87,42 @@ func (l *Load) write(ctx context.Context) {
 			continue
 		}
 		now := time.Now()
-		for range n {
+		words := make([]string, n)
+		for j := range words {
+			i := first + j
+			words[j] = fmt.Sprintf("w%04d", i%l.vocab)
 			l.sent = append(l.sent, now)
 			l.seen = append(l.seen, time.Time{})
 			l.inTable = append(l.inTable, time.Time{})
+			l.occ[words[j]] = append(l.occ[words[j]], i)
 		}
 		l.mu.Unlock()
-		words := make([]string, n)
-		for i := range words {
-			words[i] = "m" + strconv.Itoa(first+i)
-		}
 		if err := l.p.Write(ctx, words, first); err != nil {
 			if ctx.Err() == nil {
+				// The messages may or may not be in the queue: the run is void.
 				l.fail(fmt.Errorf("write messages %d..%d: %w", first, first+n-1, err))
 			}
-			l.mu.Lock()
-			l.sent, l.seen, l.inTable = l.sent[:first], l.seen[:first], l.inTable[:first] // not written
-			l.mu.Unlock()
-			if ctx.Err() != nil {
-				return
+			return
+		}
+	}
+}
+
+// mark records that word's count reached count in one sink at now. Callers hold l.mu.
+func (l *Load) mark(word string, count int64, upTo map[string]int, at []time.Time, now time.Time, output bool) {
+	occ := l.occ[word]
+	if count > int64(len(occ)) {
+		l.overflow++
+		count = int64(len(occ))
+	}
+	for k := upTo[word]; k < int(count); k++ {
+		if at[occ[k]].IsZero() {
+			at[occ[k]] = now
+			if output {
+				l.arrived++
 			}
 		}
 	}
+	upTo[word] = max(upTo[word], int(count))
 }
 
 func (l *Load) poll(ctx context.Context) {
@@ -113,14 +139,7 @@ func (l *Load) poll(ctx context.Context) {
 		l.mu.Lock()
 		for _, r := range rows {
 			off = r.Offset + 1
-			i, err := strconv.Atoi(strings.TrimPrefix(r.Word, "m"))
-			if err != nil || i < 0 || i >= len(l.seen) {
-				continue
-			}
-			if l.seen[i].IsZero() {
-				l.seen[i] = now
-				l.arrived++
-			}
+			l.mark(r.Word, r.Count, l.outUpTo, l.seen, now, true)
 		}
 		l.mu.Unlock()
 		if len(rows) == 0 {
@@ -132,40 +151,23 @@ func (l *Load) poll(ctx context.Context) {
 	}
 }
 
-// pollTable looks every 20ms for the count rows of messages not yet seen in the result
-// table (the sync sink, visible at the count computation's epoch commit), at most 500
-// per query.
+// pollTable reads the result table (the sync sink, visible at the count computation's
+// epoch commit) every 20ms.
 func (l *Load) pollTable(ctx context.Context) {
 	for ctx.Err() == nil {
-		l.mu.Lock()
-		var pending []string
-		for i := range l.inTable {
-			if l.inTable[i].IsZero() {
-				pending = append(pending, strconv.Quote("m"+strconv.Itoa(i)))
-				if len(pending) == 500 {
-					break
-				}
+		got, err := l.p.Totals(ctx)
+		now := time.Now()
+		if err != nil {
+			if ctx.Err() == nil {
+				l.fail(fmt.Errorf("poll table: %w", err))
 			}
+			return
+		}
+		l.mu.Lock()
+		for w, n := range got {
+			l.mark(w, n, l.tabUpTo, l.inTable, now, false)
 		}
 		l.mu.Unlock()
-		if len(pending) > 0 {
-			rows, err := l.p.Store.SelectRows(ctx, fmt.Sprintf("word FROM [%s] WHERE word IN (%s)", l.p.Counts(), strings.Join(pending, ", ")))
-			now := time.Now()
-			if err != nil {
-				if ctx.Err() == nil {
-					l.fail(fmt.Errorf("poll table: %w", err))
-				}
-				return
-			}
-			l.mu.Lock()
-			for _, r := range rows {
-				w, _ := r["word"].(string)
-				if i, err := strconv.Atoi(strings.TrimPrefix(w, "m")); err == nil && i >= 0 && i < len(l.inTable) && l.inTable[i].IsZero() {
-					l.inTable[i] = now
-				}
-			}
-			l.mu.Unlock()
-		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
@@ -173,30 +175,16 @@ func (l *Load) pollTable(ctx context.Context) {
 	}
 }
 
-// TableLatencies returns the write-to-result-table latencies of the messages written in
-// [from, to) that the table poller saw, sorted.
-func (l *Load) TableLatencies(from, to time.Time) []time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var lat []time.Duration
-	for i, s := range l.sent {
-		if !s.Before(from) && s.Before(to) && !l.inTable[i].IsZero() {
-			lat = append(lat, l.inTable[i].Sub(s))
-		}
-	}
-	slices.Sort(lat)
-	return lat
-}
-
-// Progress returns how many messages were written and how many of them reached the sink.
+// Progress returns how many messages were written and how many of them reached the
+// output queue.
 func (l *Load) Progress() (sent, arrived int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.sent), l.arrived
 }
 
-// AllBeforeVisible reports whether every message written before t has reached the sink,
-// and if so the time the last of them did.
+// AllBeforeVisible reports whether every message written before t has reached the output
+// queue, and if so the time the last of them did.
 func (l *Load) AllBeforeVisible(t time.Time) (bool, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -215,20 +203,29 @@ func (l *Load) AllBeforeVisible(t time.Time) (bool, time.Time) {
 	return true, last
 }
 
-// Latencies returns the write-to-visibility latencies of the messages written in
+// Latencies returns the write-to-output-queue latencies of the messages written in
 // [from, to), sorted, and how many of those have not arrived.
 func (l *Load) Latencies(from, to time.Time) (lat []time.Duration, missing int) {
+	return l.latencies(l.seen, from, to)
+}
+
+// TableLatencies is Latencies for the result table.
+func (l *Load) TableLatencies(from, to time.Time) (lat []time.Duration, missing int) {
+	return l.latencies(l.inTable, from, to)
+}
+
+func (l *Load) latencies(at []time.Time, from, to time.Time) (lat []time.Duration, missing int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, s := range l.sent {
 		if s.Before(from) || !s.Before(to) {
 			continue
 		}
-		if l.seen[i].IsZero() {
+		if at[i].IsZero() {
 			missing++
 			continue
 		}
-		lat = append(lat, l.seen[i].Sub(s))
+		lat = append(lat, at[i].Sub(s))
 	}
 	slices.Sort(lat)
 	return lat, missing

@@ -212,7 +212,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 	b.Run("recovery", func(b *testing.B) {
 		for range b.N {
-			benchRecovery(b, rate)
+			benchRecovery(b, rate, pr.words)
 		}
 	})
 
@@ -244,7 +244,7 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	lctx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
 	loadStart := time.Now()
-	load, stopWriting := StartLoad(lctx, p, rate)
+	load, stopWriting := StartLoad(lctx, p, rate, pr.words)
 	warm := loadStart.Add(3 * time.Second)
 	end := warm.Add(time.Duration(pr.latencySeconds) * time.Second)
 	time.Sleep(time.Until(end)) // the load runs for a fixed wall-clock time
@@ -262,7 +262,7 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	sent, _ := load.Progress()
 	p50, p99 := Percentile(lat, 0.5), Percentile(lat, 0.99)
 	target := 2*batch + 100*time.Millisecond
-	tlat := load.TableLatencies(warm, end)
+	tlat, _ := load.TableLatencies(warm, end)
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v",
 		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)))

@@ -21,7 +21,7 @@ const workerSessionTimeout = 10 * time.Second
 // the kill until every message written before the kill is visible in the output queue
 // (so the killed worker's keys produce output again), and the worst latency of messages
 // written in the 5s after the kill.
-func benchRecovery(b *testing.B, rate float64) {
+func benchRecovery(b *testing.B, rate float64, vocab int) {
 	ctx := context.Background()
 	c := e2e.NewCluster(b)
 	p, err := NewPipeline(ctx, c.Proxy, fmt.Sprintf("//home/bench/recovery-%d", rand.IntN(1000000)), Options{Tablets: 2, CountPartitions: 2})
@@ -45,7 +45,7 @@ func benchRecovery(b *testing.B, rate float64) {
 
 	lctx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
-	load, stopWriting := StartLoad(lctx, p, rate)
+	load, stopWriting := StartLoad(lctx, p, rate, vocab)
 	defer stopWriting()
 	// Warm up: both workers hold jobs and output flows.
 	var victim string
