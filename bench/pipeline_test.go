@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +42,27 @@ func loadParams() params {
 		rate:           float64(envInt("BENCH_RATE", 0)),
 		workers:        envInt("BENCH_WORKERS", 2),
 	}
+}
+
+// cpuTime is the user+system CPU time of this process so far (ytlocal, controller and
+// workers all run in it in the throughput runs).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("" when unreadable): the machine is
+// shared, so each figure is logged with the load around it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // startServer starts an in-process ytlocal (durable in a temp dir unless BENCH_MEMORY=1),
@@ -135,18 +158,19 @@ func BenchmarkPipeline(b *testing.B) {
 	pr := loadParams()
 	words, want := inputWords(pr.messages, pr.words, 1)
 	rates := map[string]float64{}
-	b.Logf("input: %d messages over %d words; durable server %v; %d in-process workers", pr.messages, pr.words, pr.durable, pr.workers)
+	b.Logf("input: %d messages over %d words; durable server %v; %d in-process workers; load average %s", pr.messages, pr.words, pr.durable, pr.workers, loadAvg())
 
 	b.Run("raw", func(b *testing.B) {
-		var total time.Duration
+		var total, cpu time.Duration
 		for i := range b.N {
 			srv := startServer(b, pr.durable)
 			p := newPipeline(b, srv.Addr(), fmt.Sprintf("raw%d", i), Options{})
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime()
 			if err := WriteRaw(context.Background(), p, words, 1000); err != nil {
 				b.Fatal(err)
 			}
 			total += time.Since(start)
+			cpu += cpuTime() - cpu0
 			got, err := p.Totals(context.Background())
 			if err != nil {
 				b.Fatal(err)
@@ -159,6 +183,8 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 		rates["raw"] = float64(pr.messages*b.N) / total.Seconds()
 		b.ReportMetric(rates["raw"], "msgs/s")
+		b.ReportMetric(cpu.Seconds()*1e6/float64(pr.messages*b.N), "cpu_us/msg")
+		b.Logf("raw: %.0f msgs/s, load average %s", rates["raw"], loadAvg())
 	})
 
 	for _, mode := range []struct{ name, processing string }{
@@ -166,19 +192,23 @@ func BenchmarkPipeline(b *testing.B) {
 		{"at_least_once", "at_least_once_consistent"},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			var total, startup time.Duration
+			var total, startup, cpu time.Duration
 			for i := range b.N {
+				cpu0 := cpuTime()
 				srv := startServer(b, pr.durable)
 				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
 					Tablets: 2, CountPartitions: 2, ProcessingMode: mode.processing, Finite: true,
 				})
 				e, s := finiteRun(b, p, srv.Addr(), pr.workers, words, want, nil)
 				total, startup = total+e, startup+s
+				cpu += cpuTime() - cpu0 // includes loading the input (a small part)
 			}
 			rates[mode.name] = float64(pr.messages*b.N) / total.Seconds()
 			b.ReportMetric(rates[mode.name], "msgs/s")
 			b.ReportMetric(startup.Seconds()/float64(b.N), "startup_s")
 			b.ReportMetric(float64(pr.messages*b.N)/(total-startup).Seconds(), "after_startup_msgs/s")
+			b.ReportMetric(cpu.Seconds()*1e6/float64(pr.messages*b.N), "cpu_us/msg")
+			b.Logf("%s: %.0f msgs/s, load average %s", mode.name, rates[mode.name], loadAvg())
 			if raw := rates["raw"]; raw > 0 {
 				b.ReportMetric(rates[mode.name]/raw, "x_raw")
 			}
