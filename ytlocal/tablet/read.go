@@ -159,6 +159,12 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 	if err := checkReadable(t); err != nil {
 		return err
 	}
+	t.scan(ts, yield)
+	return nil
+}
+
+// scan yields every row of t visible at ts (see Engine.Scan); caller holds e.mu.
+func (t *table) scan(ts Timestamp, yield func(row map[string]any) bool) {
 	m := make(map[string]any, len(t.cols)+2)
 	if t.sorted {
 		for _, r := range t.sortedRows() {
@@ -170,10 +176,10 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 				m[c.name] = values[i]
 			}
 			if !yield(m) {
-				return nil
+				return
 			}
 		}
-		return nil
+		return
 	}
 	for ti, tb := range t.tablets {
 		for i, r := range tb.rows {
@@ -182,11 +188,10 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 			}
 			t.fillOrderedRow(m, ti, tb.trimmed+int64(i), r)
 			if !yield(m) {
-				return nil
+				return
 			}
 		}
 	}
-	return nil
 }
 
 func (t *table) fillOrderedRow(m map[string]any, tablet int, index int64, r orderedRow) {
