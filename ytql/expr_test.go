@@ -314,3 +314,28 @@ func TestEvalErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalNormalizesGoKinds: rows built by Go code may hold any integer
+// kind, float32 or []byte; references see them as int64, uint64, double
+// and string.
+func TestEvalNormalizesGoKinds(t *testing.T) {
+	for _, tc := range []struct {
+		in, want any
+	}{
+		{int8(-3), int64(-3)}, {int16(300), int64(300)}, {int32(-70000), int64(-70000)}, {int(5), int64(5)},
+		{uint(7), uint64(7)}, {uint8(255), uint64(255)}, {uint16(65535), uint64(65535)}, {uint32(1 << 31), uint64(1 << 31)},
+		{float32(1.5), 1.5}, {[]byte("raw"), "raw"}, {true, true}, {map[string]any{"k": 1}, map[string]any{"k": 1}},
+	} {
+		e, err := ParseExpression("x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Eval(map[string]any{"x": tc.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("x = %#v: Eval = %#v, want %#v", tc.in, got, tc.want)
+		}
+	}
+}

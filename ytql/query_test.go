@@ -2,6 +2,8 @@ package ytql
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -380,5 +382,35 @@ func TestExecutePlaceholdersCheckedBeforeScan(t *testing.T) {
 	}
 	if read != 0 {
 		t.Errorf("scan called %d times before placeholders were bound", read)
+	}
+}
+
+// TestOrderByMixedTypesAndNaN: ORDER BY over values of different types
+// follows YTsaurus' type order (NULL < int64 < uint64 < double < boolean <
+// string); NaN sorts after the other doubles.
+func TestOrderByMixedTypesAndNaN(t *testing.T) {
+	in := []map[string]any{
+		{"v": "s"}, {"v": true}, {"v": math.NaN()}, {"v": 2.5}, {"v": uint64(3)}, {"v": int64(-1)}, {"v": nil}, {"v": 0.5},
+	}
+	q, err := ParseQuery("v FROM [//t] ORDER BY v LIMIT 100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Execute(nil, table(in, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range got {
+		v := r["v"]
+		if f, ok := v.(float64); ok && math.IsNaN(f) {
+			types = append(types, "NaN")
+			continue
+		}
+		types = append(types, fmt.Sprint(v))
+	}
+	want := []string{"<nil>", "-1", "3", "0.5", "2.5", "NaN", "true", "s"}
+	if !reflect.DeepEqual(types, want) {
+		t.Errorf("order = %v, want %v", types, want)
 	}
 }
