@@ -312,9 +312,19 @@ func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
 		known[c.ID] = true
 		keyed[c.ID] = len(c.Sources) == 0
 	}
-	jobOf := map[string]ytstore.Job{}
+	jobsOf := map[string][]ytstore.Job{}
 	for _, j := range p.in.Jobs {
-		jobOf[j.PartitionID] = j
+		jobsOf[j.PartitionID] = append(jobsOf[j.PartitionID], j)
+	}
+	// retired: every job of the partition applied retiring and holds nothing.
+	retired := func(pid string) bool {
+		for _, j := range jobsOf[pid] {
+			st, ok := statuses[j.JobID]
+			if !j.Retiring || !ok || !st.Draining || st.InFlight != 0 {
+				return false
+			}
+		}
+		return len(jobsOf[pid]) > 0
 	}
 	put := func(pt ytstore.Partition) {
 		p.d.Layout.PutPartitions = append(p.d.Layout.PutPartitions, pt)
@@ -346,9 +356,7 @@ func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
 			p.d.Events = append(p.d.Events, fmt.Sprintf("partition %s retiring: repartitioned", pt.PartitionID))
 			p.partitions[pt.PartitionID] = pt
 		default:
-			j, ok := jobOf[pt.PartitionID]
-			st, hasStatus := statuses[j.JobID]
-			if ok && j.Retiring && hasStatus && st.Draining && st.InFlight == 0 {
+			if retired(pt.PartitionID) {
 				del(pt, "retired partition delivered its outbox")
 				continue
 			}
@@ -562,12 +570,14 @@ func (p *plan) setFlags(pipelineDraining bool) {
 		j := p.jobs[pid]
 		retiring := p.partitions[pid].State == ytstore.PartitionDraining
 		draining := retiring || pipelineDraining || compDraining[j.ComputationID]
-		if retiring && !j.Retiring && j.Draining && !p.isNew[pid] {
-			// The job's status echoes "draining applied" already, which would be
-			// mistaken for "retiring applied": restart it under the retiring flag.
+		if retiring && !j.Retiring && !p.isNew[pid] {
+			// A job's echo cannot tell draining from retiring, and a worker applies
+			// row changes only when it polls: a job becoming retiring is restarted,
+			// so that every retiring job has carried the flag since its creation
+			// and its echo means "retiring applied".
 			// Invariant: a retired partition is removed only after its job applied
-			// retiring (TestRetiringAfterDrainingRestartsJob).
-			p.removeJob(j, "partition retiring while draining: restarted under the retiring flag")
+			// retiring (TestRetiringAfterDrainingRestartsJob, TestSimulation).
+			p.removeJob(j, "partition retiring: job restarted under the retiring flag")
 			j = p.newJob(p.partitions[pid], j.WorkerID)
 			p.isNew[pid] = true
 			p.d.Events = append(p.d.Events, fmt.Sprintf("job %s of partition %s assigned to worker %s", j.JobID, pid, j.WorkerID))

@@ -32,6 +32,9 @@ type simulation struct {
 	w       *world
 	s       *Scheduler
 	history map[string][]string // partition id -> leases of all its jobs, in order
+	// applied holds, per job, the flags its worker has applied (it polls the
+	// job row only now and then), as the worker echoes them.
+	applied map[string][2]bool // job id -> {draining, retiring}
 	nextW   int
 	step    int
 }
@@ -39,7 +42,7 @@ type simulation struct {
 func simulate(t *testing.T, seed uint64) {
 	sim := &simulation{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)),
-		w: newWorld("w0", "w1"), s: &Scheduler{}, history: map[string][]string{}, nextW: 2,
+		w: newWorld("w0", "w1"), s: &Scheduler{}, history: map[string][]string{}, applied: map[string][2]bool{}, nextW: 2,
 	}
 	for sim.step = 0; sim.step < 200; sim.step++ {
 		sim.faults()
@@ -134,7 +137,8 @@ func (sim *simulation) faults() {
 // flight come and go, flags are echoed, epochs advance.
 func (sim *simulation) reportStatuses() {
 	w := sim.w
-	for id, j := range w.jobs {
+	for _, id := range sortedKeys(w.jobs) { // sorted: a seed must replay exactly
+		j := w.jobs[id]
 		if !w.workers[j.WorkerID] || !w.leases[j.LeaseID] || !sim.chance(0.8) {
 			continue
 		}
@@ -142,10 +146,14 @@ func (sim *simulation) reportStatuses() {
 		if st.State == ytstore.JobFailed {
 			continue
 		}
+		if sim.chance(0.6) { // the worker polled its job row
+			sim.applied[id] = [2]bool{j.Draining || j.Retiring, j.Retiring}
+		}
+		applied := sim.applied[id]
 		st.JobID, st.WorkerID, st.State = id, j.WorkerID, ytstore.JobRunning
-		st.Draining = j.Draining || j.Retiring
+		st.Draining = applied[0]
 		st.InFlight = 0
-		if !st.Draining && sim.chance(0.5) {
+		if !applied[1] && sim.chance(0.5) { // only a retiring job takes no input
 			st.InFlight = int64(sim.rng.IntN(3))
 		}
 		if !st.Draining || sim.chance(0.2) {
@@ -168,6 +176,17 @@ func (sim *simulation) cycle() {
 	for _, id := range d.Layout.DeleteJobs {
 		if j, ok := before[id]; ok && !slices.Contains(d.AbortLeases, j.LeaseID) {
 			sim.fail("job %s removed without aborting lease %s", id, j.LeaseID)
+		}
+	}
+	// A retired partition goes only once its job applied retiring.
+	for _, pid := range d.Layout.DeletePartitions {
+		if w.partitions[pid].State != ytstore.PartitionDraining {
+			continue
+		}
+		for id, j := range before {
+			if j.PartitionID == pid && !sim.applied[id][1] {
+				sim.fail("retired partition %s removed while its job %s has not applied retiring", pid, id)
+			}
 		}
 	}
 	// New jobs go to workers alive at the decision.
