@@ -1,10 +1,8 @@
 package ytlocal
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -75,9 +73,6 @@ func (s *Server) resolveDepth(p *pathRef, tx *masterTx, followLast bool, depth i
 			return object{}, resolveError(p.raw, "Node %s has no child with key %q", cp, key)
 		}
 		cur = child
-		if i < len(p.keys)-1 && p.amp[i] {
-			continue
-		}
 	}
 	if followLast && !p.lastAmp() {
 		var err error
@@ -593,7 +588,7 @@ func (s *Server) ensureParent(p *pathRef, tx *masterTx, recursive bool) (*node, 
 		return nil, "", resolveError(p.raw, "Cannot create a node under a transaction object")
 	}
 	last := len(p.keys) - 1
-	for i, key := range p.keys[:last] {
+	for _, key := range p.keys[:last] {
 		if cur, err = s.followLink(cur, tx, p.raw, 0); err != nil {
 			return nil, "", err
 		}
@@ -608,7 +603,6 @@ func (s *Server) ensureParent(p *pathRef, tx *masterTx, recursive bool) (*node, 
 			}
 			child = s.tree.newNode(tx, "map_node", objectTypeMapNode, cur, key)
 		}
-		_ = i
 		cur = child
 	}
 	if cur, err = s.followLink(cur, tx, p.raw, 0); err != nil {
@@ -1423,6 +1417,3 @@ func init() {
 	registerCommand("lock", commandOpts{Mutating: true}, cmdLock)
 	registerCommand("unlock", commandOpts{Mutating: true}, cmdUnlock)
 }
-
-var _ = sort.Strings
-var _ = fmt.Sprint
