@@ -189,6 +189,14 @@ func (sim *simulation) cycle() {
 			}
 		}
 	}
+	// Stopped or completed only once every job applied draining.
+	if (d.PipelineState == ytstore.StateStopped || d.PipelineState == ytstore.StateCompleted) && in.PipelineState != d.PipelineState {
+		for id := range before {
+			if !sim.applied[id][0] {
+				sim.fail("pipeline %s while job %s has not applied draining", d.PipelineState, id)
+			}
+		}
+	}
 	// New jobs go to workers alive at the decision.
 	for _, j := range d.Layout.PutJobs {
 		if j.LeaseID == "" && !in.WorkerAlive[j.WorkerID] {
