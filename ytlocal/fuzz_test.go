@@ -3,6 +3,8 @@ package ytlocal
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.ytsaurus.tech/yt/go/yterrors"
@@ -74,6 +76,46 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if _, err := encodeResult(res, "yson", "z-zstd_3"); err != nil {
 			t.Fatalf("%s result cannot be encoded: %v", name, err)
+		}
+	})
+}
+
+// FuzzParsePath checks the Cypress path parser: no panics, and a parsed path printed
+// back with escaped keys parses to the same keys and attribute part.
+func FuzzParsePath(f *testing.F) {
+	for _, s := range []string{"/", "//tmp", "//tmp/a\\/b/@attr/x", "#1-2-3-4/@", "//a&/b&/@type",
+		"//tmp/\\x41\\@", "/@x", "//привет/мир", "//a//b", "//a/@", "#zz", "//a\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		p, err := parsePath(raw)
+		if err != nil {
+			return
+		}
+		var b strings.Builder
+		if p.byID {
+			b.WriteString("#" + p.id.String())
+		} else {
+			b.WriteString("/")
+		}
+		for _, k := range p.keys {
+			b.WriteString("/" + escapeKey(k))
+		}
+		if p.isAttr() {
+			b.WriteString("/@")
+			for i, a := range p.attr {
+				if i > 0 {
+					b.WriteString("/")
+				}
+				b.WriteString(escapeKey(a))
+			}
+		}
+		q, err := parsePath(b.String())
+		if err != nil {
+			t.Fatalf("re-parse of %q (from %q): %v", b.String(), raw, err)
+		}
+		if !slices.Equal(p.keys, q.keys) || p.isAttr() != q.isAttr() || p.isAttr() && !slices.Equal(p.attr, q.attr) {
+			t.Fatalf("round trip of %q via %q: keys %q/%q attr %q/%q", raw, b.String(), p.keys, q.keys, p.attr, q.attr)
 		}
 	})
 }
