@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -174,4 +175,50 @@ func BenchmarkDynMemoryPerMillionRows(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/(1<<20), "MiB/1M-rows")
 	}
+}
+
+type stateBenchRow struct {
+	Computation string `yson:"computation_id,key"`
+	KeyHash     uint64 `yson:"key_hash,key"`
+	State       string `yson:"state"`
+}
+
+// BenchmarkDynSelectInList runs the query shape a keyed computation uses to load
+// states: `computation_id = 'c' and key_hash in (500 literals)` over 100k rows.
+// select_rows has no key-range pruning, so this is a full scan.
+func BenchmarkDynSelectInList(b *testing.B) {
+	addr := ytlocaltest.New(b)
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr, CompressionCodec: yt.ClientCodecNone})
+	require.NoError(b, err)
+	b.Cleanup(yc.Stop)
+	ctx := context.Background()
+	p := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(b, migrate.Create(ctx, yc, p, schema.MustInfer(&stateBenchRow{})))
+	require.NoError(b, migrate.MountAndWait(ctx, yc, p))
+	const rows = 100_000
+	for i := 0; i < rows; i += 1000 {
+		batch := make([]any, 1000)
+		for j := range batch {
+			batch[j] = &stateBenchRow{Computation: "c", KeyHash: uint64(i+j) * 7919, State: "s"}
+		}
+		require.NoError(b, yc.InsertRows(ctx, p, batch, nil))
+	}
+	lits := make([]string, 500)
+	for i := range lits {
+		lits[i] = fmt.Sprintf("%du", uint64(i*100)*7919)
+	}
+	q := fmt.Sprintf("* FROM [%s] WHERE computation_id = 'c' AND key_hash IN (%s)", p, strings.Join(lits, ", "))
+	b.ResetTimer()
+	cpu := cpuTime()
+	for i := 0; i < b.N; i++ {
+		r, err := yc.SelectRows(ctx, q, nil)
+		require.NoError(b, err)
+		n := 0
+		for r.Next() {
+			n++
+		}
+		require.NoError(b, r.Err())
+		require.Equal(b, 500, n)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1e3, "cpu-ms/query")
 }

@@ -256,8 +256,13 @@ func cmdSelectRows(c *call) (any, error) {
 		}
 		placeholders = m
 	}
+	ranges := keyRanges(text, sc.KeyColumns(), placeholders)
 	var scanErr error
 	rows, err := q.Execute(placeholders, func(yield func(row map[string]any) bool) {
+		if ranges != nil {
+			scanErr = eng.ScanRanges(t.id, o, ranges, yield)
+			return
+		}
 		scanErr = eng.Scan(t.id, o, yield)
 	})
 	if scanErr != nil {

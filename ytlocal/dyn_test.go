@@ -3,6 +3,7 @@ package ytlocal_test
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"net/http"
 	"strings"
 	"testing"
@@ -593,4 +594,58 @@ func TestDynConsumeAndProduceInOneTabletTx(t *testing.T) {
 	// A replay of the same step is rejected by the consumer offset and adds nothing.
 	requireCode(t, step(true), yterrors.CodeConsumerOffsetConflict)
 	assert.Equal(t, 2, outRows())
+}
+
+type pruneRow struct {
+	C string `yson:"c,key"`
+	H uint64 `yson:"h,key"`
+	S string `yson:"s,key"`
+	V int64  `yson:"v"`
+}
+
+// TestDynSelectKeyPruningMatchesFullScan runs random queries twice: as written
+// (key-range pruning applies) and with the WHERE clause OR-ed with %false (which
+// disables pruning); the results must be identical.
+func TestDynSelectKeyPruningMatchesFullScan(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	p := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&pruneRow{})))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	rng := rand.New(rand.NewSource(1))
+	var rows []any
+	for i := 0; i < 300; i++ {
+		rows = append(rows, &pruneRow{C: string(rune('a' + rng.Intn(4))), H: uint64(rng.Intn(10)), S: string(rune('p' + rng.Intn(3))), V: int64(i)})
+	}
+	require.NoError(t, yc.InsertRows(ctx, p, rows, nil))
+
+	atoms := []string{
+		"c = 'b'", "c in ('a', 'c')", "c = {pc}", "'c' = c", "c >= 'b'", "c < 'c'",
+		"h = 3u", "h in (1u, 5u, 7u)", "h >= 2u", "h < 7", "3u < h", "h = {ph}",
+		"s = 'q'", "s in ('p', 'r')", "v = 5", "v > 100", "not c = 'a'", "h != 4u", "v % 2 = 0",
+	}
+	placeholders := map[string]any{"pc": "d", "ph": uint64(6)}
+	run := func(q string) []pruneRow {
+		r, err := yc.SelectRows(ctx, q, &yt.SelectRowsOptions{PlaceholderValues: placeholders})
+		require.NoError(t, err, q)
+		defer r.Close()
+		var out []pruneRow
+		for r.Next() {
+			var row pruneRow
+			require.NoError(t, r.Scan(&row))
+			out = append(out, row)
+		}
+		require.NoError(t, r.Err())
+		return out
+	}
+	for i := 0; i < 150; i++ {
+		var conj []string
+		for n := 1 + rng.Intn(4); n > 0; n-- {
+			conj = append(conj, atoms[rng.Intn(len(atoms))])
+		}
+		where := strings.Join(conj, " and ")
+		tail := []string{"", " limit 7", " order by v desc limit 5"}[rng.Intn(3)]
+		pruned := fmt.Sprintf("* from [%s] where %s%s", p, where, tail)
+		full := fmt.Sprintf("* from [%s] where (%s) or %%false%s", p, where, tail)
+		assert.Equal(t, run(full), run(pruned), pruned)
+	}
 }
