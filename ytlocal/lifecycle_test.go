@@ -60,3 +60,15 @@ func TestObjectIDPathsFollowTheNode(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+func TestDataDirIsExclusive(t *testing.T) {
+	dir := t.TempDir()
+	s := ytlocaltest.Start(t, ytlocal.Config{DataDir: dir})
+	_, err := ytlocal.Start(context.Background(), ytlocal.Config{DataDir: dir})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "in use")
+	require.NoError(t, s.Close())
+	s2, err := ytlocal.Start(context.Background(), ytlocal.Config{DataDir: dir})
+	require.NoError(t, err, "the directory is free again after Close")
+	require.NoError(t, s2.Close())
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -63,6 +64,7 @@ type Server struct {
 	txs       map[guid.GUID]*masterTx
 	mutations *mutationCache
 	wal       *wal
+	dirLock   *os.File // held while the server owns DataDir
 	idCounter uint32
 }
 
@@ -98,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for _, f := range extensionFactories {
 		e, err := f.new(s)
 		if err != nil {
-			s.closeExtensions()
+			_ = s.release()
 			return nil, fmt.Errorf("ytlocal: start extension %q: %w", f.name, err)
 		}
 		s.exts[f.name] = e
@@ -106,17 +108,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.DataDir != "" {
 		if err := s.openDurable(); err != nil {
-			s.closeExtensions()
+			_ = s.release()
 			return nil, err
 		}
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
-		s.closeExtensions()
-		if s.wal != nil {
-			_ = s.wal.close()
-		}
+		_ = s.release()
 		return nil, fmt.Errorf("ytlocal: listen on %s: %w", cfg.Listen, err)
 	}
 	s.ln = ln
@@ -171,11 +170,8 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		s.mu.Lock()
 		s.closed = true
-		s.closeExtensions()
-		if s.wal != nil {
-			if werr := s.wal.close(); err == nil {
-				err = werr
-			}
+		if rerr := s.release(); err == nil {
+			err = rerr
 		}
 		s.mu.Unlock()
 		s.closeErr = err
@@ -184,10 +180,20 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-func (s *Server) closeExtensions() {
+// release closes extensions, then the log (fsyncing it), then gives up DataDir.
+func (s *Server) release() error {
 	for _, name := range s.extOrder {
 		_ = s.exts[name].Close()
 	}
+	var err error
+	if s.wal != nil {
+		err = s.wal.close()
+	}
+	if s.dirLock != nil {
+		_ = s.dirLock.Close()
+		s.dirLock = nil
+	}
+	return err
 }
 
 // now returns the server clock.

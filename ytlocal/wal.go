@@ -118,6 +118,11 @@ func (s *Server) openDurable() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("ytlocal: create data dir %s: %w", dir, err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	s.dirLock = lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next, err := s.loadSnapshot(filepath.Join(dir, "snapshot"))
