@@ -20,6 +20,7 @@ import (
 
 // On-disk layout of DataDir:
 //
+//	LOCK            advisory lock held by the server that owns the directory
 //	snapshot        latest snapshot (written to snapshot.tmp, fsynced, renamed)
 //	wal.<N>         write-ahead log segments; the snapshot names the first segment
 //	                that is not contained in it, older segments are deleted
