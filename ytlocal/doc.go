@@ -40,10 +40,12 @@
 // # Durability
 //
 // With DataDir, every committed mutation is appended to a write-ahead log and fsynced
-// before the response is sent (concurrent commits share one fsync); a snapshot is taken every Config.SnapshotEvery records
-// and the log restarted. Start replays snapshot + log; a torn tail (crash in the middle
-// of an append, never acknowledged) is dropped. Open master transactions do not survive
-// a restart (they are aborted, as if they had expired).
+// before the response is sent (concurrent commits share one fsync); a snapshot is taken
+// every Config.SnapshotEvery records and the log restarted. Start replays snapshot +
+// log; a torn tail (crash in the middle of an append, never acknowledged) is dropped.
+// Open master transactions do not survive a restart (they are aborted, as if they had
+// expired). A server holds an exclusive lock on DataDir, so a second server on the same
+// directory fails to start.
 //
 // # Adding commands
 //
