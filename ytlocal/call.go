@@ -315,9 +315,14 @@ func (c *call) inputValue() (any, error) {
 	return v, nil
 }
 
-// inputRows parses the request body as a YSON list fragment of rows. A # item is nil.
+// inputRows parses the request body as a YSON list fragment of rows (or, with input
+// format json, one JSON value per line). A # (null) item is nil.
 func (c *call) inputRows() ([]any, error) {
-	rows, err := parseListFragment(c.input)
+	parse := parseListFragment
+	if strings.HasPrefix(c.inFmt, "json") {
+		parse = parseJSONLines
+	}
+	rows, err := parse(c.input)
 	if err != nil {
 		return nil, ytErr(yterrors.CodeGeneric, "Error parsing input rows of command %q: %v", c.name, err)
 	}
@@ -357,4 +362,20 @@ func unmarshalInput(data []byte, format string, v *any) error {
 		return unmarshalJSONValue(data, v)
 	}
 	return yson.Unmarshal(data, v)
+}
+
+// parseJSONLines decodes newline-delimited JSON values.
+func parseJSONLines(data []byte) ([]any, error) {
+	var out []any
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := unmarshalJSONValue(line, &v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -197,13 +197,18 @@ func TestGzipBodyAndJSONOutput(t *testing.T) {
 		map[string]string{"X-YT-Parameters": `{path="//tmp/t"}`, "Content-Encoding": "gzip"}, gz.Bytes())
 	require.Equal(t, 200, r.status, "%s", r.body)
 
+	r = do(t, "PUT", "http://"+proxy+"/api/v4/write_table",
+		map[string]string{"X-YT-Parameters": `{path="<append=%true>//tmp/t"}`, "X-YT-Input-Format": "json"},
+		[]byte("{\"a\":3,\"b\":\"z\"}\n"))
+	require.Equal(t, 200, r.status, "%s", r.body)
+
 	r = do(t, "GET", "http://"+proxy+"/api/v4/get",
 		map[string]string{"X-YT-Parameters": `{path="//tmp/t/@row_count"}`, "X-YT-Output-Format": "json"}, nil)
 	require.Equal(t, 200, r.status, "%s", r.body)
-	require.JSONEq(t, `{"value":2}`, string(r.body))
+	require.JSONEq(t, `{"value":3}`, string(r.body))
 
 	r = do(t, "GET", "http://"+proxy+"/api/v4/read_table",
-		map[string]string{"X-YT-Parameters": `{path="//tmp/t[#1:]"}`, "X-YT-Output-Format": "json"}, nil)
+		map[string]string{"X-YT-Parameters": `{path="//tmp/t[#1:#2]"}`, "X-YT-Output-Format": "json"}, nil)
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.JSONEq(t, `{"a":2,"b":"y"}`, strings.TrimSpace(string(r.body)))
 	require.Contains(t, r.header.Get("X-YT-Response-Parameters"), `"start_row_index"=1`)
