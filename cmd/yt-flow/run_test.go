@@ -474,3 +474,60 @@ func TestSetupMissingInputFile(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSetup checks that parseSetup never panics nor hangs and that what it accepts is complete:
+// every table has a path and a kind (a consumer its queue), every input a queue, a file
+// and a known format, every result a query; and that every rejection says it is the setup.
+func FuzzParseSetup(f *testing.F) {
+	for _, ex := range []string{"word_count", "sessions"} {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "examples", ex, "local.yson")); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{
+		`{}`, `{tables = []}`, `{tables = {}}`, `{tables = [{kind = queue}]}`,
+		`{tables = [{path = "//c"; kind = consumer}]}`,
+		`{inputs = [{queue = "//q"; file = "in.txt"; format = yson}]}`,
+		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s *setupFile
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s, err = parseSetup(data, "dir")
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("parseSetup(%q) has not returned within 10s", data)
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "setup:") {
+				t.Fatalf("error %q does not start with setup:", err)
+			}
+			return
+		}
+		for i, tb := range s.Tables {
+			if tb.Path == "" || tb.Kind == "" {
+				t.Fatalf("table %d accepted without path or kind: %+v", i, tb)
+			}
+			if tb.Kind == "consumer" && tb.Queue == "" {
+				t.Fatalf("consumer %d accepted without its queue: %+v", i, tb)
+			}
+		}
+		for i, in := range s.Inputs {
+			if in.Queue == "" || in.File == "" || (in.Format != "lines" && in.Format != "yson") || (in.Format == "lines" && in.Column == "") {
+				t.Fatalf("input %d accepted incomplete: %+v", i, in)
+			}
+		}
+		for i, r := range s.Results {
+			if r.Query == "" {
+				t.Fatalf("result %d accepted without a query", i)
+			}
+		}
+	})
+}
