@@ -12,11 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	sdkyson "go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/schema"
+	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
-	"github.com/ytflow/yt-flow/ytstore"
 	"github.com/ytflow/yt-flow/yson"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // setupFile is the optional `local.yson` next to a pipeline spec: the user tables that
