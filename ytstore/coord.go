@@ -112,6 +112,13 @@ type JobStatus struct {
 	// it (its source reads and timers have stopped; a retiring job accepts no
 	// input).
 	Draining bool `yson:"draining"`
+	// SystemWatermark is the minimum system timestamp (µs since the epoch) of
+	// the messages the job holds that are not yet fully persisted downstream:
+	// received but not committed, or committed outputs not yet acknowledged
+	// by their consumers. 0 means the job holds no such message (it does not
+	// hold the pipeline's watermark back). The controller folds these into the
+	// pipeline SystemWatermark (controller.SystemWatermark).
+	SystemWatermark uint64 `yson:"system_watermark"`
 }
 
 // LogRecord is a row of controller_logs.
@@ -165,6 +172,7 @@ func coordTables() []tableDef {
 			coordVal("updated_at", schema.TypeUint64),
 			coordVal("in_flight", schema.TypeInt64),
 			coordVal("draining", schema.TypeBoolean),
+			coordVal("system_watermark", schema.TypeUint64),
 		)},
 		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
 			coordVal("time", schema.TypeUint64),
