@@ -28,6 +28,10 @@ type Config struct {
 	StatusPeriod time.Duration
 	// InboxLimit bounds the messages buffered per job; default 10000.
 	InboxLimit int
+	// OutboxLimit bounds the undelivered outputs of a job: while its output store holds at
+	// least this many messages, the job reads no new input or source rows (back-pressure
+	// from slow readers up the pipeline); default 100000.
+	OutboxLimit int
 	// PushTimeout bounds how long a push request waits for its messages to commit before
 	// answering with what committed so far; default 3s.
 	PushTimeout time.Duration
@@ -52,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.InboxLimit <= 0 {
 		c.InboxLimit = 10000
+	}
+	if c.OutboxLimit <= 0 {
+		c.OutboxLimit = 100000
 	}
 	if c.PushTimeout <= 0 {
 		c.PushTimeout = 3 * time.Second

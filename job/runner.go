@@ -379,20 +379,23 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	now := nowMicros()
 	draining, retiring := r.draining.Load(), r.retiring.Load()
+	// Invariant: a job whose outputs are not delivered reads nothing new, so a slow reader
+	// back-pressures its writers (TestOutboxLimitBackPressure).
+	blocked := r.outbox.size() >= r.w.cfg.OutboxLimit
 	b := &epoch.Batch{Now: now}
 	if retiring {
 		// A retiring job processes no input: what it buffered goes unacknowledged, so the
 		// senders retransmit it to the key's new owner.
 		r.inbox.drop()
-	} else {
+	} else if !blocked {
 		b.Inputs = r.inbox.take(limit)
 	}
-	if !draining {
+	if !draining && !blocked {
 		b.Timers = r.timers.Due(now, limit)
 	}
 	r.applied.Store(draining)
 	for _, s := range r.sources {
-		if s.ended || draining {
+		if s.ended || draining || blocked {
 			continue
 		}
 		rows, err := s.src.Read(ctx, s.offset, int64(limit))

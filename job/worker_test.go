@@ -75,6 +75,12 @@ func startWordCount(t testing.TB) *wcEnv { return startWordCountVia(t, nil) }
 // for the ytlocal address (nil: directly).
 func startWordCountVia(t testing.TB, via func(ytAddr string) string) *wcEnv {
 	t.Helper()
+	return startWordCountOpts(t, via, nil)
+}
+
+// startWordCountOpts is startWordCountVia with tune applied to the worker's config.
+func startWordCountOpts(t testing.TB, via func(ytAddr string) string, tune func(*Config)) *wcEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
@@ -105,8 +111,12 @@ func startWordCountVia(t testing.TB, via func(ytAddr string) string) *wcEnv {
 	if via != nil {
 		workerProxy = via(srv.Addr())
 	}
-	w := NewWorker(Config{Proxy: workerProxy, Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
-		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second})
+	cfg := Config{Proxy: workerProxy, Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
+		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second}
+	if tune != nil {
+		tune(&cfg)
+	}
+	w := NewWorker(cfg)
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
@@ -416,4 +426,31 @@ func TestSourceErrorReported(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestOutboxLimitBackPressure: with no reader for its outputs, a source job stops reading
+// once its output store is full, and resumes when a reader appears.
+func TestOutboxLimitBackPressure(t *testing.T) {
+	e := startWordCountOpts(t, nil, func(c *Config) { c.OutboxLimit = 3 })
+	e.putJob("split-0", "split", "split-p0", 0)
+	offset := func() int64 {
+		ps, err := e.store.LoadPartitionStates(e.ctx, "split-p0")
+		require.NoError(t, err)
+		var off int64
+		if b, ok := ps["offset/lines"]; ok {
+			require.NoError(t, yson.Unmarshal(b, &off))
+		}
+		return off
+	}
+	e.write("a b c d")
+	e.eventually("the first line read", func() bool { return offset() == 1 })
+	e.write("e", "f")
+	// Poll a while: the offset must stay (the output store holds 4 >= 3 messages).
+	for i := 0; i < 20; i++ {
+		require.Equal(t, int64(1), offset(), "a blocked job read more input")
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.waitCounts(map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1})
+	assert.Equal(t, int64(3), offset())
 }
