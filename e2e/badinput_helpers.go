@@ -103,7 +103,7 @@ func (w *WordCount) JobErrors(t *testing.T) map[string]string {
 	return out
 }
 
-// containsAll reports the substrings of want that s lacks.
+// missingFrom returns the substrings of want that s lacks.
 func missingFrom(s string, want ...string) []string {
 	var miss []string
 	for _, w := range want {

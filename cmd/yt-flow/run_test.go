@@ -531,3 +531,31 @@ func FuzzParseSetup(f *testing.F) {
 		}
 	})
 }
+
+// TestRunBadSetupFile checks that `yt-flow run` with a broken local.yson next to the spec
+// fails (exit 1) naming the setup file's problems by their YSON paths.
+func TestRunBadSetupFile(t *testing.T) {
+	dir := t.TempDir()
+	specText, err := os.ReadFile(filepath.Join("..", "..", "examples", "word_count", "pipeline.yson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yson"), specText, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "local.yson"), []byte(`{tables = [{path = "//home/word_count/input"; kind = bucket}]; inputs = [{queue = "//home/word_count/input"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCommand(t, time.Minute, "run", "--spec", filepath.Join(dir, "pipeline.yson"), "--data-dir", filepath.Join(dir, "data"), "--progress", "0")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, s := range []string{"tables/0/kind", "inputs/0/file"} {
+		if !strings.Contains(stderr, s) {
+			t.Errorf("stderr does not name %s:\n%s", s, stderr)
+		}
+	}
+	if strings.Contains(stdout, "target state working") {
+		t.Errorf("the pipeline was started despite the broken setup:\n%s", stdout)
+	}
+}
