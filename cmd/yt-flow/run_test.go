@@ -16,6 +16,8 @@ import (
 	"unicode"
 
 	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // syncBuffer is an io.Writer safe for the goroutines of an in-process `yt-flow run`.
@@ -159,6 +161,40 @@ func TestRunWordCountExample(t *testing.T) {
 	if got := printedTopWords(t, stdout, title); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("second run: top words changed\n got %v\nwant %v\nstdout:\n%s", got, want, stdout)
 	}
+
+	// The data folder holds the input once: as many queue rows as input.txt has lines.
+	srv, err := ytlocal.Start(context.Background(), ytlocal.Config{DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	st, err := ytstore.Open(context.Background(), ytstore.Config{Proxy: srv.Addr(), Path: "//home/word_count/pipeline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.SelectRows(context.Background(), "text FROM [//home/word_count/input]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := nonEmptyLines(t, filepath.Join(example, "input.txt")); len(rows) != lines {
+		t.Errorf("the input queue holds %d rows after two runs, want %d (one per line of input.txt)", len(rows), lines)
+	}
+}
+
+func nonEmptyLines(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // sessionTotals computes what the sessions example must print from its input file: per
