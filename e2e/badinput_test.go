@@ -53,8 +53,10 @@ func requireIn(t *testing.T, where, text string, want ...string) {
 // is of type any) into tablet 0, between good rows; tablet 1 holds only good rows. The
 // split job of tablet 0 fails on the row, the error names the computation, the function,
 // the message (source lines, tablet 0, offset 5) and the column; the controller restarts
-// the job with a growing backoff; nothing of the epoch holding the bad row is committed
-// (no row after it is ever counted), while tablet 1 is counted exactly.
+// the job with a growing backoff; nothing of the epoch holding the bad row is committed:
+// the rows are written before the pipeline starts, so the first read of tablet 0 (up to
+// 1000 rows) takes all eleven into one epoch, and neither the words before the bad row
+// nor those after it are ever counted, while tablet 1 is counted exactly.
 func TestMalformedSourceRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e test")
@@ -93,7 +95,6 @@ func TestMalformedSourceRow(t *testing.T) {
 	for word, n := range wc.Counts(t) {
 		switch {
 		case strings.HasPrefix(word, "good") && n == 1:
-		case strings.HasPrefix(word, "before") && n <= 1:
 		default:
 			bad = append(bad, fmt.Sprintf("%s counted %d times", word, n))
 		}
