@@ -35,6 +35,8 @@ type Worker struct {
 	stopping []*runnerHandle
 	retired  map[string]JobStats
 	ready    chan struct{}
+	// registered is set (by Run's goroutine only) once the worker registered the first time.
+	registered bool
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -114,8 +116,9 @@ func (w *Worker) runner(jobID string) *runner {
 
 // Run registers the worker (session transaction, workers row), serves the transport, runs
 // its jobs and reports their status until ctx ends; then it stops every job, aborts the
-// session and returns nil. It returns an error when it cannot start. When its session ends
-// under it, the worker stops all its jobs and registers again with a new session.
+// session and returns nil. It returns an error when it cannot start; while the pipeline does
+// not exist yet it waits for it. When its session ends under it, the worker stops all its
+// jobs and registers again with a new session.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Proxy == "" || w.cfg.Path == "" {
 		return errors.New("job: worker: proxy and pipeline path are required")
@@ -143,12 +146,17 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	defer w.stopAll()
 	addr := ln.Addr().String()
-	for registered := false; ; registered = true {
-		err := w.session(ctx, addr, !registered)
+	for {
+		err := w.session(ctx, addr)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !registered && !errors.Is(err, errSessionEnded) {
+		if !w.registered {
+			if errors.Is(err, ytstore.ErrNotFound) {
+				w.log.Info("waiting for the pipeline to be created", log.Error(err))
+				sleep(ctx, 2*time.Second)
+				continue
+			}
 			return err
 		}
 		// Invariant: a worker whose session ended stops all its jobs before it registers
@@ -164,7 +172,7 @@ var errSessionEnded = errors.New("worker session ended")
 
 // session runs one registration of the worker: a session transaction, the workers row, and
 // the poll/status loop until ctx ends or the session does.
-func (w *Worker) session(ctx context.Context, addr string, first bool) error {
+func (w *Worker) session(ctx context.Context, addr string) error {
 	session, err := w.store.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
 	if err != nil {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
@@ -173,12 +181,10 @@ func (w *Worker) session(ctx context.Context, addr string, first bool) error {
 	start := nowMicros()
 	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
 	if err := w.store.PutWorker(ctx, reg); err != nil {
-		if errors.Is(err, ytstore.ErrLeaseLost) && !first {
-			return fmt.Errorf("job: worker %s: register: %w: %w", w.id, errSessionEnded, err)
-		}
 		return fmt.Errorf("job: worker %s: register: %w", w.id, err)
 	}
-	if first {
+	if !w.registered {
+		w.registered = true
 		w.mu.Lock()
 		w.addr = addr
 		w.mu.Unlock()

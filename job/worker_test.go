@@ -454,3 +454,36 @@ func TestOutboxLimitBackPressure(t *testing.T) {
 	e.waitCounts(map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1})
 	assert.Equal(t, int64(3), offset())
 }
+
+// TestWorkerWaitsForPipeline: a worker started before its pipeline exists waits for it.
+func TestWorkerWaitsForPipeline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	w := NewWorker(Config{Proxy: srv.Addr(), Path: "//tmp/later"})
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { wcancel(); <-done })
+
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/later"})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	select {
+	case <-w.Ready():
+		t.Fatal("registered in a pipeline that does not exist")
+	case err := <-done:
+		t.Fatalf("worker gave up: %v", err)
+	default:
+	}
+	require.NoError(t, st.CreatePipeline(ctx))
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatalf("worker gave up: %v", err)
+	case <-ctx.Done():
+		t.Fatal("worker did not register after the pipeline was created")
+	}
+}
