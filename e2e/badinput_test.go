@@ -75,7 +75,7 @@ func TestMalformedSourceRow(t *testing.T) {
 	}
 	wc := NewBadWordCount(t, c, "malformed", BadWordCount{Tablets: 2, Rows: rows,
 		InputColumns: []schema.Column{{Name: "text", Type: schema.TypeAny}}})
-	runBad(t, wc)
+	_, worker := runBad(t, wc)
 
 	events := wc.WaitEvents(t, 2, "split/src/lines/0", "failed (restart in")
 	for _, e := range events {
@@ -83,6 +83,7 @@ func TestMalformedSourceRow(t *testing.T) {
 	}
 	checkBackoff(t, events)
 	requireIn(t, "yt-flow status", wc.Status(t), "split/src/lines/0", "SplitWords", "lines:00:05", "want a string, got int64")
+	requireIn(t, "worker log", worker.Log(), "split/src/lines/0", "SplitWords", "lines:00:05", "want a string, got int64")
 
 	Eventually(t, time.Minute, func() (bool, string) {
 		return wc.PartitionState(t, "split/src/lines/1") == "completed", "tablet 1 not completed yet"
@@ -166,13 +167,14 @@ func TestUserFunctionError(t *testing.T) {
 	if !strings.Contains(mustRead(t, wc.SpecFile), `name = "extra"`) {
 		t.Fatal("the spec edit did not apply")
 	}
-	runBad(t, wc)
+	_, worker := runBad(t, wc)
 	events := wc.WaitEvents(t, 2, "computation count", "failed (restart in")
 	for _, e := range events {
 		requireIn(t, "controller event", e, `"CountWords"`, "alpha", "key [", "want [hash, word]")
 	}
 	checkBackoff(t, events)
 	requireIn(t, "yt-flow status", wc.Status(t), "CountWords", "alpha", "want [hash, word]")
+	requireIn(t, "worker log", worker.Log(), "CountWords", "alpha", "want [hash, word]")
 	if n := len(wc.Counts(t)); n != 0 {
 		t.Errorf("the failing computation committed %d table rows", n)
 	}
