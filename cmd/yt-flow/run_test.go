@@ -236,6 +236,9 @@ func printedRows(t *testing.T, stdout, title string) []string {
 		t.Fatalf("no %q section in the output:\n%s", title, stdout)
 	}
 	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
+	if strings.TrimSpace(lines[0]) == "(no rows)" {
+		return nil
+	}
 	var rows []string
 	for _, l := range lines[1:] { // the first line is the header
 		if strings.TrimSpace(l) == "" {
@@ -253,7 +256,8 @@ func printedRows(t *testing.T, stdout, title string) []string {
 // never reaches completed; and with its session gap of 60 s of event time a finite run
 // completes before any flush timer is due, printing no totals. The test runs a copy of the
 // spec with both changed (finite source, 1 s gap) and reports the shipped spec's problems
-// as a skip.
+// as a skip; so are sessions still unflushed at completion (pending timers do not hold
+// completion back), which the short gap makes rare but not impossible.
 func TestRunSessionsExample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole example")
@@ -287,7 +291,7 @@ func TestRunSessionsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := cfg.Spec.Computations["read"].Sources["input"].Queue; q == nil || !q.Finite {
+	if q := queueSource(cfg, "read", "input"); q == nil || !q.Finite {
 		t.Fatalf("the edited copy of the sessions spec does not read a finite queue:\n%s", text)
 	}
 
@@ -322,7 +326,7 @@ func TestRunSessionsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := shippedCfg.Spec.Computations["read"].Sources["input"].Queue; q == nil || !q.Finite {
+	if q := queueSource(shippedCfg, "read", "input"); q == nil || !q.Finite {
 		known = append(known, "examples/sessions/pipeline.yson reads //home/sessions/input without finite = %true, so "+
 			"`yt-flow run --spec examples/sessions/pipeline.yson` never reaches completed (and its session_gap_seconds = 60 "+
 			"would leave every flush timer pending at completion)")
@@ -330,6 +334,15 @@ func TestRunSessionsExample(t *testing.T) {
 	if len(known) > 0 {
 		t.Skip("known bug: " + strings.Join(known, "; known bug: "))
 	}
+}
+
+// queueSource returns the queue parameters of source stream id of computation comp, or nil.
+func queueSource(cfg *spec.Config, comp, id string) *spec.QueueSourceParams {
+	c := cfg.Spec.Computations[comp]
+	if c == nil || c.Sources[id] == nil {
+		return nil
+	}
+	return c.Sources[id].Queue
 }
 
 // perUser adds up the printed sessions ("user total events") of each user.
