@@ -30,6 +30,9 @@ func init() {
 	})
 }
 
+// exitInterrupted is the exit code of a run stopped by SIGINT/SIGTERM (128 + SIGINT).
+const exitInterrupted = 130
+
 // runOptions are the flags of `yt-flow run`.
 type runOptions struct {
 	specFile string
@@ -170,8 +173,13 @@ func (r *runner) run(ctx context.Context) int {
 	code := r.watch(ctx, st, errs)
 	stopAll()
 	wg.Wait()
-	if code == 0 {
-		r.report(context.WithoutCancel(ctx), st, setup, cfg.Path)
+	switch code {
+	case 0:
+		r.say("pipeline %s completed in %.1fs", cfg.Path, time.Since(r.start).Seconds())
+		r.report(context.WithoutCancel(ctx), st, setup)
+	case exitInterrupted:
+		// An unbounded pipeline ends with Ctrl-C: show what it has produced so far.
+		r.report(context.WithoutCancel(ctx), st, setup)
 	}
 	return code
 }
@@ -205,7 +213,7 @@ func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error
 			fmt.Fprintf(r.env.stderr, "yt-flow: run: %v\n", err)
 			return 1
 		case <-ctx.Done():
-			r.say("interrupted: stopping the pipeline (Ctrl-C again to quit at once)")
+			r.say("interrupted: stopping the pipeline gracefully (up to 30s)")
 			return r.stopGracefully(st)
 		case <-tick.C:
 		}
@@ -233,24 +241,23 @@ func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error
 }
 
 // stopGracefully asks the controller to stop the pipeline and waits for it, so that the
-// next run resumes from a clean, committed point. A second interrupt is not needed:
-// committed data is safe either way.
+// next run resumes from a clean, committed point (committed data is safe either way).
 func (r *runner) stopGracefully(st *ytstore.Store) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := st.SetTargetState(ctx, ytstore.TargetStopped); err != nil {
 		fmt.Fprintf(r.env.stderr, "yt-flow: run: stop: %v\n", err)
-		return 130
+		return exitInterrupted
 	}
 	for ctx.Err() == nil {
 		if attrs, err := st.Attributes(ctx); err == nil && attrs.PipelineState == ytstore.StateStopped {
 			r.say("pipeline stopped; run the same command again to resume")
-			return 130
+			return exitInterrupted
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.say("pipeline did not stop within 30s; committed data is safe, the next run resumes from it")
-	return 130
+	return exitInterrupted
 }
 
 // progressLine summarises job statuses per computation: jobs, epochs, in-flight messages.
@@ -296,8 +303,7 @@ func progressLine(state string, statuses []ytstore.JobStatus) string {
 }
 
 // report prints where the results are and the setup's result queries.
-func (r *runner) report(ctx context.Context, st *ytstore.Store, setup *setupFile, path string) {
-	r.say("pipeline %s completed in %.1fs", path, time.Since(r.start).Seconds())
+func (r *runner) report(ctx context.Context, st *ytstore.Store, setup *setupFile) {
 	if setup == nil {
 		return
 	}
