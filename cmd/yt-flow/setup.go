@@ -143,7 +143,24 @@ func decodeSchema(n *yson.Node) (schema.Schema, error) {
 	if err := sdkyson.Unmarshal(raw, &sc); err != nil {
 		return schema.Schema{}, fmt.Errorf("bad schema: %w", err)
 	}
+	for i, c := range sc.Columns {
+		if c.Name == "" {
+			return schema.Schema{}, fmt.Errorf("column %d: name is required", i)
+		}
+		if c.ComplexType == nil && !knownColumnTypes[c.Type] {
+			return schema.Schema{}, fmt.Errorf("column %d (%s): unknown type %q", i, c.Name, c.Type)
+		}
+	}
 	return sc, nil
+}
+
+// knownColumnTypes are the simple YTsaurus column types a setup schema may use.
+var knownColumnTypes = map[schema.Type]bool{
+	schema.TypeInt8: true, schema.TypeInt16: true, schema.TypeInt32: true, schema.TypeInt64: true,
+	schema.TypeUint8: true, schema.TypeUint16: true, schema.TypeUint32: true, schema.TypeUint64: true,
+	schema.TypeFloat32: true, schema.TypeFloat64: true, schema.TypeBytes: true, schema.TypeString: true,
+	schema.TypeBoolean: true, schema.TypeAny: true, schema.TypeNull: true, schema.TypeDate: true,
+	schema.TypeDatetime: true, schema.TypeTimestamp: true, schema.TypeInterval: true,
 }
 
 // apply creates the tables and loads each input once: a queue remembers the digest of the
