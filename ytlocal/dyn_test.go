@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"go.ytsaurus.tech/yt/go/migrate"
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
 	"go.ytsaurus.tech/yt/go/yt/ythttp"
 	"go.ytsaurus.tech/yt/go/yterrors"
@@ -648,4 +650,81 @@ func TestDynSelectKeyPruningMatchesFullScan(t *testing.T) {
 		full := fmt.Sprintf("* from [%s] where (%s) or %%false%s", p, where, tail)
 		assert.Equal(t, run(full), run(pruned), pruned)
 	}
+}
+
+func TestDynTabletTxLeaseExpires(t *testing.T) {
+	var offset atomic.Int64 // the test moves the server clock forward
+	srv := ytlocaltest.Start(t, ytlocal.Config{Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr()})
+	require.NoError(t, err)
+	t.Cleanup(yc.Stop)
+	ctx := context.Background()
+	p := newSortedTable(t, ctx, yc)
+
+	timeout := yson.Duration(10 * time.Second)
+	txID, err := yc.StartTabletTx(ctx, &yt.StartTabletTxOptions{Type: yt.TxTypeTablet, Sticky: true, Timeout: &timeout})
+	require.NoError(t, err)
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"late", 1}}, &yt.InsertRowsOptions{
+		TransactionOptions: &yt.TransactionOptions{TransactionID: txID},
+	}))
+	offset.Store(int64(8 * time.Second))
+	require.NoError(t, yc.PingTx(ctx, txID, nil), "a ping within the timeout renews the lease")
+	offset.Store(int64(16 * time.Second))
+	require.NoError(t, yc.PingTx(ctx, txID, nil))
+	offset.Store(int64(27 * time.Second))
+	requireCode(t, yc.PingTx(ctx, txID, nil), yterrors.CodeNoSuchTransaction)
+	requireCode(t, yc.CommitTx(ctx, txID, &yt.CommitTxOptions{Sticky: true}), yterrors.CodeNoSuchTransaction)
+	_, ok := lookupValue(t, ctx, yc, p, "late")
+	assert.False(t, ok)
+}
+
+func TestDynLockRowsReadTableAndQueueCleanup(t *testing.T) {
+	ctx, yc := newDynClient(t)
+	sc := schema.MustInfer(&kvRow{})
+	sc.Columns[1].Lock = "value_lock"
+	p := ypath.Path("//tmp/" + guid.New().String())
+	require.NoError(t, migrate.Create(ctx, yc, p, sc))
+	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"b", 2}, &kvRow{"a", 1}}, nil))
+
+	// A shared strong lock taken by a committed transaction breaks an older writer.
+	writer, err := yc.BeginTabletTx(ctx, nil)
+	require.NoError(t, err)
+	locker, err := yc.BeginTabletTx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, locker.LockRows(ctx, p, []string{"value_lock"}, yt.LockTypeSharedStrong, []any{&kvKey{"a"}}, nil))
+	require.NoError(t, locker.Commit())
+	require.NoError(t, writer.InsertRows(ctx, p, []any{&kvRow{"a", 5}}, nil))
+	requireCode(t, writer.Commit(), yterrors.CodeTransactionLockConflict)
+
+	// read_table of a dynamic table returns its rows in key order.
+	r, err := yc.ReadTable(ctx, p, nil)
+	require.NoError(t, err)
+	var got []kvRow
+	for r.Next() {
+		var row kvRow
+		require.NoError(t, r.Scan(&row))
+		got = append(got, row)
+	}
+	require.NoError(t, r.Err())
+	require.NoError(t, r.Close())
+	assert.Equal(t, []kvRow{{"a", 1}, {"b", 2}}, got)
+
+	// Remount and unfreeze keep the table usable.
+	require.NoError(t, yc.RemountTable(ctx, p, nil))
+	require.NoError(t, migrate.FreezeAndWait(ctx, yc, p))
+	require.NoError(t, migrate.UnfreezeAndWait(ctx, yc, p))
+	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"c", 3}}, nil))
+
+	queue, producer, consumer := newQueue(t, ctx, yc)
+	require.NoError(t, yc.RegisterQueueConsumer(ctx, queue, consumer, &yt.RegisterQueueConsumerOptions{Vital: ptrBool(true)}))
+	require.NoError(t, yc.UnregisterQueueConsumer(ctx, queue, consumer, nil))
+	zero := int64(0)
+	_, _, err = yc.PullQueueConsumer(ctx, consumer, queue, &yt.PullQueueConsumerOptions{PartitionIndex: ptrInt32(0), Offset: &zero})
+	requireCode(t, err, yterrors.CodeAuthorizationError)
+	_, err = yc.CreateQueueProducerSession(ctx, producer, queue, "s", nil)
+	require.NoError(t, err)
+	require.NoError(t, yc.RemoveQueueProducerSession(ctx, producer, queue, "s", nil))
+	_, err = yc.PushQueueProducer(ctx, producer, queue, "s", 0, []any{&seqRow{0, 1, "x"}}, nil)
+	require.Error(t, err, "the session is gone")
 }
