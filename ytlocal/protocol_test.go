@@ -247,3 +247,29 @@ func TestMutationRetryAfterRestart(t *testing.T) {
 	other := post(s2.Addr(), "commit_transaction", map[string]any{"transaction_id": started.ID, "mutation_id": guid.New().String()})
 	require.Equal(t, 11000, other.errCode, "a new commit of the finished transaction still fails")
 }
+
+func TestSortedWriteViolations(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	p := ypath.Path("//tmp/sorted")
+	_, err := yc.CreateNode(ctx, p, yt.NodeTable, nil)
+	require.NoError(t, err)
+	write := func(rich *ypath.Rich, rows ...kv) error {
+		w, err := yc.WriteTable(ctx, rich, nil)
+		require.NoError(t, err)
+		for _, r := range rows {
+			require.NoError(t, w.Write(r))
+		}
+		return w.Commit()
+	}
+	require.NoError(t, write(ypath.NewRich(string(p)).SetSortedBy([]string{"key"}), kv{"a", 1}, kv{"b", 2}))
+	err = write(ypath.NewRich(string(p)).SetAppend(), kv{"a", 3})
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodeSortOrderViolation), "%v", err)
+	err = write(ypath.NewRich(string(p)).SetSortedBy([]string{"key"}), kv{"b", 1}, kv{"a", 2})
+	require.True(t, yterrors.ContainsErrorCode(err, yterrors.CodeSortOrderViolation), "%v", err)
+	require.NoError(t, write(ypath.NewRich(string(p)).SetAppend(), kv{"c", 3}))
+	require.Equal(t, []kv{{"a", 1}, {"b", 2}, {"c", 3}}, readAll(t, yc, p))
+	var sortedBy []string
+	require.NoError(t, yc.GetNode(ctx, p.Attr("sorted_by"), &sortedBy, nil))
+	require.Equal(t, []string{"key"}, sortedBy)
+}

@@ -513,8 +513,13 @@ func cmdWriteTable(c *call) (any, error) {
 			}
 			for i, r := range conv {
 				k := rowKey(r, keys)
-				if prev != nil && compareKeys(prev, k) > 0 {
-					return withAttrs(ytErr(yterrors.CodeGeneric, "Sort order violation in row %d written to sorted table %s", i, p.raw), "path", p.raw)
+				if prev != nil {
+					switch c := compareKeys(prev, k); {
+					case c > 0:
+						return withAttrs(ytErr(yterrors.CodeSortOrderViolation, "Sort order violation in row %d written to sorted table %s", i, p.raw), "path", p.raw)
+					case c == 0 && sc.UniqueKeys:
+						return withAttrs(ytErr(yterrors.CodeUniqueKeyViolation, "Duplicate key in row %d written to %s (unique_keys)", i, p.raw), "path", p.raw)
+					}
 				}
 				prev = k
 			}
