@@ -181,11 +181,15 @@ type Attributes struct {
 	PipelineState string `yson:"pipeline_state"`
 	// LeaderControllerAddress is @leader_controller_address, "" when none.
 	LeaderControllerAddress string `yson:"leader_controller_address"`
+	// SystemWatermark is @system_watermark (µs), published by the leader: no
+	// message of an internal stream with a smaller system timestamp is held by
+	// any job any more. 0 when never published.
+	SystemWatermark uint64 `yson:"system_watermark"`
 }
 
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
-	"target_state", "pipeline_state", "leader_controller_address",
+	"target_state", "pipeline_state", "leader_controller_address", "system_watermark",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does
@@ -279,6 +283,17 @@ func (s *Store) SetControllerAttributes(ctx context.Context, leader *Session, pi
 		if err := s.yc.SetNode(ctx, s.path.Attr("leader_controller_address"), address, opts); err != nil {
 			return fmt.Errorf("ytstore: set %s/@leader_controller_address: %w", s.path, classify(err))
 		}
+	}
+	return nil
+}
+
+// SetSystemWatermark publishes @system_watermark (µs) on behalf of the
+// leader, with its session as a prerequisite: a deposed leader gets
+// ErrLeaseLost and changes nothing.
+func (s *Store) SetSystemWatermark(ctx context.Context, leader *Session, watermark uint64) error {
+	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
+	if err := s.yc.SetNode(ctx, s.path.Attr("system_watermark"), watermark, opts); err != nil {
+		return fmt.Errorf("ytstore: set %s/@system_watermark: %w", s.path, classify(err))
 	}
 	return nil
 }

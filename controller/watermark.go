@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// WatermarkTracker computes the pipeline SystemWatermark over scheduling
+// cycles: a system timestamp (µs) such that no message of an internal stream
+// with a smaller system timestamp is still held by a job or can be delivered
+// again, so dedup rows below it are never consulted again. The zero value
+// starts from 0; a new leader starts from the published @system_watermark.
+//
+// One observation gives a bound (watermarkBound); the bound of observation k
+// is published only at a later observation in which every job has reported
+// again (a newer updated_at), as the minimum of both bounds. The second look
+// catches a retransmitted copy that reached a job after its status of
+// observation k while its sender had already released the message.
+//
+// Invariant: the watermark never passes a message a job still holds, and
+// never decreases (TestSystemWatermarkSimulation, TestWatermarkTracker).
+type WatermarkTracker struct {
+	w       uint64
+	pending *watermarkSnapshot // the bound waiting for fresher statuses
+}
+
+type watermarkSnapshot struct {
+	bound   uint64
+	updated map[string]uint64 // job id -> updated_at of the status the bound used
+}
+
+// NewWatermarkTracker returns a tracker that continues from a published value.
+func NewWatermarkTracker(published uint64) *WatermarkTracker {
+	return &WatermarkTracker{w: published}
+}
+
+// Value returns the current watermark.
+func (t *WatermarkTracker) Value() uint64 { return t.w }
+
+// Observe folds one observation of the layout into the watermark and returns
+// it; advanced reports whether it grew.
+func (t *WatermarkTracker) Observe(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (w uint64, advanced bool) {
+	bound, ok := watermarkBound(partitions, jobs, statuses)
+	if !ok {
+		return t.w, false
+	}
+	snap := &watermarkSnapshot{bound: bound, updated: make(map[string]uint64, len(statuses))}
+	for _, st := range statuses {
+		snap.updated[st.JobID] = st.UpdatedAt
+	}
+	if t.pending == nil {
+		t.pending = snap
+		return t.w, false
+	}
+	for _, j := range jobs {
+		if before, seen := t.pending.updated[j.JobID]; seen && snap.updated[j.JobID] <= before {
+			return t.w, false // wait until every job has reported again
+		}
+	}
+	next := max(t.w, min(t.pending.bound, bound))
+	t.pending = snap
+	if next == t.w {
+		return t.w, false
+	}
+	t.w = next
+	return t.w, true
+}
+
+// watermarkBound is the bound one observation of the layout gives
+// (docs/runtime-protocol.md, "SystemWatermark"); ok is false when it gives
+// none:
+//
+//   - every partition must have a job, and every job a status whose state is
+//     running or completed: a partition without a reporting job may hold
+//     committed outputs nobody accounts for;
+//   - a job's bound is its reported system_watermark, capped by the time of
+//     its status (updated_at): a message it takes in or produces after
+//     reporting has a system timestamp no smaller than that time (it is
+//     produced by a later epoch, or it is still held, and reported, by its
+//     sender); what a source job reads later gets the time of a later epoch;
+//   - a status with in_flight > 0 but no system_watermark does not say what
+//     the job holds;
+//   - the bound is the minimum over the jobs.
+func watermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
+	if len(partitions) == 0 {
+		return 0, false
+	}
+	status := make(map[string]ytstore.JobStatus, len(statuses))
+	for _, st := range statuses {
+		status[st.JobID] = st
+	}
+	jobsOf := make(map[string]int, len(partitions))
+	for _, j := range jobs {
+		jobsOf[j.PartitionID]++
+	}
+	for _, pt := range partitions {
+		if jobsOf[pt.PartitionID] == 0 {
+			return 0, false
+		}
+	}
+	w, found := uint64(0), false
+	for _, j := range jobs {
+		st, has := status[j.JobID]
+		if !has || st.UpdatedAt == 0 || (st.State != ytstore.JobRunning && st.State != ytstore.JobCompleted) {
+			return 0, false
+		}
+		if st.InFlight > 0 && st.SystemWatermark == 0 {
+			return 0, false
+		}
+		bound := st.UpdatedAt
+		if st.SystemWatermark != 0 {
+			bound = min(bound, st.SystemWatermark)
+		}
+		if !found || bound < w {
+			w, found = bound, true
+		}
+	}
+	return w, found
+}

@@ -1,0 +1,289 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+func TestWatermarkBound(t *testing.T) {
+	parts := []ytstore.Partition{{PartitionID: "a"}, {PartitionID: "b"}}
+	jobs := []ytstore.Job{{JobID: "ja", PartitionID: "a"}, {JobID: "jb", PartitionID: "b"}}
+	running := func(job string, updated, wm uint64, inFlight int64) ytstore.JobStatus {
+		return ytstore.JobStatus{JobID: job, State: ytstore.JobRunning, UpdatedAt: updated, SystemWatermark: wm, InFlight: inFlight}
+	}
+	cases := []struct {
+		name     string
+		parts    []ytstore.Partition
+		jobs     []ytstore.Job
+		statuses []ytstore.JobStatus
+		want     uint64
+		ok       bool
+	}{
+		{"min of reported watermarks", parts, jobs, []ytstore.JobStatus{running("ja", 100, 40, 3), running("jb", 100, 70, 1)}, 40, true},
+		{"idle job bounded by its status time", parts, jobs, []ytstore.JobStatus{running("ja", 30, 0, 0), running("jb", 100, 70, 1)}, 30, true},
+		{"watermark capped by status time", parts, jobs, []ytstore.JobStatus{running("ja", 50, 90, 1), running("jb", 100, 70, 1)}, 50, true},
+		{"completed source counts", parts, jobs, []ytstore.JobStatus{{JobID: "ja", State: ytstore.JobCompleted, UpdatedAt: 80}, running("jb", 100, 70, 1)}, 70, true},
+		{"job without status waits", parts, jobs, []ytstore.JobStatus{running("ja", 100, 40, 3)}, 0, false},
+		{"partition without job waits", parts, jobs[:1], []ytstore.JobStatus{running("ja", 100, 40, 3)}, 0, false},
+		{"failed job waits", parts, jobs, []ytstore.JobStatus{{JobID: "ja", State: ytstore.JobFailed, UpdatedAt: 100}, running("jb", 100, 70, 1)}, 0, false},
+		{"in flight without watermark waits", parts, jobs, []ytstore.JobStatus{running("ja", 100, 0, 2), running("jb", 100, 70, 1)}, 0, false},
+		{"status never written waits", parts, jobs, []ytstore.JobStatus{running("ja", 0, 0, 0), running("jb", 100, 70, 1)}, 0, false},
+		{"no partitions waits", nil, nil, nil, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, ok := watermarkBound(c.parts, c.jobs, c.statuses)
+			if w != c.want || ok != c.ok {
+				t.Fatalf("watermarkBound = %d, %v; want %d, %v", w, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+func TestWatermarkTracker(t *testing.T) {
+	parts := []ytstore.Partition{{PartitionID: "a"}, {PartitionID: "b"}}
+	jobs := []ytstore.Job{{JobID: "ja", PartitionID: "a"}, {JobID: "jb", PartitionID: "b"}}
+	obs := func(ua, wa, ub, wb uint64) []ytstore.JobStatus {
+		return []ytstore.JobStatus{
+			{JobID: "ja", State: ytstore.JobRunning, UpdatedAt: ua, SystemWatermark: wa, InFlight: 1},
+			{JobID: "jb", State: ytstore.JobRunning, UpdatedAt: ub, SystemWatermark: wb, InFlight: 1},
+		}
+	}
+	tr := NewWatermarkTracker(50)
+	steps := []struct {
+		name     string
+		statuses []ytstore.JobStatus
+		want     uint64
+		advanced bool
+	}{
+		{"first bound only pending", obs(100, 80, 100, 90), 50, false},
+		{"jb has not reported again", obs(110, 95, 100, 90), 50, false},
+		{"both reported again: min of both bounds", obs(120, 85, 130, 99), 80, true},
+		{"a late copy lowers the bound, the pending one is used", obs(140, 70, 140, 99), 80, false},
+		{"never decreases", obs(150, 60, 150, 60), 80, false},
+		{"advances again", obs(160, 160, 170, 170), 80, false},
+		{"advances to the min of the last two bounds", obs(180, 175, 190, 200), 160, true},
+		{"missing status: no change", obs(200, 190, 200, 190)[:1], 160, false},
+	}
+	for _, s := range steps {
+		w, adv := tr.Observe(parts, jobs, s.statuses)
+		if w != s.want || adv != s.advanced || tr.Value() != w {
+			t.Fatalf("%s: Observe = %d, %v (Value %d); want %d, %v", s.name, w, adv, tr.Value(), s.want, s.advanced)
+		}
+	}
+}
+
+// TestSystemWatermarkSimulation models a three-stage chain of jobs (sources,
+// then two keyed stages) that exchange messages as the runtime protocol says
+// — a receiver holds a message from delivery until its epoch commits, a
+// sender holds it until an epoch after the acknowledgement deleted its outbox
+// row, an open epoch holds the system timestamp its outputs will get — with
+// stale statuses and job restarts (uncommitted input lost, outbox reloaded,
+// status gone until the new job reports). After every controller observation
+// it checks that the watermark never decreases and never passes the system
+// timestamp of a message any job still holds or an open epoch will produce.
+func TestSystemWatermarkSimulation(t *testing.T) {
+	for seed := range 200 {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { simulateWatermark(t, uint64(seed)) })
+	}
+}
+
+var debugWM = false
+
+type wmMessage struct {
+	id string
+	ts uint64
+}
+
+type wmJob struct {
+	stage     int
+	jobID     string
+	inbox     map[string]wmMessage // delivered, not committed
+	epochOpen bool
+	epochNow  uint64
+	epochIn   []wmMessage
+	outbox    map[string]wmMessage // committed outputs not yet acknowledged
+	acked     map[string]wmMessage // acknowledged, outbox row deleted by the next commit
+	from      map[string]*wmJob    // message id -> sender
+}
+
+func simulateWatermark(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x3a7e))
+	clock := uint64(1_000_000)
+	var jobs []*wmJob
+	var parts []ytstore.Partition
+	for stage := range 3 {
+		for i := range 2 {
+			pid := fmt.Sprintf("s%d/%d", stage, i)
+			parts = append(parts, ytstore.Partition{PartitionID: pid})
+			jobs = append(jobs, &wmJob{stage: stage, jobID: pid + "#0", inbox: map[string]wmMessage{}, outbox: map[string]wmMessage{}, acked: map[string]wmMessage{}, from: map[string]*wmJob{}})
+		}
+	}
+	statuses := map[string]ytstore.JobStatus{}
+	restarts, seq := 0, 0
+	tr := &WatermarkTracker{}
+	prev := uint64(0)
+	advanced := 0
+	for step := range 3000 {
+		clock += uint64(rng.IntN(4))
+		j := jobs[rng.IntN(len(jobs))]
+		act := rng.IntN(7)
+		if debugWM {
+			t.Logf("step %d clock %d job %s act %d inbox=%v epoch=%v/%d/%v outbox=%v acked=%v", step, clock, j.jobID, act, j.inbox, j.epochOpen, j.epochNow, j.epochIn, j.outbox, j.acked)
+		}
+		switch act {
+		case 0: // begin an epoch
+			if !j.epochOpen {
+				j.epochOpen, j.epochNow = true, clock
+				for id, m := range j.inbox {
+					j.epochIn = append(j.epochIn, m)
+					delete(j.inbox, id)
+				}
+				if j.stage == 0 {
+					for range rng.IntN(3) {
+						seq++
+						j.epochIn = append(j.epochIn, wmMessage{id: fmt.Sprintf("src%d", seq), ts: j.epochNow})
+					}
+				}
+			}
+		case 1: // commit the open epoch: outputs, acknowledgements, outbox deletions
+			if !j.epochOpen {
+				continue
+			}
+			for id := range j.acked {
+				delete(j.acked, id)
+			}
+			for _, in := range j.epochIn {
+				seq++
+				out := wmMessage{id: fmt.Sprintf("m%d", seq), ts: j.epochNow}
+				j.outbox[out.id] = out
+				if s := j.from[in.id]; s != nil {
+					if m, ok := s.outbox[in.id]; ok {
+						delete(s.outbox, in.id)
+						s.acked[in.id] = m
+					}
+					delete(j.from, in.id)
+				}
+			}
+			j.epochOpen, j.epochIn = false, nil
+		case 2: // deliver an outbox message downstream (or to the sink)
+			for _, id := range sortedKeys(j.outbox) {
+				m := j.outbox[id]
+				if j.stage == 2 {
+					delete(j.outbox, id)
+					j.acked[id] = m
+					break
+				}
+				r := jobs[(j.stage+1)*2+len(id)%2] // routing is a function of the message
+				if _, dup := r.inbox[id]; !dup {
+					r.inbox[id] = m
+					r.from[id] = j
+				}
+				break
+			}
+		case 3, 4: // report status
+			st := ytstore.JobStatus{JobID: j.jobID, State: ytstore.JobRunning, UpdatedAt: clock}
+			for _, set := range []map[string]wmMessage{j.inbox, j.outbox, j.acked} {
+				for _, m := range set {
+					st.InFlight++
+					if st.SystemWatermark == 0 || m.ts < st.SystemWatermark {
+						st.SystemWatermark = m.ts
+					}
+				}
+			}
+			for _, m := range j.epochIn {
+				st.InFlight++
+				if st.SystemWatermark == 0 || m.ts < st.SystemWatermark {
+					st.SystemWatermark = m.ts
+				}
+			}
+			if j.epochOpen && (st.SystemWatermark == 0 || j.epochNow < st.SystemWatermark) {
+				st.SystemWatermark = j.epochNow
+			}
+			statuses[j.jobID] = st
+		case 5: // restart: uncommitted input lost, acknowledged rows not yet deleted come back
+			if rng.IntN(4) != 0 {
+				continue
+			}
+			delete(statuses, j.jobID)
+			restarts++
+			j.jobID = fmt.Sprintf("%s#%d", j.jobID[:4], restarts)
+			j.inbox, j.epochOpen, j.epochIn = map[string]wmMessage{}, false, nil
+			for id, m := range j.acked {
+				if j.stage < 2 || rng.IntN(2) == 0 {
+					j.outbox[id] = m
+				}
+			}
+			j.acked = map[string]wmMessage{}
+			j.from = map[string]*wmJob{}
+		case 6: // the controller observes
+			var js []ytstore.Job
+			var sts []ytstore.JobStatus
+			for _, x := range jobs {
+				js = append(js, ytstore.Job{JobID: x.jobID, PartitionID: x.jobID[:4]})
+			}
+			for _, id := range sortedKeys(statuses) {
+				sts = append(sts, statuses[id])
+			}
+			w, ok := tr.Observe(parts, js, sts)
+			if debugWM {
+				held, what := lowestHeld(jobs)
+				t.Logf("observe: w=%d ok=%v held=%d %s statuses=%v", w, ok, held, what, sts)
+			}
+			if w < prev {
+				t.Fatalf("step %d: watermark went back from %d to %d", step, prev, w)
+			}
+			if ok != (w > prev) {
+				t.Fatalf("step %d: advanced=%v but watermark %d -> %d", step, ok, prev, w)
+			}
+			if ok {
+				advanced++
+			}
+			if held, what := lowestHeld(jobs); held != 0 && w > held {
+				t.Fatalf("step %d: watermark %d passes %s with system timestamp %d", step, w, what, held)
+			}
+			if w > clock {
+				t.Fatalf("step %d: watermark %d is ahead of the clock %d", step, w, clock)
+			}
+			prev = w
+		}
+	}
+	if advanced == 0 {
+		t.Fatalf("the watermark never advanced")
+	}
+}
+
+func lowestHeld(jobs []*wmJob) (uint64, string) {
+	var low uint64
+	var what []string
+	note := func(ts uint64, desc string) {
+		if low == 0 || ts < low {
+			low, what = ts, nil
+		}
+		if ts == low {
+			what = append(what, desc)
+		}
+	}
+	for _, j := range jobs {
+		for _, set := range []map[string]wmMessage{j.inbox, j.outbox, j.acked} {
+			for _, m := range set {
+				note(m.ts, "message "+m.id+" held by "+j.jobID)
+			}
+		}
+		for _, m := range j.epochIn {
+			note(m.ts, "message "+m.id+" in the open epoch of "+j.jobID)
+		}
+		if j.epochOpen {
+			note(j.epochNow, "the open epoch of "+j.jobID)
+		}
+	}
+	sort.Strings(what)
+	if len(what) == 0 {
+		return 0, ""
+	}
+	return low, what[0]
+}

@@ -1,0 +1,72 @@
+package ytstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestCollectDedup fills both dedup indexes with rows of known system
+// timestamps and checks that CollectDedup deletes exactly the rows below the
+// bound, in batches of the requested size, and keeps the others.
+func TestCollectDedup(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "//home/p/gc")
+	if err := st.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var full, compact []any
+	for i := range 50 {
+		ts := uint64(1000 + i*10) // 1000 .. 1490
+		full = append(full, inputMessageRow{ComputationID: "c", Key: []byte{byte(i)}, MessageID: fmt.Sprintf("m%03d", i), SystemTimestamp: ts})
+		compact = append(compact, compactInputMessageRow{DedupKey: []byte(fmt.Sprintf("k%03d", i)), SystemTimestamp: ts})
+	}
+	if err := st.yc.InsertRows(ctx, st.child(TableInputMessages), full, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.yc.InsertRows(ctx, st.child(TableCompactInputMessages), compact, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, m, err := st.DedupRowCounts(ctx); err != nil || n != 50 || m != 50 {
+		t.Fatalf("DedupRowCounts = %d, %d, %v; want 50, 50", n, m, err)
+	}
+	// 30 rows of each table are below 1300; batches of 12 take three calls.
+	var total DedupGCResult
+	calls := 0
+	for {
+		res, err := st.CollectDedup(ctx, 1300, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		total.InputMessages += res.InputMessages
+		total.CompactInputMessages += res.CompactInputMessages
+		if res.InputMessages > 12 || res.CompactInputMessages > 12 {
+			t.Fatalf("a call deleted more than the batch: %+v", res)
+		}
+		if !res.More {
+			break
+		}
+		if calls > 10 {
+			t.Fatal("CollectDedup keeps reporting more rows")
+		}
+	}
+	if total.InputMessages != 30 || total.CompactInputMessages != 30 {
+		t.Fatalf("deleted %+v, want 30 rows of each table", total)
+	}
+	if n, m, err := st.DedupRowCounts(ctx); err != nil || n != 20 || m != 20 {
+		t.Fatalf("after gc DedupRowCounts = %d, %d, %v; want 20, 20", n, m, err)
+	}
+	rows, err := selectAll[inputMessageRow](ctx, st, TableInputMessages, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.SystemTimestamp < 1300 {
+			t.Fatalf("row %s with system_timestamp %d survived gc below 1300", r.MessageID, r.SystemTimestamp)
+		}
+	}
+	if res, err := st.CollectDedup(ctx, 0, 0); err != nil || res != (DedupGCResult{}) {
+		t.Fatalf("CollectDedup below 0 = %+v, %v; want nothing deleted", res, err)
+	}
+}
