@@ -42,6 +42,14 @@ type Config struct {
 	LeaseTimeout time.Duration
 	// RetryPeriod is how often a standby retries the leader lock. Default 1s.
 	RetryPeriod time.Duration
+	// DedupGCMargin is how far below the SystemWatermark dedup rows are kept:
+	// rows of input_messages and compact_input_messages with a system
+	// timestamp below watermark - margin are deleted. It absorbs clock skew
+	// between workers and retransmitted copies still in the network. Default 30s.
+	DedupGCMargin time.Duration
+	// DedupGCBatch bounds the rows deleted from each dedup table per
+	// scheduling cycle. Default 10000.
+	DedupGCBatch int
 }
 
 func (c Config) withDefaults() Config {
@@ -49,6 +57,8 @@ func (c Config) withDefaults() Config {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, 5*time.Second)
 	c.LeaseTimeout = cmp.Or(c.LeaseTimeout, 30*time.Second)
 	c.RetryPeriod = cmp.Or(c.RetryPeriod, time.Second)
+	c.DedupGCMargin = cmp.Or(c.DedupGCMargin, 30*time.Second)
+	c.DedupGCBatch = cmp.Or(c.DedupGCBatch, 10000)
 	if c.Logger == nil {
 		c.Logger = (&nop.Logger{}).Structured()
 	}
@@ -151,6 +161,14 @@ type cycler struct {
 	sess  *ytstore.Session
 	sched *Scheduler
 
+	// wm is the SystemWatermark; nil until the first cycle reads the
+	// published value.
+	wm *WatermarkTracker
+	// gcDone is the bound below which dedup rows were all deleted; gcMore
+	// says the last collection stopped at its batch limit.
+	gcDone uint64
+	gcMore bool
+
 	// parsed specs, cached by version
 	specVersion, dynVersion int64
 	topology                Topology
@@ -173,6 +191,40 @@ func (c *cycler) cycle(ctx context.Context) error {
 		}
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
+	}
+	return c.advanceWatermark(ctx, in, attrs)
+}
+
+// advanceWatermark folds the cycle's observation into the SystemWatermark,
+// publishes it when it grew, and deletes dedup rows below it minus the
+// margin, at most DedupGCBatch per table and cycle.
+func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) error {
+	if c.wm == nil {
+		c.wm = NewWatermarkTracker(attrs.SystemWatermark)
+	}
+	w, advanced := c.wm.Observe(in.Partitions, in.Jobs, in.Statuses)
+	if advanced {
+		if err := c.st.SetSystemWatermark(ctx, c.sess, w); err != nil {
+			return err
+		}
+		c.lg.Debug("system watermark advanced", log.UInt64("system_watermark", w))
+	}
+	margin := uint64(c.cfg.DedupGCMargin.Microseconds())
+	if w <= margin {
+		return nil
+	}
+	before := w - margin
+	if before <= c.gcDone && !c.gcMore {
+		return nil
+	}
+	res, err := c.st.CollectDedup(ctx, before, c.cfg.DedupGCBatch)
+	if err != nil {
+		c.lg.Warn("dedup gc failed", log.UInt64("below", before), log.Error(err))
+		return nil
+	}
+	c.gcDone, c.gcMore = before, res.More
+	if n := res.InputMessages + res.CompactInputMessages; n > 0 {
+		c.lg.Debug("dedup gc", log.UInt64("below", before), log.Int("input_messages", res.InputMessages), log.Int("compact_input_messages", res.CompactInputMessages))
 	}
 	return nil
 }
