@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
 
 	"github.com/ytflow/yt-flow/ytlocal"
@@ -59,7 +61,8 @@ func populate(t *testing.T, yc yt.Client) {
 	require.NoError(t, tx.Commit())
 
 	// Low-level transaction: no client pinger that would outlive the server.
-	open, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: yson1s()})
+	minute := yson.Duration(time.Minute)
+	open, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: &minute})
 	require.NoError(t, err)
 	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/d/uncommitted"), yt.NodeMap, &yt.CreateNodeOptions{
 		TransactionOptions: &yt.TransactionOptions{TransactionID: open}})

@@ -31,7 +31,8 @@ func TestUnpingedTransactionExpires(t *testing.T) {
 	ctx := context.Background()
 	yc := newClient(t, ytlocaltest.New(t))
 
-	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: yson1s()})
+	timeout := yson.Duration(2 * time.Second)
+	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: &timeout})
 	require.NoError(t, err)
 	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/staged"), yt.NodeMap, &yt.CreateNodeOptions{
 		TransactionOptions: &yt.TransactionOptions{TransactionID: id}})
@@ -51,17 +52,18 @@ func TestUnpingedTransactionExpires(t *testing.T) {
 	require.False(t, ok, "changes of an expired transaction must be discarded")
 }
 
-func yson1s() *yson.Duration { d := yson.Duration(time.Second); return &d }
 
 func TestPingKeepsTransactionAlive(t *testing.T) {
 	ctx := context.Background()
 	yc := newClient(t, ytlocaltest.New(t))
-	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: yson1s()})
+	// Pings every 50 ms keep a 3 s transaction alive for longer than its timeout.
+	timeout := yson.Duration(3 * time.Second)
+	id, err := yc.StartTx(ctx, &yt.StartTxOptions{Timeout: &timeout})
 	require.NoError(t, err)
 	start := time.Now()
-	for time.Since(start) < 2500*time.Millisecond {
+	for time.Since(start) < 4*time.Second {
 		require.NoError(t, yc.PingTx(ctx, id, nil))
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 	require.NoError(t, yc.CommitTx(ctx, id, nil))
 }
