@@ -52,7 +52,6 @@ func TestUnpingedTransactionExpires(t *testing.T) {
 	require.False(t, ok, "changes of an expired transaction must be discarded")
 }
 
-
 func TestPingKeepsTransactionAlive(t *testing.T) {
 	ctx := context.Background()
 	yc := newClient(t, ytlocaltest.New(t))
