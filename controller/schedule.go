@@ -372,6 +372,37 @@ func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
 	}
 }
 
+// blocked reports whether an active hash-range partition must wait without a
+// job because a retiring (draining) partition of the same computation with
+// an overlapping key range still exists: the retiring job may still deliver
+// outputs derived from keys of the range, and outputs of the new partition
+// for the same keys must not overtake them (strict distribution ordering,
+// docs/runtime-protocol.md). Meanwhile upstream jobs find no route for those
+// keys and keep the messages in their outboxes.
+// Invariant: a partition never has a job while a retiring partition with an
+// overlapping range exists (TestRepartitionNewPartitionsWaitForOldRanges,
+// TestSimulation).
+func (p *plan) blocked(pid string) bool {
+	pt := p.partitions[pid]
+	if pt.SourceID != "" || pt.State != ytstore.PartitionActive {
+		return false
+	}
+	for _, q := range p.partitions {
+		if q.ComputationID == pt.ComputationID && q.SourceID == "" && q.State == ytstore.PartitionDraining &&
+			RangesOverlap(pt.LowerKey, pt.UpperKey, q.LowerKey, q.UpperKey) {
+			return true
+		}
+	}
+	return false
+}
+
+// RangesOverlap reports whether the hash ranges [lo1, up1) and [lo2, up2)
+// intersect; an upper bound 0 stands for 2^64.
+func RangesOverlap(lo1, up1, lo2, up2 uint64) bool {
+	below := func(x, upper uint64) bool { return upper == 0 || x < upper }
+	return below(lo1, up2) && below(lo2, up1)
+}
+
 func unknownSource(pt ytstore.Partition, unknown map[string]bool) bool {
 	return pt.SourceID != "" && unknown[sourcePrefix(pt.ComputationID, pt.SourceID)]
 }
@@ -392,6 +423,8 @@ func (p *plan) keepJobs(statuses map[string]ytstore.JobStatus) {
 		switch {
 		case !partitionExists:
 			p.removeJob(j, "partition removed")
+		case p.blocked(j.PartitionID):
+			p.removeJob(j, "partition waits until the retiring partitions with overlapping key ranges have drained")
 		case !p.in.WorkerAlive[j.WorkerID]:
 			p.removeJob(j, "worker lost")
 		case !p.in.LeaseAlive[j.LeaseID]:
@@ -489,6 +522,9 @@ func (p *plan) assign() {
 	for _, id := range sortedKeys(p.partitions) {
 		if _, ok := p.jobs[id]; ok {
 			continue
+		}
+		if p.blocked(id) {
+			continue // strict distribution ordering: wait for the old ranges
 		}
 		if b, ok := p.s.failures[id]; ok && p.in.Now < b.notBefore {
 			continue // restart backoff after failures

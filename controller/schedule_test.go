@@ -475,6 +475,91 @@ func TestRepartitionRetiresOldPartitions(t *testing.T) {
 	}
 }
 
+// TestRepartitionNewPartitionsWaitForOldRanges changes the partition count
+// while jobs hold messages: the new partitions get no job while a retiring
+// partition with an overlapping range exists, and get jobs once the old ones
+// have delivered their outboxes. A partition wanted again while overlapping
+// retiring partitions exist loses its job until they are gone.
+func TestRepartitionNewPartitionsWaitForOldRanges(t *testing.T) {
+	w := newWorld("w1", "w2")
+	var s Scheduler
+	w.step(t, &s)
+	w.topology.Computations[0].PartitionCount = 3
+	w.report(5, true, ytstore.JobRunning) // jobs hold outputs
+	w.step(t, &s)
+	for range 3 {
+		w.report(5, true, ytstore.JobRunning) // retiring jobs still deliver
+		w.step(t, &s)
+		for _, j := range w.jobs {
+			if strings.HasSuffix(j.PartitionID, "of3") {
+				t.Fatalf("new partition %s got job %s while the old ranges still drain", j.PartitionID, j.JobID)
+			}
+		}
+	}
+	w.report(0, true, ytstore.JobRunning) // outboxes delivered
+	w.step(t, &s)
+	w.step(t, &s)
+	got := []string{}
+	for _, j := range w.jobs {
+		if j.ComputationID == "counter" {
+			got = append(got, j.PartitionID)
+		}
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, []string{"counter/0of3", "counter/1of3", "counter/2of3"}) {
+		t.Fatalf("counter jobs after the old ranges drained: %v", got)
+	}
+
+	// Back to 2 while the 3 new ones still hold messages: 0of2 and 1of2 wait.
+	w.topology.Computations[0].PartitionCount = 2
+	w.report(5, true, ytstore.JobRunning)
+	w.step(t, &s)
+	w.report(5, true, ytstore.JobRunning)
+	w.step(t, &s)
+	for _, j := range w.jobs {
+		if strings.HasSuffix(j.PartitionID, "of2") {
+			t.Fatalf("partition %s got job %s while the 3-way ranges still drain", j.PartitionID, j.JobID)
+		}
+	}
+	w.report(0, true, ytstore.JobRunning)
+	w.step(t, &s)
+	w.step(t, &s)
+	got = got[:0]
+	for _, j := range w.jobs {
+		if j.ComputationID == "counter" {
+			got = append(got, j.PartitionID)
+		}
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, []string{"counter/0of2", "counter/1of2"}) {
+		t.Fatalf("counter jobs after shrinking: %v", got)
+	}
+}
+
+func TestRangesOverlap(t *testing.T) {
+	const half = 1 << 63
+	cases := []struct {
+		lo1, up1, lo2, up2 uint64
+		want               bool
+	}{
+		{0, half, half, 0, false},
+		{0, 0, half, 0, true},
+		{0, half + 1, half, 0, true},
+		{10, 20, 20, 30, false},
+		{10, 21, 20, 30, true},
+		{25, 26, 20, 30, true},
+		{half, 0, 0, half, false},
+	}
+	for _, c := range cases {
+		if got := RangesOverlap(c.lo1, c.up1, c.lo2, c.up2); got != c.want {
+			t.Errorf("RangesOverlap(%#x, %#x, %#x, %#x) = %v, want %v", c.lo1, c.up1, c.lo2, c.up2, got, c.want)
+		}
+		if got := RangesOverlap(c.lo2, c.up2, c.lo1, c.up1); got != c.want {
+			t.Errorf("RangesOverlap is not symmetric on %+v", c)
+		}
+	}
+}
+
 func TestNoSpecRunsNothing(t *testing.T) {
 	w := newWorld("w1")
 	in := w.input()

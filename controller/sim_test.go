@@ -244,6 +244,19 @@ func (sim *simulation) checkLayout() {
 			sim.fail("job %s of missing partition %s", id, j.PartitionID)
 		}
 	}
+	// Strict distribution ordering: no job for a range a retiring partition
+	// still overlaps.
+	for id, j := range w.jobs {
+		pt := w.partitions[j.PartitionID]
+		if pt.State != ytstore.PartitionActive || pt.SourceID != "" {
+			continue
+		}
+		for _, q := range w.partitions {
+			if q.ComputationID == pt.ComputationID && q.State == ytstore.PartitionDraining && RangesOverlap(pt.LowerKey, pt.UpperKey, q.LowerKey, q.UpperKey) {
+				sim.fail("job %s of %s runs while retiring partition %s overlaps its range", id, pt.PartitionID, q.PartitionID)
+			}
+		}
+	}
 	switch w.state {
 	case ytstore.StatePaused, ytstore.StateStopped, ytstore.StateCompleted:
 		if len(w.jobs) != 0 {
