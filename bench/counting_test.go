@@ -102,7 +102,7 @@ func TestPipelineSmoke(t *testing.T) {
 	srv := startServer(t, false)
 	words, want := inputWords(300, 20, 3)
 	p := newPipeline(t, srv.Addr(), "smoke", Options{Tablets: 2, CountPartitions: 2, Finite: true})
-	d, _ := finiteRun(t, p, srv.Addr(), 2, words, want, nil)
+	d, _, _ := finiteRun(t, p, srv.Addr(), 2, words, want, false, nil)
 	assert.Positive(t, d)
 	assert.Less(t, d, 5*time.Minute)
 }

@@ -253,6 +253,45 @@ func (p *Pipeline) CheckExact(ctx context.Context, want map[string]int64) error 
 	return nil
 }
 
+// CheckAtLeast is the at-least-once check: every word of want is in the result table with
+// at least want's count, and the output queue reaches that count. It returns how many
+// messages were counted more than once in the table (the table's total minus want's).
+func (p *Pipeline) CheckAtLeast(ctx context.Context, want map[string]int64) (extra int64, err error) {
+	got, err := p.Totals(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for w, n := range want {
+		if got[w] < n {
+			return 0, fmt.Errorf("table: %s = %d, want at least %d", w, got[w], n)
+		}
+		extra += got[w] - n
+	}
+	if len(got) != len(want) {
+		return 0, fmt.Errorf("table has %d words, want %d", len(got), len(want))
+	}
+	reached := map[string]int64{}
+	for off := int64(0); ; {
+		rows, err := p.ReadOutput(ctx, off, 10000)
+		if err != nil {
+			return 0, err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			reached[r.Word] = max(reached[r.Word], r.Count)
+		}
+		off = rows[len(rows)-1].Offset + 1
+	}
+	for w, n := range want {
+		if reached[w] < n {
+			return 0, fmt.Errorf("output: %s reaches %d, want at least %d", w, reached[w], n)
+		}
+	}
+	return extra, nil
+}
+
 // Runtime is a controller and workers running in this process against one pipeline, as
 // `yt-flow run` runs them.
 type Runtime struct {
