@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.ytsaurus.tech/library/go/blockcodecs"
 	_ "go.ytsaurus.tech/library/go/blockcodecs/all" // register every block codec
@@ -259,6 +260,7 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	}
 	outFmt := formatName(r.Header.Get("X-YT-Output-Format"))
 	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating}
+	started := time.Now()
 	result, err := s.execute(cmd, c)
 	// Invariant: no response leaves before every record written up to the end of its
 	// handler is fsynced (TestLocalSurvivesKill9, TestRestartKeepsCommittedState).
@@ -268,9 +270,11 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	}
 	if err != nil {
 		e := asYTError(err)
-		s.log.Debug("command failed", log.String("command", name), log.Int("code", int(e.Code)), log.String("message", e.Message))
+		s.log.Debug("command failed", log.String("command", name), log.Int("code", int(e.Code)),
+			log.String("message", e.Message), log.Duration("duration", time.Since(started)))
 		return errorResponse(http.StatusBadRequest, e)
 	}
+	s.log.Debug("command done", log.String("command", name), log.Duration("duration", time.Since(started)))
 	rsp, err := encodeResult(result, outFmt, accept)
 	if err != nil {
 		return errorResponse(http.StatusInternalServerError, ytErr(yterrors.CodeGeneric, "Error encoding response of %q: %v", name, err))
