@@ -3,6 +3,7 @@ package ytlocal
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +155,10 @@ func (c *call) int64p(name string, def int64) (int64, error) {
 		if n == float64(int64(n)) {
 			return int64(n), nil
 		}
+	case string: // query-string parameters arrive as strings
+		if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+			return i, nil
+		}
 	}
 	return 0, badParam(name, "integer", v)
 }
@@ -170,6 +175,10 @@ func (c *call) uint64p(name string, def uint64) (uint64, error) {
 	case int64:
 		if n >= 0 {
 			return uint64(n), nil
+		}
+	case string:
+		if u, err := strconv.ParseUint(n, 10, 64); err == nil {
+			return u, nil
 		}
 	}
 	return 0, badParam(name, "uint64", v)

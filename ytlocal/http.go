@@ -254,6 +254,12 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	if err != nil {
 		return errorResponse(http.StatusBadRequest, asYTError(err))
 	}
+	// Query-string parameters come first; the header and body override them.
+	for k, vs := range r.URL.Query() {
+		if _, ok := req.params[k]; !ok && len(vs) > 0 {
+			req.params[k] = vs[len(vs)-1]
+		}
+	}
 	accept := acceptedEncoding(r.Header.Get("Accept-Encoding"))
 	if accept != "" && strings.HasPrefix(accept, "z-") && blockcodecs.FindCodecByName(strings.TrimPrefix(accept, "z-")) == nil {
 		return errorResponse(http.StatusUnsupportedMediaType, ytErr(yterrors.CodeGeneric, "Unsupported Accept-Encoding %q", accept))

@@ -273,3 +273,12 @@ func TestSortedWriteViolations(t *testing.T) {
 	require.NoError(t, yc.GetNode(ctx, p.Attr("sorted_by"), &sortedBy, nil))
 	require.Equal(t, []string{"key"}, sortedBy)
 }
+
+func TestQueryStringParameters(t *testing.T) {
+	proxy := ytlocaltest.New(t)
+	r := do(t, "POST", "http://"+proxy+"/api/v4/create?path=//tmp/q/r&type=map_node&recursive=true", nil, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	r = do(t, "GET", "http://"+proxy+"/api/v4/list?path=//tmp/q&max_size=5", map[string]string{"X-YT-Output-Format": "json"}, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.JSONEq(t, `{"value":["r"]}`, string(r.body))
+}
