@@ -15,6 +15,8 @@ import (
 type object struct {
 	n  *node
 	tx *masterTx // a transaction object (#<tx id>, //sys/transactions/<id>)
+	// docKeys is the rest of the path inside the value of document n (resolveDoc only).
+	docKeys []string
 }
 
 func resolveError(path, format string, args ...any) error {
@@ -26,10 +28,16 @@ func resolveError(path, format string, args ...any) error {
 // resolve finds the object a path names under tx. Links are followed except at an
 // element marked & (and at the last element when followLast is false).
 func (s *Server) resolve(p *pathRef, tx *masterTx, followLast bool) (object, error) {
-	return s.resolveDepth(p, tx, followLast, 0)
+	return s.resolveDepth(p, tx, followLast, 0, false)
 }
 
-func (s *Server) resolveDepth(p *pathRef, tx *masterTx, followLast bool, depth int) (object, error) {
+// resolveDoc is resolve that may stop at a document node and leave the remaining keys
+// in object.docKeys (get, exists, set and remove address values inside documents).
+func (s *Server) resolveDoc(p *pathRef, tx *masterTx, followLast bool) (object, error) {
+	return s.resolveDepth(p, tx, followLast, 0, true)
+}
+
+func (s *Server) resolveDepth(p *pathRef, tx *masterTx, followLast bool, depth int, allowDoc bool) (object, error) {
 	if depth > 32 {
 		return object{}, resolveError(p.raw, "Too many link redirections")
 	}
@@ -63,6 +71,9 @@ func (s *Server) resolveDepth(p *pathRef, tx *masterTx, followLast bool, depth i
 			if x, ok := s.txs[id]; perr == nil && ok && i == len(p.keys)-1 {
 				return object{tx: x}, nil
 			}
+		}
+		if allowDoc && cur.typ == "document" {
+			return object{n: cur, docKeys: p.keys[i:]}, nil
 		}
 		child, ok := t.childOf(cur, tx, key)
 		if !ok {
@@ -109,7 +120,7 @@ func (s *Server) followLink(n *node, tx *masterTx, raw string, depth int) (*node
 	if err != nil {
 		return nil, resolveError(raw, "Link %s has a bad target %q", raw, ts)
 	}
-	obj, err := s.resolveDepth(tp, tx, true, depth+1)
+	obj, err := s.resolveDepth(tp, tx, true, depth+1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -398,9 +409,19 @@ func cmdGet(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := s.resolve(p, tx, true)
+	obj, err := s.resolveDoc(p, tx, true)
 	if err != nil {
 		return nil, err
+	}
+	if len(obj.docKeys) > 0 {
+		if p.isAttr() {
+			return nil, resolveError(p.raw, "Values inside document %s have no attributes", p.raw)
+		}
+		v, err := navigate(s.tree.contentOf(obj.n, tx).value, obj.docKeys, p.raw)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"value": v}, nil
 	}
 	if obj.tx != nil {
 		attrs := s.txAttributes(obj.tx)
@@ -461,12 +482,16 @@ func cmdExists(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := s.resolve(p, tx, true)
+	obj, err := s.resolveDoc(p, tx, true)
 	if err != nil {
 		if yterrors.ContainsResolveError(err) {
 			return map[string]any{"value": false}, nil
 		}
 		return nil, err
+	}
+	if len(obj.docKeys) > 0 {
+		_, err := navigate(s.tree.contentOf(obj.n, tx).value, obj.docKeys, p.raw)
+		return map[string]any{"value": err == nil && !p.isAttr()}, nil
 	}
 	if p.isAttr() && p.attr[0] != "" {
 		var v any
@@ -840,12 +865,26 @@ func cmdRemove(c *call) (any, error) {
 }
 
 func (s *Server) remove(tx *masterTx, p *pathRef, recursive, force bool) error {
-	obj, err := s.resolve(p, tx, p.isAttr())
+	obj, err := s.resolveDoc(p, tx, p.isAttr())
 	if err != nil {
 		if force && yterrors.ContainsResolveError(err) {
 			return nil
 		}
 		return err
+	}
+	if len(obj.docKeys) > 0 && !p.isAttr() {
+		if _, err := s.acquire(obj.n, tx, lockExclusive, "", "", false); err != nil {
+			return err
+		}
+		nv, err := removeIn(s.tree.contentOf(obj.n, tx).value, obj.docKeys, p.raw)
+		if err != nil {
+			if force && yterrors.ContainsResolveError(err) {
+				return nil
+			}
+			return err
+		}
+		s.tree.setContent(obj.n, tx, &content{value: nv})
+		return nil
 	}
 	if obj.n == nil {
 		return ytErr(yterrors.CodeGeneric, "Cannot remove transaction object %s; abort it instead", p.raw)
@@ -947,7 +986,18 @@ func (s *Server) set(tx *masterTx, p *pathRef, value any, recursive, force bool)
 		}
 		return s.setAttrs(tx, n, map[string]any{p.attr[0]: value}, false)
 	}
-	obj, err := s.resolve(p, tx, true)
+	obj, err := s.resolveDoc(p, tx, true)
+	if err == nil && len(obj.docKeys) > 0 {
+		if _, err := s.acquire(obj.n, tx, lockExclusive, "", "", false); err != nil {
+			return err
+		}
+		nv, err := setIn(s.tree.contentOf(obj.n, tx).value, obj.docKeys, yson.ValueOf(value), p.raw)
+		if err != nil {
+			return err
+		}
+		s.tree.setContent(obj.n, tx, &content{value: nv})
+		return nil
+	}
 	if err == nil && obj.n != nil {
 		n := obj.n
 		if n == s.tree.root || n.typ == "map_node" && !force {

@@ -282,3 +282,26 @@ func TestQueryStringParameters(t *testing.T) {
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.JSONEq(t, `{"value":["r"]}`, string(r.body))
 }
+
+func TestDocumentValuesByPath(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	doc := ypath.Path("//tmp/doc")
+	_, err := yc.CreateNode(ctx, doc, yt.NodeDocument, &yt.CreateNodeOptions{
+		Attributes: map[string]any{"value": map[string]any{"a": map[string]any{"b": int64(1)}}}})
+	require.NoError(t, err)
+	var b int64
+	require.NoError(t, yc.GetNode(ctx, doc.Child("a").Child("b"), &b, nil))
+	require.Equal(t, int64(1), b)
+	require.NoError(t, yc.SetNode(ctx, doc.Child("a").Child("c"), int64(2), nil))
+	ok, err := yc.NodeExists(ctx, doc.Child("a").Child("x"), nil)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, yc.RemoveNode(ctx, doc.Child("a").Child("b"), nil))
+	var all map[string]map[string]int64
+	require.NoError(t, yc.GetNode(ctx, doc, &all, nil))
+	require.Equal(t, map[string]map[string]int64{"a": {"c": 2}}, all)
+	var typ string
+	require.NoError(t, yc.GetNode(ctx, doc.Attr("type"), &typ, nil))
+	require.Equal(t, "document", typ)
+}
