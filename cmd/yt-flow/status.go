@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -79,7 +80,7 @@ func (s *pipelineStatus) age(us uint64) string {
 	if us >= s.now {
 		return "0s ago"
 	}
-	return time.Duration(s.now-us).Round(100*time.Millisecond).String() + " ago"
+	return (time.Duration(s.now-us) * time.Microsecond).Round(100*time.Millisecond).String() + " ago"
 }
 
 func keyRange(lower, upper uint64) string {
@@ -99,6 +100,10 @@ func (s *pipelineStatus) write(w io.Writer, path string) error {
 	fmt.Fprintf(tw, "leader\t%s\n", orDash(a.LeaderControllerAddress))
 	fmt.Fprintf(tw, "spec\tversion %d, dynamic spec version %d\n", a.SpecVersion, a.DynamicSpecVersion)
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if err := s.writeFlow(w); err != nil {
 		return err
 	}
 
@@ -218,4 +223,164 @@ func init() {
 			return 0
 		},
 	})
+}
+
+// lagOf is "now - ts" in human form, "-" for 0 (nothing held).
+func (s *pipelineStatus) lagOf(ts uint64) string {
+	if ts == 0 {
+		return "-"
+	}
+	if ts >= s.now {
+		return "0s"
+	}
+	return (time.Duration(s.now-ts) * time.Microsecond).Round(100 * time.Millisecond).String()
+}
+
+// flowAgg aggregates the statuses of the jobs of one computation.
+type flowAgg struct {
+	partitions, active, jobs, reporting int
+	inbox, inFlight                     int64
+	// watermark is the smallest reported system_watermark (0 = none held).
+	watermark  uint64
+	lastCommit uint64
+}
+
+func (a *flowAgg) add(st ytstore.JobStatus) {
+	a.reporting++
+	a.inbox += st.InputLag
+	a.inFlight += st.InFlight
+	if st.SystemWatermark != 0 && (a.watermark == 0 || st.SystemWatermark < a.watermark) {
+		a.watermark = st.SystemWatermark
+	}
+	a.lastCommit = max(a.lastCommit, st.LastCommitTS)
+}
+
+// aggregate folds partitions, jobs and statuses per computation.
+func (s *pipelineStatus) aggregate() map[string]*flowAgg {
+	aggs := map[string]*flowAgg{}
+	get := func(id string) *flowAgg {
+		if aggs[id] == nil {
+			aggs[id] = &flowAgg{}
+		}
+		return aggs[id]
+	}
+	for _, p := range s.partitions {
+		a := get(p.ComputationID)
+		a.partitions++
+		if p.State == ytstore.PartitionActive {
+			a.active++
+		}
+	}
+	for _, j := range s.jobs {
+		a := get(j.ComputationID)
+		a.jobs++
+		if st, ok := s.statuses[j.JobID]; ok {
+			a.add(st)
+		}
+	}
+	return aggs
+}
+
+// writeFlow prints the SystemWatermark and the lag per computation and per
+// stream. A computation's lag is the age of the oldest message its jobs hold
+// unpersisted (their smallest system_watermark); a stream's lag is the lag of
+// the computation producing it (its outputs wait in that computation's
+// outbox until acknowledged), its in-flight count that computation's held
+// messages minus its buffered input.
+func (s *pipelineStatus) writeFlow(w io.Writer) error {
+	wm := "-"
+	if a := s.attrs.SystemWatermark; a != 0 {
+		wm = fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(a)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.lagOf(a))
+	}
+	fmt.Fprintf(w, "\nsystem watermark  %s\n", wm)
+
+	aggs := s.aggregate()
+	var p *spec.Pipeline
+	if len(s.attrs.Spec) > 0 {
+		p, _ = spec.ParsePipeline(s.attrs.Spec) // a broken spec still shows computations from the layout
+	}
+	ids := make([]string, 0, len(aggs))
+	for id := range aggs {
+		ids = append(ids, id)
+	}
+	if p != nil {
+		for id := range p.Computations {
+			if aggs[id] == nil {
+				aggs[id] = &flowAgg{}
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Strings(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\ncomputations (%d)\n", len(ids))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  COMPUTATION\tPARTITIONS\tJOBS\tINPUT LAG\tIN FLIGHT\tLAG\tLAST COMMIT")
+	for _, id := range ids {
+		a := aggs[id]
+		parts := fmt.Sprint(a.partitions)
+		if a.active != a.partitions {
+			parts = fmt.Sprintf("%d (%d active)", a.partitions, a.active)
+		}
+		jobs := fmt.Sprint(a.jobs)
+		if a.reporting != a.jobs {
+			jobs = fmt.Sprintf("%d (%d reporting)", a.jobs, a.reporting)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\n", id, parts, jobs, a.inbox, a.inFlight, s.lagOf(a.watermark), s.age(a.lastCommit))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p == nil {
+		return nil
+	}
+	type streamRow struct{ id, from, to, inFlight, lag string }
+	var rows []streamRow
+	consumers := map[string][]string{}
+	for _, cid := range sortedKeysOf(p.Computations) {
+		for _, sid := range p.Computations[cid].InputStreamIDs {
+			consumers[sid] = append(consumers[sid], cid)
+		}
+	}
+	for _, cid := range sortedKeysOf(p.Computations) {
+		c := p.Computations[cid]
+		a := aggs[cid]
+		for _, sid := range sortedKeysOf(c.Sources) {
+			from := "source"
+			if q := c.Sources[sid].Queue; q != nil {
+				from = "queue " + q.QueuePath
+			}
+			rows = append(rows, streamRow{sid, from, cid, "-", "-"})
+		}
+		for _, sid := range c.OutputStreamIDs {
+			to := consumers[sid]
+			for _, kid := range sortedKeysOf(c.Sinks) {
+				for _, in := range c.Sinks[kid].InputStreamIDs {
+					if in == sid {
+						to = append(to, "sink "+kid)
+					}
+				}
+			}
+			rows = append(rows, streamRow{sid, cid, orDash(strings.Join(to, ", ")), fmt.Sprint(max(a.inFlight-a.inbox, 0)), s.lagOf(a.watermark)})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].id < rows[j].id })
+	fmt.Fprintf(w, "\nstreams (%d)\n", len(rows))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STREAM\tFROM\tTO\tIN FLIGHT\tLAG")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.id, r.from, r.to, r.inFlight, r.lag)
+	}
+	return tw.Flush()
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
