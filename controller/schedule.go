@@ -129,6 +129,7 @@ type plan struct {
 	partitions map[string]ytstore.Partition // the partition set after this step
 	jobs       map[string]ytstore.Job       // partition id -> its job after this step
 	isNew      map[string]bool              // partition id -> job is created by this step
+	relaxed    map[string]bool              // computation id -> relaxed distribution ordering
 	changed    bool                         // jobs or partitions were added or removed
 }
 
@@ -142,7 +143,10 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	if s.failures == nil {
 		s.failures = map[string]backoff{}
 	}
-	p := &plan{s: s, in: in, d: d, partitions: map[string]ytstore.Partition{}, jobs: map[string]ytstore.Job{}, isNew: map[string]bool{}}
+	p := &plan{s: s, in: in, d: d, partitions: map[string]ytstore.Partition{}, jobs: map[string]ytstore.Job{}, isNew: map[string]bool{}, relaxed: map[string]bool{}}
+	for _, c := range in.Topology.Computations {
+		p.relaxed[c.ID] = c.RelaxedOrdering
+	}
 	p.dropDeadWorkers()
 	p.dropOrphanStatuses()
 
@@ -384,7 +388,7 @@ func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
 // TestSimulation).
 func (p *plan) blocked(pid string) bool {
 	pt := p.partitions[pid]
-	if pt.SourceID != "" || pt.State != ytstore.PartitionActive {
+	if pt.SourceID != "" || pt.State != ytstore.PartitionActive || p.relaxed[pt.ComputationID] {
 		return false
 	}
 	for _, q := range p.partitions {

@@ -536,6 +536,27 @@ func TestRepartitionNewPartitionsWaitForOldRanges(t *testing.T) {
 	}
 }
 
+// TestRelaxedOrderingStartsNewPartitionsAtOnce: with distribution_ordering
+// "relaxed" the new partitions get jobs in the same step that retires the old ones.
+func TestRelaxedOrderingStartsNewPartitionsAtOnce(t *testing.T) {
+	w := newWorld("w1")
+	w.topology.Computations[0].RelaxedOrdering = true
+	var s Scheduler
+	w.step(t, &s)
+	w.topology.Computations[0].PartitionCount = 3
+	w.report(5, true, ytstore.JobRunning)
+	w.step(t, &s)
+	n := 0
+	for _, j := range w.jobs {
+		if strings.HasSuffix(j.PartitionID, "of3") {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d of 3 new partitions have jobs under relaxed ordering; jobs %v", n, w.jobs)
+	}
+}
+
 func TestRangesOverlap(t *testing.T) {
 	const half = 1 << 63
 	cases := []struct {

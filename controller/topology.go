@@ -20,6 +20,11 @@ type Computation struct {
 	PartitionCount int
 	// Draining is the dynamic per-computation draining flag.
 	Draining bool
+	// RelaxedOrdering is distribution_ordering = "relaxed": after a change of
+	// the partition count, new partitions start at once instead of waiting
+	// until the retiring partitions with overlapping ranges have drained, and
+	// per-key order across the change is not kept.
+	RelaxedOrdering bool
 }
 
 // Source is one source of a source computation.

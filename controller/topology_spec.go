@@ -15,7 +15,7 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	}
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
-		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining}
+		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed"}
 		if c.Kind.Source() {
 			for sid, s := range c.Sources {
 				src := Source{ID: sid}
