@@ -72,3 +72,19 @@ func TestDataDirIsExclusive(t *testing.T) {
 	require.NoError(t, err, "the directory is free again after Close")
 	require.NoError(t, s2.Close())
 }
+
+func TestBuiltinObjects(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	var account, typ string
+	require.NoError(t, yc.GetNode(ctx, ypath.Path("//tmp/@account"), &account, nil))
+	require.NoError(t, yc.GetNode(ctx, ypath.Path("//sys/accounts").Child(account).Attr("type"), &typ, nil))
+	require.Equal(t, "account", typ)
+	require.NoError(t, yc.GetNode(ctx, ypath.Path("//sys/users/root/@type"), &typ, nil))
+	require.Equal(t, "user", typ)
+	_, err := yc.CreateObject(ctx, yt.NodeAccount, &yt.CreateObjectOptions{Attributes: map[string]any{"name": "team"}})
+	require.NoError(t, err)
+	ok, err := yc.NodeExists(ctx, ypath.Path("//sys/accounts/team"), nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+}

@@ -93,13 +93,33 @@ func (t *tree) bootstrap() {
 	}
 	mk(t.root, "tmp", 2)
 	sys := mk(t.root, "sys", 3)
-	mk(sys, "accounts", 4)
-	mk(sys, "users", 5)
-	mk(sys, "groups", 6)
+	accounts := mk(sys, "accounts", 4)
+	users := mk(sys, "users", 5)
+	groups := mk(sys, "groups", 6)
 	mk(sys, "transactions", 7)
-	mk(sys, "tablet_cell_bundles", 8)
+	bundles := mk(sys, "tablet_cell_bundles", 8)
 	mk(sys, "pools", 9)
 	mk(t.root, "home", 10)
+	// Built-in objects that attributes refer to (@account=tmp, @owner=root, ...).
+	n := uint32(11)
+	for _, o := range []struct {
+		dir  *node
+		typ  string
+		name string
+	}{
+		{accounts, "account", "tmp"}, {accounts, "account", "sys"}, {accounts, "account", "intermediate"},
+		{users, "user", "root"}, {groups, "group", "everyone"}, {groups, "group", "users"},
+		{bundles, "tablet_cell_bundle", "default"},
+	} {
+		obj := mk(o.dir, o.name, n)
+		obj.typ = o.typ
+		obj.id = guid.FromParts(0x10000, objectTypeFor(o.typ), n, 0)
+		delete(t.nodes, guid.FromParts(0x10000, objectTypeMapNode, n, 0))
+		t.nodes[obj.id] = obj
+		o.dir.trunk.children[o.name] = obj.id
+		obj.trunk.attrs["name"] = o.name
+		n++
+	}
 }
 
 // txChain returns tx ids from tx up to its topmost ancestor (empty for nil).
