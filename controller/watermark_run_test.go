@@ -112,6 +112,16 @@ func TestWatermarkPublishedAndDedupCollected(t *testing.T) {
 	if seen := e.attrs().SystemWatermark; seen != held {
 		t.Fatalf("@system_watermark moved from %d to %d although a job holds a message at %d", held, seen, held-5_000_000)
 	}
+	// A new leader continues from the published value: it does not publish
+	// the older message's timestamp either.
+	stopCtl()
+	e.controllerWith("c2", func(c *Config) { c.DedupGCMargin = margin * time.Microsecond })
+	e.waitFor("c2 leads", func() bool { return e.attrs().LeaderControllerAddress == "c2" })
+	since = statusOf(jobs[0].JobID).UpdatedAt
+	e.waitFor("statuses a few cycles newer", func() bool { return statusOf(jobs[0].JobID).UpdatedAt > since+500_000 })
+	if seen := e.attrs().SystemWatermark; seen != held {
+		t.Fatalf("after a leader change @system_watermark is %d, want %d kept", seen, held)
+	}
 	// Nothing held: the watermark follows the status times.
 	holding.Store(0)
 	e.waitFor("@system_watermark past held", func() bool { return e.attrs().SystemWatermark > held+30_000_000 })
