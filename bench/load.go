@@ -38,15 +38,17 @@ type Load struct {
 func StartLoad(ctx context.Context, p *Pipeline, rate float64, vocab int) (l *Load, stopWriting func()) {
 	l = &Load{p: p, rate: rate, vocab: max(vocab, 1),
 		occ: map[string][]int{}, outUpTo: map[string]int{}, tabUpTo: map[string]int{}}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		l.write(wctx)
+		l.write(ctx, stop)
 	}()
 	go l.poll(ctx)
 	go l.pollTable(ctx)
-	return l, func() { stop(); <-done }
+	var once sync.Once
+	// Stopping lets a write in flight finish: a cancelled insert_rows could leave its
+	// messages recorded as sent but not written.
+	return l, func() { once.Do(func() { close(stop) }); <-done }
 }
 
 func (l *Load) fail(err error) {
@@ -68,13 +70,15 @@ func (l *Load) Err() error {
 	return l.err
 }
 
-func (l *Load) write(ctx context.Context) {
+func (l *Load) write(ctx context.Context, stop <-chan struct{}) {
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-tick.C:
 		}
