@@ -8,8 +8,9 @@
 //
 // # Wire protocol
 //
-// Parameters come from X-YT-Parameters (text YSON, or base64 split into
-// X-YT-Parameters0..N) and, for POST, from the body. PUT bodies are the command input.
+// Parameters come from the query string (strings), X-YT-Parameters (text YSON, or base64
+// split into X-YT-Parameters0..N) and, for POST, from the body, later sources overriding
+// earlier ones. PUT bodies are the command input.
 // Request bodies may be z-<codec> block-compressed (YTsaurus blockcodecs framing),
 // gzip or identity, and chunked. Responses are materialised completely before the first
 // byte is written, so every error is reported as HTTP 4xx with X-YT-Error (yterrors
