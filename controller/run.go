@@ -50,6 +50,10 @@ type Config struct {
 	// DedupGCBatch bounds the rows deleted from each dedup table per
 	// scheduling cycle. Default 10000.
 	DedupGCBatch int
+	// DedupGCPeriod is the least time between two dedup collections (each
+	// scans the dedup tables), unless the previous one stopped at its batch
+	// limit. Default 5s.
+	DedupGCPeriod time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +63,7 @@ func (c Config) withDefaults() Config {
 	c.RetryPeriod = cmp.Or(c.RetryPeriod, time.Second)
 	c.DedupGCMargin = cmp.Or(c.DedupGCMargin, 30*time.Second)
 	c.DedupGCBatch = cmp.Or(c.DedupGCBatch, 10000)
+	c.DedupGCPeriod = cmp.Or(c.DedupGCPeriod, 5*time.Second)
 	if c.Logger == nil {
 		c.Logger = (&nop.Logger{}).Structured()
 	}
@@ -168,6 +173,7 @@ type cycler struct {
 	// says the last collection stopped at its batch limit.
 	gcDone uint64
 	gcMore bool
+	gcLast time.Time
 
 	// parsed specs, cached by version
 	specVersion, dynVersion int64
@@ -214,9 +220,10 @@ func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore
 		return nil
 	}
 	before := w - margin
-	if before <= c.gcDone && !c.gcMore {
+	if !c.gcMore && (before <= c.gcDone || time.Since(c.gcLast) < c.cfg.DedupGCPeriod) {
 		return nil
 	}
+	c.gcLast = time.Now()
 	res, err := c.st.CollectDedup(ctx, before, c.cfg.DedupGCBatch)
 	if err != nil {
 		c.lg.Warn("dedup gc failed", log.UInt64("below", before), log.Error(err))
