@@ -127,7 +127,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
-	defer store.Close()
+	defer w.closeStore(store)
 	w.store = store
 
 	ln, err := net.Listen("tcp", w.cfg.Listen)
@@ -177,7 +177,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
-	defer func() { _ = session.Close() }()
+	defer w.closeSession(session)
 	start := nowMicros()
 	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
 	if err := w.store.PutWorker(ctx, reg); err != nil {
@@ -221,6 +221,35 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			w.reportStatuses(ctx)
 		}
+	}
+}
+
+// closeStore stops the client, waiting at most a few seconds: the SDK waits for its
+// background transaction aborts, which keep retrying while YTsaurus is unreachable.
+func (w *Worker) closeStore(st *ytstore.Store) {
+	done := make(chan struct{})
+	go func() { defer close(done); st.Close() }()
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		w.log.Warn("client stop did not finish; leaving it to the background")
+	}
+}
+
+// closeSession aborts the session, waiting at most a few seconds: when YTsaurus is
+// unreachable the abort keeps retrying in the background and the session expires by its
+// timeout anyway.
+func (w *Worker) closeSession(ss *ytstore.Session) {
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ss.Close() }()
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		w.log.Warn("session abort did not finish; the session ends by its timeout", log.String("session", ss.ID()))
 	}
 }
 
@@ -330,7 +359,9 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 			if !errors.Is(h.err, ErrZombie) {
 				// A zombie writes nothing more; any other failure is reported so that the
 				// controller replaces the job.
-				_ = w.store.PutJobStatus(context.WithoutCancel(ctx), r.status(ytstore.JobFailed, h.err.Error()), j.LeaseID)
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = w.store.PutJobStatus(sctx, r.status(ytstore.JobFailed, h.err.Error()), j.LeaseID)
+				cancel()
 			}
 		}
 	}()
