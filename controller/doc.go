@@ -10,5 +10,13 @@
 // leases, and applies decisions in the order the exactly-once protocol needs —
 // leases of removed jobs are aborted before any replacement job is written.
 //
+// After applying a decision, the leader folds the cycle's observation into the
+// pipeline SystemWatermark (WatermarkTracker: the oldest message any job still
+// holds, checked over two observations, never decreasing), publishes it as
+// @system_watermark and deletes dedup rows below it minus DedupGCMargin in
+// bounded batches. While the partition count of a keyed computation changes,
+// new partitions get jobs only after the retiring partitions with overlapping
+// key ranges have drained (strict distribution ordering).
+//
 // The protocol between the controller and workers is docs/runtime-protocol.md.
 package controller
