@@ -61,6 +61,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		Token:        cfg.Token,
 		Logger:       logger,
 		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
+		// No compression over loopback: see codecFor.
+		CompressionCodec: codecFor(cfg.Proxy),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
