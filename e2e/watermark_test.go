@@ -144,6 +144,11 @@ func TestDedupTablesStayBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e test")
 	}
+	t.Run("compact", func(t *testing.T) { dedupBounded(t, true) })
+	t.Run("full", func(t *testing.T) { dedupBounded(t, false) })
+}
+
+func dedupBounded(t *testing.T, compactIndex bool) {
 	perRound := messages(4000)
 	const rounds = 6
 	const margin = 2 * time.Second
@@ -153,7 +158,11 @@ func TestDedupTablesStayBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(wc.SpecFile, []byte(strings.Replace(string(data), "finite = %true", "finite = %false", 1)), 0o644); err != nil {
+	text := strings.Replace(string(data), "finite = %true", "finite = %false", 1)
+	if !compactIndex {
+		text = strings.Replace(text, `processing_function = "CountWords";`, `processing_function = "CountWords"; use_compact_input_messages = %false;`, 1)
+	}
+	if err := os.WriteFile(wc.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wc.StartPipeline(t)
@@ -203,6 +212,9 @@ func TestDedupTablesStayBounded(t *testing.T) {
 		full, compact, err := wc.Store.DedupRowCounts(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if (compactIndex && compact == 0) || (!compactIndex && full == 0) {
+			t.Fatalf("round %d: the expected dedup index is empty (input_messages %d, compact_input_messages %d)", round, full, compact)
 		}
 		sizes = append(sizes, full+compact)
 		t.Logf("round %d: %d messages counted in total, dedup rows %d (input_messages %d, compact_input_messages %d)", round, expectedTotal, full+compact, full, compact)
