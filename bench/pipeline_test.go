@@ -288,7 +288,10 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	load, stopWriting := StartLoad(lctx, p, rate, pr.words)
 	warm := loadStart.Add(3 * time.Second)
 	end := warm.Add(time.Duration(pr.latencySeconds) * time.Second)
+	time.Sleep(time.Until(warm))
+	cpu0 := cpuTime()
 	time.Sleep(time.Until(end)) // the load runs for a fixed wall-clock time
+	busy := (cpuTime() - cpu0).Seconds() / time.Since(warm).Seconds()
 	stopWriting()
 	dctx, cancelD := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelD()
@@ -305,13 +308,14 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	target := 2*batch + 100*time.Millisecond
 	tlat, _ := load.TableLatencies(warm, end)
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v",
-		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)))
+	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v; process CPU %.2f cores busy; load average %s",
+		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)), busy, loadAvg())
 	if missing > 0 {
 		b.Errorf("%d of the measured messages never reached the sink", missing)
 	}
 	b.ReportMetric(float64(sent)/end.Sub(loadStart).Seconds(), "offered_msgs/s")
 	b.ReportMetric(rate, "target_msgs/s")
+	b.ReportMetric(busy, "cpu_cores_busy")
 	b.ReportMetric(float64(p50.Milliseconds()), "p50_ms")
 	b.ReportMetric(float64(p99.Milliseconds()), "p99_ms")
 	b.ReportMetric(float64(Percentile(lat, 1).Milliseconds()), "max_ms")
