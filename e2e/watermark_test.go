@@ -174,7 +174,7 @@ func dedupBounded(t *testing.T, compactIndex bool) {
 		defer wg.Done()
 		err := controller.Run(ctx, controller.Config{
 			Proxy: c.Proxy, Token: os.Getenv("YT_TOKEN"), Path: wc.Path, Period: 200 * time.Millisecond,
-			SessionTimeout: 3 * time.Second, LeaseTimeout: 10 * time.Second, DedupGCMargin: margin,
+			SessionTimeout: 3 * time.Second, LeaseTimeout: 10 * time.Second, DedupGCMargin: margin, DedupGCPeriod: 200 * time.Millisecond,
 		})
 		if err != nil {
 			t.Errorf("controller: %v", err)
