@@ -120,10 +120,17 @@ func TestTimersAndAsyncSinks(t *testing.T) {
 	w := NewWorker(Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
 		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second})
 	wctx, wcancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	done := make(chan struct{})
+	var runErr error
+	go func() { defer close(done); runErr = w.Run(wctx) }()
 	t.Cleanup(func() { wcancel(); <-done })
-	<-w.Ready()
+	select {
+	case <-w.Ready():
+	case <-done:
+		t.Fatalf("worker stopped: %v", runErr)
+	case <-ctx.Done():
+		t.Fatal("worker not ready")
+	}
 	e := &wcEnv{t: t, ctx: ctx, store: st, leader: leader, worker: w}
 	e.putJob("read-0", "read", "read-p0", 0)
 	e.putJob("echo-0", "echo", "echo-p0", -1)

@@ -94,10 +94,17 @@ func TestSourcePartitionState(t *testing.T) {
 	w := NewWorker(Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
 		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond})
 	wctx, wcancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	done := make(chan struct{})
+	var runErr error
+	go func() { defer close(done); runErr = w.Run(wctx) }()
 	t.Cleanup(func() { wcancel(); <-done })
-	<-w.Ready()
+	select {
+	case <-w.Ready():
+	case <-done:
+		t.Fatalf("worker stopped: %v", runErr)
+	case <-ctx.Done():
+		t.Fatal("worker not ready")
+	}
 	e := &wcEnv{t: t, ctx: ctx, store: st, leader: leader, worker: w}
 
 	seqs := func() []int64 {

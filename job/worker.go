@@ -152,7 +152,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 		if !w.registered {
-			if errors.Is(err, ytstore.ErrNotFound) {
+			if errors.Is(err, ytstore.ErrNotFound) || errors.Is(err, ytstore.ErrTabletNotMounted) {
 				w.log.Info("waiting for the pipeline to be created", log.Error(err))
 				sleep(ctx, 2*time.Second)
 				continue

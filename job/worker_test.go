@@ -464,8 +464,9 @@ func TestWorkerWaitsForPipeline(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	w := NewWorker(Config{Proxy: srv.Addr(), Path: "//tmp/later"})
 	wctx, wcancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	done := make(chan struct{})
+	var runErr error
+	go func() { defer close(done); runErr = w.Run(wctx) }()
 	t.Cleanup(func() { wcancel(); <-done })
 
 	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/later"})
@@ -474,15 +475,15 @@ func TestWorkerWaitsForPipeline(t *testing.T) {
 	select {
 	case <-w.Ready():
 		t.Fatal("registered in a pipeline that does not exist")
-	case err := <-done:
-		t.Fatalf("worker gave up: %v", err)
+	case <-done:
+		t.Fatalf("worker gave up: %v", runErr)
 	default:
 	}
 	require.NoError(t, st.CreatePipeline(ctx))
 	select {
 	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker gave up: %v", err)
+	case <-done:
+		t.Fatalf("worker gave up: %v", runErr)
 	case <-ctx.Done():
 		t.Fatal("worker did not register after the pipeline was created")
 	}
