@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // TestCountingProxy checks that rows written through the SDK via the proxy — compressed
@@ -102,9 +104,12 @@ func TestPipelineSmoke(t *testing.T) {
 	srv := startServer(t, false)
 	words, want := inputWords(300, 20, 3)
 	p := newPipeline(t, srv.Addr(), "smoke", Options{Tablets: 2, CountPartitions: 2, Finite: true})
-	d, _, _ := finiteRun(t, p, srv.Addr(), 2, words, want, false, nil)
-	assert.Positive(t, d)
-	assert.Less(t, d, 5*time.Minute)
+	elapsed, startup, extra := finiteRun(t, p, srv.Addr(), 2, words, want, false, nil)
+	assert.Zero(t, extra)
+	assert.Positive(t, startup, "the pipeline was seen working or completed")
+	assert.LessOrEqual(t, startup, elapsed)
+	require.NoError(t, p.CheckExact(context.Background(), want))
+	assert.Equal(t, ytstore.StateCompleted, p.State(context.Background()))
 }
 
 // TestLoadSmoke feeds an infinite pipeline for a second through Load and checks that every

@@ -43,10 +43,16 @@ type Pipeline struct {
 	opts  Options
 }
 
-// Table paths of the pipeline.
-func (p *Pipeline) Input() string          { return p.Root + "/input" }
-func (p *Pipeline) Counts() string         { return p.Root + "/counts" }
-func (p *Pipeline) Output() string         { return p.Root + "/output" }
+// Input is the input queue.
+func (p *Pipeline) Input() string { return p.Root + "/input" }
+
+// Counts is the result table (sorted, sync sink).
+func (p *Pipeline) Counts() string { return p.Root + "/counts" }
+
+// Output is the output queue (async sink).
+func (p *Pipeline) Output() string { return p.Root + "/output" }
+
+// OutputConsumer is the consumer readers of the output queue use.
 func (p *Pipeline) OutputConsumer() string { return p.Root + "/output_consumer" }
 
 // countsSchema is the schema of the result table (and, without sort order, the output queue).
