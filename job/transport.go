@@ -28,6 +28,9 @@ type wireMessage struct {
 	SystemTS uint64 `json:"system_ts,omitempty"`
 }
 
+// maxPushBytes bounds a /push request body.
+const maxPushBytes = 256 << 20
+
 // pushRequest carries messages for one reader job.
 type pushRequest struct {
 	JobID       string        `json:"job_id"`
@@ -187,7 +190,8 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var pr pushRequest
-	if err := json.NewDecoder(req.Body).Decode(&pr); err != nil {
+	body := http.MaxBytesReader(rw, req.Body, maxPushBytes)
+	if err := json.NewDecoder(body).Decode(&pr); err != nil {
 		http.Error(rw, "push: bad request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
