@@ -14,7 +14,10 @@ import (
 // is published only at a later observation in which every job has reported
 // again (a newer updated_at), as the minimum of both bounds. The second look
 // catches a retransmitted copy that reached a job after its status of
-// observation k while its sender had already released the message.
+// observation k while its sender had already released the message. A copy
+// that stays in the network longer than a whole round of statuses is not
+// covered; the dedup GC margin (Config.DedupGCMargin) is for that and for
+// clock skew between workers.
 //
 // Invariant: the watermark never passes a message a job still holds, and
 // never decreases (TestSystemWatermarkSimulation, TestWatermarkTracker).
