@@ -127,6 +127,7 @@ func TestLoadSmoke(t *testing.T) {
 	lctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	load, stop := StartLoad(lctx, p, 200, 7)
+	t.Cleanup(load.Close)
 	start := time.Now()
 	wctx, cancelW := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelW()

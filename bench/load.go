@@ -19,6 +19,10 @@ type Load struct {
 	rate  float64
 	vocab int
 
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	stopWriting func()
+
 	mu       sync.Mutex
 	sent     []time.Time // by message index: time just before its insert_rows call
 	seen     []time.Time // by message index: first seen in the output queue; zero = not yet
@@ -34,21 +38,31 @@ type Load struct {
 // StartLoad starts writing rate messages/s over vocab words (one insert_rows call every
 // 10ms, catching up when a call is slow), polling the output queue every 10ms and the
 // result table every 20ms. Stop the writer with the returned function; the pollers run
-// until ctx ends.
+// until ctx ends or Close.
 func StartLoad(ctx context.Context, p *Pipeline, rate float64, vocab int) (l *Load, stopWriting func()) {
 	l = &Load{p: p, rate: rate, vocab: max(vocab, 1),
 		occ: map[string][]int{}, outUpTo: map[string]int{}, tabUpTo: map[string]int{}}
+	ctx, l.cancel = context.WithCancel(ctx)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		l.write(ctx, stop)
 	}()
-	go l.poll(ctx)
-	go l.pollTable(ctx)
+	l.wg.Go(func() { l.poll(ctx) })
+	l.wg.Go(func() { l.pollTable(ctx) })
 	var once sync.Once
 	// Stopping lets a write in flight finish: a cancelled insert_rows could leave its
 	// messages recorded as sent but not written.
-	return l, func() { once.Do(func() { close(stop) }); <-done }
+	l.stopWriting = func() { once.Do(func() { close(stop) }); <-done }
+	return l, l.stopWriting
+}
+
+// Close stops writing and polling and waits for every goroutine of the load. The
+// figures stay readable.
+func (l *Load) Close() {
+	l.stopWriting()
+	l.cancel()
+	l.wg.Wait()
 }
 
 func (l *Load) fail(err error) {

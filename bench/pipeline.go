@@ -73,7 +73,7 @@ func countsSchema(sorted bool) schema.Schema {
 // NewPipeline creates the user tables of a word-count pipeline under root (which must not
 // exist yet) on the cluster at proxy. The pipeline node is created by Start.
 func NewPipeline(ctx context.Context, proxy, root string, o Options) (*Pipeline, error) {
-	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: root + "/pipeline", Token: os.Getenv("YT_TOKEN")})
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: root + "/pipeline"})
 	if err != nil {
 		return nil, err
 	}
@@ -318,12 +318,11 @@ func StartRuntime(proxy, path string, n int) *Runtime {
 			r.mu.Unlock()
 		}
 	}
-	token := os.Getenv("YT_TOKEN")
 	r.wg.Go(func() {
-		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Token: token, Path: path}))
+		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Path: path}))
 	})
 	for i := range n {
-		w := job.NewWorker(job.Config{Proxy: proxy, Token: token, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i)})
+		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i)})
 		r.wg.Go(func() { fail(w.Run(ctx)) })
 	}
 	return r

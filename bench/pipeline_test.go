@@ -297,6 +297,7 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	defer stopPoll()
 	loadStart := time.Now()
 	load, stopWriting := StartLoad(lctx, p, rate, pr.words)
+	defer load.Close()
 	warm := loadStart.Add(3 * time.Second)
 	end := warm.Add(time.Duration(pr.latencySeconds) * time.Second)
 	time.Sleep(time.Until(warm))
