@@ -287,3 +287,11 @@ func lowestHeld(jobs []*wmJob) (uint64, string) {
 	}
 	return low, what[0]
 }
+
+// FuzzSystemWatermarkSimulation runs the watermark simulation on fuzzed seeds.
+func FuzzSystemWatermarkSimulation(f *testing.F) {
+	for _, s := range []uint64{0, 27, 38, 69, 183} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) { simulateWatermark(t, seed) })
+}
