@@ -299,7 +299,7 @@ func TestWorkerDropsDuplicates(t *testing.T) {
 	e.waitCounts(map[string]int64{"dup": 1})
 
 	// The id split gave its only output (deterministic: source offset 0, first output).
-	id := epoch.SourceOutputID(epoch.SourceMessageID(epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
+	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
 	key := flow.Key{ytql.FarmHash("dup"), "dup"}
 	payload, err := yson.Marshal(flow.Row{"word": "dup"})
 	require.NoError(t, err)

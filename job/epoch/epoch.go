@@ -153,7 +153,7 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		r := &b.Sources[i]
 		m := flow.Message{
 			StreamID:        r.SourceID,
-			MessageID:       SourceMessageID(r.SourcePartition, r.Offset),
+			MessageID:       SourceMessageID(cfg.ComputationID, r.SourcePartition, r.Offset),
 			Payload:         r.Payload,
 			SystemTimestamp: r.SystemTimestamp,
 			EventTimestamp:  r.EventTimestamp,
@@ -331,9 +331,11 @@ func TransformMessageID(seqNo, index uint64) string {
 	return fmt.Sprintf("%016x-%s", seqNo, LexUint(index))
 }
 
-// SourceMessageID is the id of the source row at offset of sp; it depends on nothing else.
-func SourceMessageID(sp SourcePartition, offset int64) string {
-	return fmt.Sprintf("%s:%s:%s", sp.SourceID, LexUint(uint64(sp.Partition)), LexUint(uint64(offset)))
+// SourceMessageID is the id of the source row at offset of sp read by computation; it depends
+// on nothing else, and the computation id keeps rows of equally named sources of different
+// computations apart.
+func SourceMessageID(computation string, sp SourcePartition, offset int64) string {
+	return fmt.Sprintf("%s/%s:%s:%s", computation, sp.SourceID, LexUint(uint64(sp.Partition)), LexUint(uint64(offset)))
 }
 
 // SourceOutputID is the id of the index-th output on stream of the source message parent.

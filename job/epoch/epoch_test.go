@@ -110,6 +110,8 @@ func TestSourceIDsDeterministic(t *testing.T) {
 		}
 		return out
 	}
+	sp := SourcePartition{"q", 3}
+	assert.NotEqual(t, SourceMessageID("a", sp, 1), SourceMessageID("b", sp, 1), "equally named sources of two computations")
 	first, second := run(100), run(200)
 	assert.Equal(t, first, second, "a recomputation with another SeqNo gives the same ids")
 	assert.True(t, sort.StringsAreSorted(first), "ids sort in production order: %v", first)
