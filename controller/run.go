@@ -85,6 +85,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Proxy == "" || cfg.Path == "" {
 		return errors.New("controller: proxy and path are required")
 	}
+	if cfg.DedupGCMargin < 0 || cfg.DedupGCBatch < 0 || cfg.DedupGCPeriod < 0 {
+		return fmt.Errorf("controller: dedup gc margin %v, batch %d and period %v must not be negative", cfg.DedupGCMargin, cfg.DedupGCBatch, cfg.DedupGCPeriod)
+	}
 	if cfg.LeaseTimeout <= cfg.SessionTimeout {
 		return fmt.Errorf("controller: lease timeout %v must exceed session timeout %v", cfg.LeaseTimeout, cfg.SessionTimeout)
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,4 +155,17 @@ func (e *env) controllerWith(address string, change func(*Config)) (stop func())
 	}
 	e.t.Cleanup(stop)
 	return stop
+}
+
+func TestRunRejectsNegativeDedupGCSettings(t *testing.T) {
+	for _, cfg := range []Config{
+		{Proxy: "127.0.0.1:1", Path: "//p", DedupGCMargin: -time.Second},
+		{Proxy: "127.0.0.1:1", Path: "//p", DedupGCBatch: -1},
+		{Proxy: "127.0.0.1:1", Path: "//p", DedupGCPeriod: -time.Second},
+	} {
+		err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "dedup gc") {
+			t.Errorf("Run(%+v) = %v, want an error naming the dedup gc settings", cfg, err)
+		}
+	}
 }
