@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	sdkyson "go.ytsaurus.tech/yt/go/yson"
+
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -24,6 +26,10 @@ type pipelineStatus struct {
 	statuses   map[string]ytstore.JobStatus
 	logs       []ytstore.LogRecord
 	now        uint64
+	// backlog is, per source stream of a queue source, the rows not yet
+	// read (committed source offsets to the end of each tablet); a missing
+	// stream is unknown.
+	backlog map[string]int64
 }
 
 func readStatus(ctx context.Context, st *ytstore.Store, logLines int) (*pipelineStatus, error) {
@@ -63,7 +69,87 @@ func readStatus(ctx context.Context, st *ytstore.Store, logLines int) (*pipeline
 			return nil, err
 		}
 	}
+	s.backlog = readBacklog(ctx, st, s.attrs, s.partitions)
 	return s, nil
+}
+
+// readBacklog computes the unread rows of every queue source stream: the
+// tablets' total_row_count minus the offsets the source partitions committed
+// (partition_states offset/<stream>). It is best effort: a stream whose
+// queue or offsets cannot be read is left out (shown as unknown).
+func readBacklog(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes, partitions []ytstore.Partition) map[string]int64 {
+	out := map[string]int64{}
+	if len(attrs.Spec) == 0 {
+		return out
+	}
+	p, err := spec.ParsePipeline(attrs.Spec)
+	if err != nil {
+		return out
+	}
+	queues := map[string]string{} // source stream -> queue path
+	for _, c := range p.Computations {
+		for sid, src := range c.Sources {
+			if src.Queue != nil {
+				queues[sid] = src.Queue.QueuePath
+			}
+		}
+	}
+	totals := map[string]map[int64]int64{} // queue -> tablet -> total rows
+	for sid, q := range queues {
+		if _, ok := totals[q]; ok {
+			continue
+		}
+		var tablets []struct {
+			Index int64  `yson:"index"`
+			Total *int64 `yson:"total_row_count"`
+		}
+		if err := st.GetAttribute(ctx, q, "tablets", &tablets); err != nil {
+			delete(queues, sid)
+			continue
+		}
+		m := map[int64]int64{}
+		for i, tb := range tablets {
+			if tb.Total == nil {
+				m = nil
+				break
+			}
+			idx := tb.Index
+			if idx == 0 {
+				idx = int64(i)
+			}
+			m[idx] = *tb.Total
+		}
+		totals[q] = m
+	}
+	unknown := map[string]bool{}
+	for _, pt := range partitions {
+		q, ok := queues[pt.SourceID]
+		if !ok || pt.SourceID == "" {
+			continue
+		}
+		total, ok := totals[q][pt.SourcePartition]
+		if !ok {
+			unknown[pt.SourceID] = true
+			continue
+		}
+		var offset int64
+		states, err := st.LoadPartitionStates(ctx, pt.PartitionID)
+		if err != nil {
+			unknown[pt.SourceID] = true
+			continue
+		}
+		if b, ok := states["offset/"+pt.SourceID]; ok {
+			if err := sdkyson.Unmarshal(b, &offset); err != nil {
+				unknown[pt.SourceID] = true
+				continue
+			}
+		}
+		out[pt.SourceID] += max(total-offset, 0)
+	}
+	for sid := range unknown {
+		delete(out, sid)
+	}
+	return out
 }
 
 func orDash(s string) string {
@@ -286,7 +372,8 @@ func (s *pipelineStatus) aggregate() map[string]*flowAgg {
 // unpersisted (their smallest system_watermark); a stream's lag is the lag of
 // the computation producing it (its outputs wait in that computation's
 // outbox until acknowledged), its in-flight count that computation's held
-// messages minus its buffered input.
+// messages minus its buffered input. For a queue source stream, in flight is
+// the number of rows not yet read.
 func (s *pipelineStatus) writeFlow(w io.Writer) error {
 	wm := "-"
 	if a := s.attrs.SystemWatermark; a != 0 {
@@ -352,7 +439,11 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 			if q := c.Sources[sid].Queue; q != nil {
 				from = "queue " + q.QueuePath
 			}
-			rows = append(rows, streamRow{sid, from, cid, "-", "-"})
+			unread := "-"
+			if n, ok := s.backlog[sid]; ok {
+				unread = fmt.Sprint(n)
+			}
+			rows = append(rows, streamRow{sid, from, cid, unread, "-"})
 		}
 		for _, sid := range c.OutputStreamIDs {
 			to := consumers[sid]
