@@ -89,6 +89,10 @@ type runner struct {
 	draining, retiring, applied atomic.Bool
 	// failures counts consecutive epochs that did not apply.
 	failures int
+	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
+	// the durable state is loaded. Both feed job_status.system_watermark.
+	openEpoch atomic.Uint64
+	loaded    atomic.Bool
 	// problem is the last transient error (source unreadable, lookup failed, epoch not
 	// applied), reported in job_status while the job keeps running; cleared by a commit.
 	problem atomic.Pointer[string]
@@ -281,6 +285,7 @@ func (r *runner) load(ctx context.Context) error {
 		return err
 	}
 	r.outbox.add(outs)
+	r.loaded.Store(true)
 	return nil
 }
 
@@ -378,6 +383,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		limit = 1000
 	}
 	now := nowMicros()
+	// While the epoch is open, its outputs will carry now as their system timestamp.
+	r.openEpoch.Store(now)
+	defer r.openEpoch.Store(0)
 	draining, retiring := r.draining.Load(), r.retiring.Load()
 	// Invariant: a job whose outputs are not delivered reads nothing new, so a slow reader
 	// back-pressures its writers (TestOutboxLimitBackPressure).
@@ -424,7 +432,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	abandon := func() {
 		r.inbox.release(inputIDs(b.Inputs))
-		r.outbox.giveBack(done)
+		r.outbox.giveBack()
 	}
 
 	token, err := r.store.GenerateTimestamp(ctx)
@@ -498,6 +506,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	r.failures = 0
 	r.problem.Store(nil)
+	r.outbox.committed()
 
 	// After the commit: the epoch is durable.
 	r.inbox.ack(c.Acks)
@@ -896,11 +905,29 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 			errText = *p
 		}
 	}
+	updated := nowMicros()
 	return ytstore.JobStatus{
-		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText,
-		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: nowMicros(),
+		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
+		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: inbox + int64(r.outbox.size()), Draining: r.applied.Load(),
 	}
+}
+
+// systemWatermark is the smallest system timestamp of what the job holds: buffered inputs,
+// rows still in its output store, and the outputs of the epoch in progress; 0 when it holds
+// nothing.
+//
+// Invariant: a message is counted from the moment the job receives or produces it until its
+// output store row is deleted by a committed epoch, so the dedup index is never collected
+// below a message that can still be retransmitted (TestSystemWatermarkCoversOutbox).
+func (r *runner) systemWatermark() uint64 {
+	var least uint64
+	for _, ts := range []uint64{r.openEpoch.Load(), r.inbox.minSystemTS(), r.outbox.minSystemTS()} {
+		if ts != 0 && (least == 0 || ts < least) {
+			least = ts
+		}
+	}
+	return least
 }
 
 // JobStats are the counters of one job, as served on the worker's /stats endpoint.

@@ -165,6 +165,20 @@ func (b *inbox) drop() {
 	b.byID = map[string]*pending{}
 }
 
+// minSystemTS is the smallest system timestamp of the buffered inputs (taken or not,
+// retransmitted duplicates included); 0 when none.
+func (b *inbox) minSystemTS() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var least uint64
+	for _, p := range b.byID {
+		if ts := p.in.Message.SystemTimestamp; ts != 0 && (least == 0 || ts < least) {
+			least = ts
+		}
+	}
+	return least
+}
+
 func (b *inbox) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -260,15 +274,22 @@ type outMsg struct {
 	row ytstore.OutputRow
 }
 
+// doneEntry is an acknowledged output whose output store row is not deleted yet.
+type doneEntry struct {
+	key      ytstore.OutputKey
+	systemTS uint64
+}
+
 // outbox mirrors a runner's rows in the output store. The runner adds committed rows; the
-// sender removes acknowledged/delivered ones into done, which the runner deletes from the
-// output store in its next epoch commit.
+// sender moves acknowledged/delivered ones to done; an epoch takes done keys to delete them
+// (deleting) and either confirms the deletion (committed) or gives them back.
 type outbox struct {
 	notify chan struct{}
 
-	mu      sync.Mutex
-	pending map[string]map[string]*outMsg // destination -> message id -> row
-	done    []ytstore.OutputKey
+	mu       sync.Mutex
+	pending  map[string]map[string]*outMsg // destination -> message id -> row
+	done     []doneEntry
+	deleting []doneEntry
 }
 
 func newOutbox() *outbox {
@@ -326,26 +347,68 @@ func (o *outbox) finish(partitionID, destination string, ids []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, id := range ids {
-		if _, ok := o.pending[destination][id]; ok {
+		if m, ok := o.pending[destination][id]; ok {
 			delete(o.pending[destination], id)
-			o.done = append(o.done, ytstore.OutputKey{PartitionID: partitionID, Destination: destination, MessageID: id})
+			o.done = append(o.done, doneEntry{
+				key:      ytstore.OutputKey{PartitionID: partitionID, Destination: destination, MessageID: id},
+				systemTS: m.row.SystemTimestamp,
+			})
 		}
 	}
 }
 
-// takeDone hands the finished keys to an epoch commit; giveBack returns them if it failed.
+// takeDone hands the finished keys to an epoch commit; they stay accounted for (deleting)
+// until committed confirms or giveBack returns them.
 func (o *outbox) takeDone() []ytstore.OutputKey {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	d := o.done
+	keys := make([]ytstore.OutputKey, len(o.done))
+	for i, d := range o.done {
+		keys[i] = d.key
+	}
+	o.deleting = append(o.deleting, o.done...)
 	o.done = nil
-	return d
+	return keys
 }
 
-func (o *outbox) giveBack(keys []ytstore.OutputKey) {
+// committed confirms that the taken keys are deleted from the output store.
+func (o *outbox) committed() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.done = append(keys, o.done...)
+	o.deleting = nil
+}
+
+// giveBack returns the taken keys of a failed epoch to done.
+func (o *outbox) giveBack() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = append(o.deleting, o.done...)
+	o.deleting = nil
+}
+
+// minSystemTS is the smallest system timestamp of the rows still in the output store
+// (pending, acknowledged but not deleted, being deleted); 0 when none.
+func (o *outbox) minSystemTS() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var least uint64
+	consider := func(ts uint64) {
+		if ts != 0 && (least == 0 || ts < least) {
+			least = ts
+		}
+	}
+	for _, m := range o.pending {
+		for _, r := range m {
+			consider(r.row.SystemTimestamp)
+		}
+	}
+	for _, d := range o.done {
+		consider(d.systemTS)
+	}
+	for _, d := range o.deleting {
+		consider(d.systemTS)
+	}
+	return least
 }
 
 func (o *outbox) size() int {

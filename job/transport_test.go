@@ -115,8 +115,39 @@ func TestOutboxDoneGoesToNextCommit(t *testing.T) {
 	done := o.takeDone()
 	assert.Equal(t, []ytstore.OutputKey{{PartitionID: "p", Destination: "d", MessageID: "a"}}, done)
 	assert.Empty(t, o.takeDone())
-	o.giveBack(done)
+	o.giveBack()
 	assert.Equal(t, done, o.takeDone(), "a failed commit hands the deletions to the next one")
+	o.committed()
+	assert.Empty(t, o.takeDone())
+}
+
+func TestSystemWatermarkCoversOutbox(t *testing.T) {
+	r := &runner{inbox: newInbox(10), outbox: newOutbox()}
+	assert.Zero(t, r.systemWatermark(), "holds nothing")
+
+	r.inbox.offer([]epoch.Input{{Message: flow.Message{MessageID: "in", SystemTimestamp: 50}}})
+	r.outbox.add([]ytstore.OutputRow{{Destination: "d", MessageID: "o1", SystemTimestamp: 30}, {Destination: "d", MessageID: "o2", SystemTimestamp: 40}})
+	assert.Equal(t, uint64(30), r.systemWatermark())
+
+	r.outbox.finish("p", "d", []string{"o1"})
+	assert.Equal(t, uint64(30), r.systemWatermark(), "acknowledged but its row is not deleted yet")
+	r.outbox.takeDone()
+	assert.Equal(t, uint64(30), r.systemWatermark(), "being deleted by an open epoch")
+	r.outbox.giveBack()
+	assert.Equal(t, uint64(30), r.systemWatermark(), "the deletion failed")
+	r.outbox.takeDone()
+	r.outbox.committed()
+	assert.Equal(t, uint64(40), r.systemWatermark(), "deleted by a committed epoch")
+
+	r.openEpoch.Store(20)
+	assert.Equal(t, uint64(20), r.systemWatermark(), "outputs of the open epoch")
+	r.openEpoch.Store(0)
+	r.outbox.finish("p", "d", []string{"o2"})
+	r.outbox.takeDone()
+	r.outbox.committed()
+	assert.Equal(t, uint64(50), r.systemWatermark(), "a buffered input")
+	r.inbox.ack([]string{"in"})
+	assert.Zero(t, r.systemWatermark())
 }
 
 func TestKeyerComputesFarmHash(t *testing.T) {

@@ -387,6 +387,12 @@ func (w *Worker) reportStatuses(ctx context.Context) {
 			}
 			state, errText = ytstore.JobFailed, h.err.Error()
 		default:
+			if !h.r.loaded.Load() {
+				// Invariant: no status before the job's output store is loaded, so a
+				// watermark never passes a message it is about to resend
+				// (TestSystemWatermarkCoversOutbox).
+				continue
+			}
 			if h.r.completed.Load() {
 				state = ytstore.JobCompleted
 			}

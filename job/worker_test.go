@@ -450,9 +450,29 @@ func TestOutboxLimitBackPressure(t *testing.T) {
 		require.Equal(t, int64(1), offset(), "a blocked job read more input")
 		time.Sleep(10 * time.Millisecond)
 	}
+	e.eventually("split's status to hold the undelivered outputs back", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "split-0" {
+				return s.InFlight >= 4 && s.SystemWatermark > 0 && s.SystemWatermark <= s.UpdatedAt
+			}
+		}
+		return false
+	})
 	e.putJob("count-0", "count", "count-p0", -1)
 	e.waitCounts(map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1})
 	assert.Equal(t, int64(3), offset())
+	e.eventually("split's status to hold nothing once its output store is empty", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "split-0" {
+				return s.InFlight == 0 && s.SystemWatermark == 0
+			}
+		}
+		return false
+	})
 }
 
 // TestWorkerWaitsForPipeline: a worker started before its pipeline exists waits for it.
