@@ -909,7 +909,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
-		InFlight: inbox + int64(r.outbox.size()), Draining: r.applied.Load(),
+		InFlight: inbox + int64(r.outbox.held()), Draining: r.applied.Load(),
 	}
 }
 

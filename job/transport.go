@@ -411,6 +411,15 @@ func (o *outbox) minSystemTS() uint64 {
 	return least
 }
 
+// held counts the rows still in the output store: pending, acknowledged but not yet deleted,
+// and being deleted.
+func (o *outbox) held() int {
+	o.mu.Lock()
+	n := len(o.done) + len(o.deleting)
+	o.mu.Unlock()
+	return n + o.size()
+}
+
 func (o *outbox) size() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
