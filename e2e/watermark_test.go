@@ -96,6 +96,17 @@ func TestRepartitionLiveKeepsKeyOrder(t *testing.T) {
 	wc.CheckExactlyOnce(t)
 	checkKeyOrder(t, wc)
 
+	st := Start(t, "status", "status", "--proxy", c.Proxy, "--path", wc.Path)
+	if err, ok := st.Wait(time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow status: %v (exited %v)\n%s", err, ok, st.Log())
+	}
+	for _, want := range []string{"system watermark  ", "computations (2)", "  count ", "streams (3)", "  lines   queue " + wc.Root + "/input  split  "} {
+		if !strings.Contains(st.Log(), want) {
+			t.Errorf("yt-flow status lacks %q:\n%s", want, st.Log())
+		}
+	}
+	t.Logf("yt-flow status:\n%s", st.Log())
+
 	logs, err := wc.Store.ControllerLogs(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -324,7 +324,7 @@ func (s *pipelineStatus) lagOf(ts uint64) string {
 
 // flowAgg aggregates the statuses of the jobs of one computation.
 type flowAgg struct {
-	partitions, active, jobs, reporting int
+	partitions, retiring, completed, jobs, reporting int
 	inbox, inFlight                     int64
 	// watermark is the smallest reported system_watermark (0 = none held).
 	watermark  uint64
@@ -353,8 +353,11 @@ func (s *pipelineStatus) aggregate() map[string]*flowAgg {
 	for _, p := range s.partitions {
 		a := get(p.ComputationID)
 		a.partitions++
-		if p.State == ytstore.PartitionActive {
-			a.active++
+		switch p.State {
+		case ytstore.PartitionDraining:
+			a.retiring++
+		case ytstore.PartitionCompleted:
+			a.completed++
 		}
 	}
 	for _, j := range s.jobs {
@@ -407,9 +410,16 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 	fmt.Fprintln(tw, "  COMPUTATION\tPARTITIONS\tJOBS\tINPUT LAG\tIN FLIGHT\tLAG\tLAST COMMIT")
 	for _, id := range ids {
 		a := aggs[id]
+		var notes []string
+		if a.retiring > 0 {
+			notes = append(notes, fmt.Sprintf("%d retiring", a.retiring))
+		}
+		if a.completed > 0 {
+			notes = append(notes, fmt.Sprintf("%d completed", a.completed))
+		}
 		parts := fmt.Sprint(a.partitions)
-		if a.active != a.partitions {
-			parts = fmt.Sprintf("%d (%d active)", a.partitions, a.active)
+		if len(notes) > 0 {
+			parts += " (" + strings.Join(notes, ", ") + ")"
 		}
 		jobs := fmt.Sprint(a.jobs)
 		if a.reporting != a.jobs {

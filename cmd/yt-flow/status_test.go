@@ -74,9 +74,9 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	for _, want := range []string{
 		"system watermark  2027-01-15 07:58:30.000 UTC (lag 1m30s)",
 		"computations (2)",
-		"  COMPUTATION  PARTITIONS    JOBS  INPUT LAG  IN FLIGHT  LAG   LAST COMMIT",
-		"  count        3 (2 active)  2     10         15         1m5s  1s ago",
-		"  split        1             1     0          40         12s   3s ago",
+		"  COMPUTATION  PARTITIONS      JOBS  INPUT LAG  IN FLIGHT  LAG   LAST COMMIT",
+		"  count        3 (1 retiring)  2     10         15         1m5s  1s ago",
+		"  split        1               1     0          40         12s   3s ago",
 		"streams (3)",
 		"  STREAM  FROM          TO        IN FLIGHT  LAG",
 		"  counts  count         sink out  5          1m5s",
