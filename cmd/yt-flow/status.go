@@ -325,7 +325,7 @@ func (s *pipelineStatus) lagOf(ts uint64) string {
 // flowAgg aggregates the statuses of the jobs of one computation.
 type flowAgg struct {
 	partitions, retiring, completed, jobs, reporting int
-	inbox, inFlight                     int64
+	inbox, inFlight                                  int64
 	// watermark is the smallest reported system_watermark (0 = none held).
 	watermark  uint64
 	lastCommit uint64
