@@ -2,8 +2,10 @@ package ytstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 )
@@ -106,4 +108,43 @@ func BenchmarkCollectDedup(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestSystemWatermarkAttribute: the leader publishes @system_watermark under
+// its session; readers see it through SystemWatermark and Attributes; a
+// deposed leader (session ended) gets ErrLeaseLost and changes nothing.
+func TestSystemWatermarkAttribute(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "//home/p/wm")
+	if _, err := st.SystemWatermark(ctx); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SystemWatermark of a missing pipeline: %v, want ErrNotFound", err)
+	}
+	if err := st.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := st.SystemWatermark(ctx); err != nil || w != 0 {
+		t.Fatalf("SystemWatermark before publication = %d, %v; want 0", w, err)
+	}
+	sess, err := st.StartSession(ctx, "leader", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetSystemWatermark(ctx, sess, 12345); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := st.SystemWatermark(ctx); err != nil || w != 12345 {
+		t.Fatalf("SystemWatermark = %d, %v; want 12345", w, err)
+	}
+	if a, err := st.Attributes(ctx); err != nil || a.SystemWatermark != 12345 {
+		t.Fatalf("Attributes().SystemWatermark = %+v, %v; want 12345", a, err)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetSystemWatermark(ctx, sess, 99999); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("SetSystemWatermark by a deposed leader: %v, want ErrLeaseLost", err)
+	}
+	if w, _ := st.SystemWatermark(ctx); w != 12345 {
+		t.Fatalf("a deposed leader changed @system_watermark to %d", w)
+	}
 }

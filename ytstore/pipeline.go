@@ -297,3 +297,18 @@ func (s *Store) SetSystemWatermark(ctx context.Context, leader *Session, waterma
 	}
 	return nil
 }
+
+// SystemWatermark reads @system_watermark (µs; 0 when never published), the
+// one attribute workers poll to fire system_time timers.
+func (s *Store) SystemWatermark(ctx context.Context) (uint64, error) {
+	var w uint64
+	if err := s.yc.GetNode(ctx, s.path.Attr("system_watermark"), &w, nil); err != nil {
+		if errors.Is(classify(err), ErrNotFound) {
+			if ok, err2 := s.Exists(ctx); err2 == nil && ok {
+				return 0, nil
+			}
+		}
+		return 0, fmt.Errorf("ytstore: read %s/@system_watermark: %w", s.path, classify(err))
+	}
+	return w, nil
+}
