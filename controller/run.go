@@ -211,8 +211,9 @@ func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore
 	if c.wm == nil {
 		c.wm = NewWatermarkTracker(attrs.SystemWatermark)
 	}
-	w, advanced := c.wm.Observe(in.Partitions, in.Jobs, in.Statuses)
-	if advanced {
+	w, _ := c.wm.Observe(in.Partitions, in.Jobs, in.Statuses)
+	if w > attrs.SystemWatermark {
+		// Also retries a publication that failed in an earlier cycle.
 		if err := c.st.SetSystemWatermark(ctx, c.sess, w); err != nil {
 			return err
 		}
