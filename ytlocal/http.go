@@ -221,11 +221,11 @@ func readBody(r *http.Request, limit int64) ([]byte, *yterrors.Error, int) {
 		}
 		src = io.LimitReader(zr, limit+1)
 	case strings.HasPrefix(enc, "z-"):
-		codec := blockcodecs.FindCodecByName(strings.TrimPrefix(enc, "z-"))
+		codec := fastCodec(enc)
 		if codec == nil {
 			return nil, ytErr(yterrors.CodeGeneric, "Unsupported Content-Encoding %q", enc), http.StatusUnsupportedMediaType
 		}
-		d := blockcodecs.NewDecoder(src)
+		d := blockcodecs.NewDecoderCodec(src, codec)
 		d.SetCheckUnderlyingEOF(true)
 		src = io.LimitReader(d, limit+1)
 	default:
@@ -410,7 +410,7 @@ func encodeResult(result any, outFmt, accept string) (response, error) {
 	}
 	switch {
 	case strings.HasPrefix(accept, "z-"):
-		codec := blockcodecs.FindCodecByName(strings.TrimPrefix(accept, "z-"))
+		codec := fastCodec(accept)
 		var buf bytes.Buffer
 		enc := blockcodecs.NewEncoder(&buf, codec)
 		if _, err := enc.Write(body); err != nil {
