@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,12 @@ func startWordCountVia(t testing.TB, via func(ytAddr string) string) *wcEnv {
 // startWordCountOpts is startWordCountVia with tune applied to the worker's config.
 func startWordCountOpts(t testing.TB, via func(ytAddr string) string, tune func(*Config)) *wcEnv {
 	t.Helper()
+	return startWordCountSpec(t, wordCountSpec, via, tune)
+}
+
+// startWordCountSpec is startWordCountOpts with another static spec (same tables).
+func startWordCountSpec(t testing.TB, specText string, via func(ytAddr string) string, tune func(*Config)) *wcEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
@@ -91,7 +98,7 @@ func startWordCountOpts(t testing.TB, via func(ytAddr string) string, tune func(
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
 	require.NoError(t, st.CreatePipeline(ctx))
-	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(wordCountSpec), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(specText), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
 	for _, ut := range []ytstore.UserTable{
 		{Path: "//tmp/wc/input", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}},
 		{Path: "//tmp/wc/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/wc/input"},
@@ -507,4 +514,35 @@ func TestWorkerWaitsForPipeline(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("worker did not register after the pipeline was created")
 	}
+}
+
+// TestAtLeastOnceConsistent: with processing_mode at_least_once_consistent the reader keeps no
+// dedup index, so a retransmitted committed message is processed again (and not counted as a
+// duplicate); state stays consistent.
+func TestAtLeastOnceConsistent(t *testing.T) {
+	specText := strings.Replace(wordCountSpec, `processing_function = "CountWords";`,
+		`processing_function = "CountWords"; processing_mode = "at_least_once_consistent";`, 1)
+	require.NotEqual(t, wordCountSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("again")
+	e.waitCounts(map[string]int64{"again": 1})
+
+	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
+	key := flow.Key{ytql.FarmHash("again"), "again"}
+	payload, err := yson.Marshal(flow.Row{"word": "again"})
+	require.NoError(t, err)
+	body, err := json.Marshal(pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
+		ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload,
+	}}})
+	require.NoError(t, err)
+	resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	e.waitCounts(map[string]int64{"again": 2})
+	assert.Zero(t, e.worker.Stats()["count-0"].Duplicates, "no dedup index, no duplicates detected")
+	dup, err := e.store.LookupDedup(e.ctx, []ytstore.DedupKey{{ComputationID: "count", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), MessageID: id, Compact: true}})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false}, dup, "nothing registered in the dedup index")
 }
