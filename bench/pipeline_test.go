@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,6 +64,20 @@ func loadAvg() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// medians collects per-iteration figures by unit and reports each one's median, so that a
+// run with -benchtime Nx reports a typical iteration rather than the last one (every
+// iteration is logged too).
+type medians map[string][]float64
+
+func (m medians) add(v float64, unit string) { m[unit] = append(m[unit], v) }
+
+func (m medians) report(b *testing.B) {
+	for unit, vs := range m {
+		slices.Sort(vs)
+		b.ReportMetric(vs[len(vs)/2], unit)
+	}
 }
 
 // startServer starts an in-process ytlocal (durable in a temp dir unless BENCH_MEMORY=1),
@@ -240,15 +255,19 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 
 	b.Run("latency", func(b *testing.B) {
+		m := medians{}
 		for range b.N {
-			benchLatency(b, pr, rate)
+			benchLatency(b, m, pr, rate)
 		}
+		m.report(b)
 	})
 	low := float64(envInt("BENCH_LOW_RATE", 100))
 	b.Run(fmt.Sprintf("latency_%.0f", low), func(b *testing.B) {
+		m := medians{}
 		for range b.N {
-			benchLatency(b, pr, low)
+			benchLatency(b, m, pr, low)
 		}
+		m.report(b)
 	})
 
 	for _, mode := range []struct{ name, processing string }{
@@ -256,16 +275,20 @@ func BenchmarkPipeline(b *testing.B) {
 		{"writes_at_least_once", "at_least_once_consistent"},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
+			m := medians{}
 			for i := range b.N {
-				benchWrites(b, pr, fmt.Sprintf("%s%d", mode.name, i), mode.processing, words, want)
+				benchWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), mode.processing, words, want)
 			}
+			m.report(b)
 		})
 	}
 
 	b.Run("recovery", func(b *testing.B) {
+		m := medians{}
 		for range b.N {
-			benchRecovery(b, rate, pr.words)
+			benchRecovery(b, m, rate, pr.words)
 		}
+		m.report(b)
 	})
 
 	if raw := rates["raw"]; raw > 0 {
@@ -277,7 +300,7 @@ func BenchmarkPipeline(b *testing.B) {
 // benchLatency runs an infinite exactly-once pipeline fed at rate msgs/s and reports the
 // p50/p99/max latency from queue write to the output queue (async sink) for messages
 // written after a 3s warm-up.
-func benchLatency(b *testing.B, pr params, rate float64) {
+func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	ctx := context.Background()
 	srv := startServer(b, pr.durable)
 	batch := 100 * time.Millisecond
@@ -325,20 +348,20 @@ func benchLatency(b *testing.B, pr params, rate float64) {
 	if missing > 0 {
 		b.Errorf("%d of the measured messages never reached the sink", missing)
 	}
-	b.ReportMetric(float64(sent)/end.Sub(loadStart).Seconds(), "offered_msgs/s")
-	b.ReportMetric(rate, "target_msgs/s")
-	b.ReportMetric(busy, "cpu_cores_busy")
-	b.ReportMetric(float64(p50.Milliseconds()), "p50_ms")
-	b.ReportMetric(float64(p99.Milliseconds()), "p99_ms")
-	b.ReportMetric(float64(Percentile(lat, 1).Milliseconds()), "max_ms")
-	b.ReportMetric(float64(Percentile(tlat, 0.5).Milliseconds()), "table_p50_ms")
-	b.ReportMetric(float64(Percentile(tlat, 0.99).Milliseconds()), "table_p99_ms")
+	m.add(float64(sent)/end.Sub(loadStart).Seconds(), "offered_msgs/s")
+	m.add(rate, "target_msgs/s")
+	m.add(busy, "cpu_cores_busy")
+	m.add(float64(p50.Milliseconds()), "p50_ms")
+	m.add(float64(p99.Milliseconds()), "p99_ms")
+	m.add(float64(Percentile(lat, 1).Milliseconds()), "max_ms")
+	m.add(float64(Percentile(tlat, 0.5).Milliseconds()), "table_p50_ms")
+	m.add(float64(Percentile(tlat, 0.99).Milliseconds()), "table_p99_ms")
 }
 
 // benchWrites runs the finite pipeline with the runtime behind a counting proxy and
 // reports rows written to YTsaurus per input message, against Flow's budget of about 2
 // per input message plus 1 per output.
-func benchWrites(b *testing.B, pr params, name, processing string, words []string, want map[string]int64) {
+func benchWrites(b *testing.B, m medians, pr params, name, processing string, words []string, want map[string]int64) {
 	srv := startServer(b, pr.durable)
 	cp, err := StartCountingProxy(srv.Addr())
 	if err != nil {
@@ -367,10 +390,10 @@ func benchWrites(b *testing.B, pr params, name, processing string, words []strin
 	}
 	b.Logf("%s: %d messages, %d outputs; %d rows written (%.2f/msg; budget 2/msg + 1/output = %.2f/msg); %d requests (%.2f/msg)\n  %s",
 		name, len(words), outputs, d.WrittenRows(), float64(d.WrittenRows())/n, (2*n+float64(outputs))/n, d.Requests(), float64(d.Requests())/n, d)
-	b.ReportMetric(float64(d.WrittenRows())/n, "rows/msg")
-	b.ReportMetric((2*n+float64(outputs))/n, "budget_rows/msg")
-	b.ReportMetric(float64(d.Rows["insert_rows"])/n, "insert/msg")
-	b.ReportMetric(float64(d.Rows["delete_rows"])/n, "delete/msg")
-	b.ReportMetric(float64(d.Rows["push_queue_producer"])/n, "push/msg")
-	b.ReportMetric(float64(d.Requests())/n, "requests/msg")
+	m.add(float64(d.WrittenRows())/n, "rows/msg")
+	m.add((2*n+float64(outputs))/n, "budget_rows/msg")
+	m.add(float64(d.Rows["insert_rows"])/n, "insert/msg")
+	m.add(float64(d.Rows["delete_rows"])/n, "delete/msg")
+	m.add(float64(d.Rows["push_queue_producer"])/n, "push/msg")
+	m.add(float64(d.Requests())/n, "requests/msg")
 }
