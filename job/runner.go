@@ -365,6 +365,18 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
+// timerClock is the time of each timer stream: the pipeline SystemWatermark for
+// system_time streams, the wall clock otherwise (event-time watermarks are not tracked, so
+// event_time timers fire by the wall clock too).
+func (r *runner) timerClock(now uint64) func(streamID string) uint64 {
+	return func(streamID string) uint64 {
+		if t, ok := r.comp.Timers[streamID]; ok && t != nil && t.TimeType == "system_time" {
+			return r.w.systemWatermark.Load()
+		}
+		return now
+	}
+}
+
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 
 func (r *runner) leaseCheckPeriod() uint64 {
@@ -399,7 +411,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		b.Inputs = r.inbox.take(limit)
 	}
 	if !draining && !blocked {
-		b.Timers = r.timers.Due(now, limit)
+		b.Timers = r.timers.DueBy(r.timerClock(now), limit)
 	}
 	r.applied.Store(draining)
 	for _, s := range r.sources {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +90,10 @@ const sinksSpec = `{
   };
 }`
 
-func TestTimersAndAsyncSinks(t *testing.T) {
+// startSinksEnv starts ytlocal, the pipeline of specText (sinksSpec or a variant), its user
+// tables with three input rows, one worker, and the read and echo jobs.
+func startSinksEnv(t *testing.T, specText string) *wcEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
@@ -100,7 +104,7 @@ func TestTimersAndAsyncSinks(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
 	require.NoError(t, st.CreatePipeline(ctx))
-	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(sinksSpec), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(specText), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
 	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
 	out := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}, {Name: "n", Type: schema.TypeInt64}}}
 	for _, ut := range []ytstore.UserTable{
@@ -118,7 +122,8 @@ func TestTimersAndAsyncSinks(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = leader.Close() })
 	w := NewWorker(Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
-		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second})
+		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond, PushTimeout: time.Second,
+		StatusPeriod: 100 * time.Millisecond})
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var runErr error
@@ -134,17 +139,25 @@ func TestTimersAndAsyncSinks(t *testing.T) {
 	e := &wcEnv{t: t, ctx: ctx, store: st, leader: leader, worker: w}
 	e.putJob("read-0", "read", "read-p0", 0)
 	e.putJob("echo-0", "echo", "echo-p0", -1)
+	return e
+}
 
-	rowsOf := func(q string) []string {
-		rows, err := st.SelectRows(ctx, "data, n from ["+q+"]")
-		require.NoError(t, err)
-		var got []string
-		for _, r := range rows {
-			got = append(got, fmt.Sprintf("%v=%v", r["data"], r["n"]))
-		}
-		sort.Strings(got)
-		return got
+func (e *wcEnv) queueRows(q string) []string {
+	e.t.Helper()
+	rows, err := e.store.SelectRows(e.ctx, "data, n from ["+q+"]")
+	require.NoError(e.t, err)
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%v=%v", r["data"], r["n"]))
 	}
+	sort.Strings(got)
+	return got
+}
+
+func TestTimersAndAsyncSinks(t *testing.T) {
+	e := startSinksEnv(t, sinksSpec)
+	st, ctx, w := e.store, e.ctx, e.worker
+	rowsOf := e.queueRows
 	e.eventually("the exactly-once sink to receive both keys", func() bool { return len(rowsOf("//tmp/s/out")) >= 2 })
 	e.eventually("the fired timers to be deleted", func() bool {
 		timers, err := st.LoadTimers(ctx, "echo", 0, 0)
@@ -171,4 +184,22 @@ func TestTimersAndAsyncSinks(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestSystemTimeTimers: a system_time timer fires only once the pipeline SystemWatermark
+// passes its trigger.
+func TestSystemTimeTimers(t *testing.T) {
+	specText := strings.Replace(sinksSpec, `time_type = "current_time"`, `time_type = "system_time"`, 1)
+	require.NotEqual(t, sinksSpec, specText)
+	e := startSinksEnv(t, specText)
+	e.eventually("both keys' timers stored", func() bool {
+		timers, err := e.store.LoadTimers(e.ctx, "echo", 0, 0)
+		require.NoError(t, err)
+		return len(timers) == 2
+	})
+	assert.Empty(t, e.queueRows("//tmp/s/out"), "no timer fired: the system watermark is 0")
+
+	require.NoError(t, e.store.SetSystemWatermark(e.ctx, e.leader, nowMicros()+1))
+	e.eventually("the timers to fire", func() bool { return len(e.queueRows("//tmp/s/out")) == 2 })
+	assert.Equal(t, []string{"a=2", "b=1"}, e.queueRows("//tmp/s/out"))
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -37,6 +38,9 @@ type Worker struct {
 	ready    chan struct{}
 	// registered is set (by Run's goroutine only) once the worker registered the first time.
 	registered bool
+	// systemWatermark is the pipeline's @system_watermark (µs) as last read; system_time
+	// timers fire when it passes their trigger.
+	systemWatermark atomic.Uint64
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -218,6 +222,9 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			reg.HeartbeatTime = nowMicros()
 			if err := w.store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
+			}
+			if wm, err := w.store.SystemWatermark(ctx); err == nil {
+				w.systemWatermark.Store(wm)
 			}
 			w.reportStatuses(ctx)
 		}

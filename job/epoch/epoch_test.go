@@ -146,6 +146,7 @@ func TestTimerDeletedWithResults(t *testing.T) {
 
 	ts := NewTimerSet([]DueTimer{timer})
 	assert.Len(t, ts.Due(10, 0), 1)
+	assert.Empty(t, ts.DueBy(func(stream string) uint64 { return map[string]uint64{"t": 4}[stream] }, 0), "its stream's time is before the trigger")
 	ts.Apply(c)
 	assert.Empty(t, ts.Due(10, 0), "fired timer gone after the commit")
 	assert.Len(t, ts.Due(20, 0), 1)

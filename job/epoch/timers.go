@@ -24,9 +24,15 @@ func (s *TimerSet) Len() int { return len(s.byID) }
 // Due returns up to limit timers with Trigger <= now, ordered by trigger then id, so that
 // within one stream and key timers fire in trigger order.
 func (s *TimerSet) Due(now uint64, limit int) []DueTimer {
+	return s.DueBy(func(string) uint64 { return now }, limit)
+}
+
+// DueBy is Due with a time per timer stream: a timer is due when its Trigger is at most
+// clock(its stream id) (the wall clock, or the system watermark for system_time streams).
+func (s *TimerSet) DueBy(clock func(streamID string) uint64, limit int) []DueTimer {
 	var due []DueTimer
 	for _, t := range s.byID {
-		if t.Timer.Trigger <= now {
+		if t.Timer.Trigger <= clock(t.Timer.StreamID) {
 			due = append(due, t)
 		}
 	}
