@@ -30,6 +30,9 @@ func init() {
 			period := fs.Duration("period", 500*time.Millisecond, "scheduling period")
 			leaseTimeout := fs.Duration("lease-timeout", 30*time.Second, "timeout of job leases")
 			sessionTimeout := fs.Duration("session-timeout", 5*time.Second, "timeout of the controller session holding the leader lock")
+			gcMargin := fs.Duration("dedup-gc-margin", 30*time.Second, "dedup rows are kept this far below the SystemWatermark")
+			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection")
+			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup collections")
 			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
 				return code
 			}
@@ -42,6 +45,9 @@ func init() {
 				Period:         *period,
 				LeaseTimeout:   *leaseTimeout,
 				SessionTimeout: *sessionTimeout,
+				DedupGCMargin:  *gcMargin,
+				DedupGCBatch:   *gcBatch,
+				DedupGCPeriod:  *gcPeriod,
 			})
 			if err != nil {
 				return failf(env.stderr, "controller: %v", err)
