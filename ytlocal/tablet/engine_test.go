@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand"
@@ -766,7 +767,7 @@ func TestScanOrderWithInterleavedWrites(t *testing.T) {
 		for k := range live {
 			want = append(want, k)
 		}
-		slices.SortFunc(want, func(a, b any) int { return cmpInt64(a.(int64), b.(int64)) })
+		slices.SortFunc(want, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) })
 		var got []any
 		require.NoError(t, e.Scan("t", ReadOptions{}, func(r map[string]any) bool { got = append(got, r["k"]); return true }))
 		require.Equal(t, want, got, "round %d", round)

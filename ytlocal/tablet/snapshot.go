@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -118,7 +119,7 @@ func (e *Engine) Restore(data []byte) error {
 					t.tombstones = append(t.tombstones, tombstone{enc: enc, ts: r.versions[n-1].ts})
 				}
 			}
-			slices.SortFunc(t.tombstones, func(a, b tombstone) int { return cmpUint64(uint64(a.ts), uint64(b.ts)) })
+			slices.SortFunc(t.tombstones, func(a, b tombstone) int { return cmp.Compare(a.ts, b.ts) })
 			t.dirty = true
 		} else {
 			t.tablets = nil

@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -271,7 +272,7 @@ func (t *table) compareKeys(a, b []any) int {
 			return c
 		}
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }
 
 // keyOf builds the normalized key of a row given by name, computing computed

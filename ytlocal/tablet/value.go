@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -171,21 +172,13 @@ func compareValues(a, b any) int {
 	}
 	ra, rb := typeRank(a), typeRank(b)
 	if ra != rb {
-		return cmpInt(ra, rb)
+		return cmp.Compare(ra, rb)
 	}
 	switch x := a.(type) {
 	case int64:
-		y := b.(int64)
-		return cmpInt64(x, y)
+		return cmp.Compare(x, b.(int64))
 	case uint64:
-		y := b.(uint64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x, b.(uint64))
 	case float64:
 		y := b.(float64)
 		switch {
@@ -226,36 +219,6 @@ func typeRank(v any) int {
 	return 6
 }
 
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // compareKeys orders two keys column by column; a shorter prefix sorts first.
 func compareKeys(a, b []any) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
@@ -263,7 +226,7 @@ func compareKeys(a, b []any) int {
 			return c
 		}
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }
 
 // encodeKey maps a normalized key to a string usable as a Go map key. Equal
