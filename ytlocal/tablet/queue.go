@@ -98,11 +98,8 @@ func (e *Engine) PullConsumer(consumer, consumerPath, queue, queuePath string, p
 		return nil, yterrors.Err(yterrors.CodeAuthorizationError,
 			fmt.Sprintf("Consumer %s is not registered for queue %s", consumerPath, queuePath))
 	}
-	t, err := e.table(queue)
+	t, err := e.readableTable(queue)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkReadable(t); err != nil {
 		return nil, err
 	}
 	if partition < 0 || partition >= len(t.tablets) {

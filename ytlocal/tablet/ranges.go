@@ -31,11 +31,8 @@ func (e *Engine) ScanRanges(tableID string, opts ReadOptions, ranges []KeyRange,
 	if err != nil {
 		return err
 	}
-	t, err := e.table(tableID)
+	t, err := e.readableTable(tableID)
 	if err != nil {
-		return err
-	}
-	if err := checkReadable(t); err != nil {
 		return err
 	}
 	norm, ok := t.normalizeRanges(ranges)

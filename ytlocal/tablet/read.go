@@ -54,11 +54,8 @@ func (e *Engine) Lookup(tableID string, keys []map[string]any, opts LookupOption
 	if err != nil {
 		return nil, err
 	}
-	t, err := e.table(tableID)
+	t, err := e.readableTable(tableID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkReadable(t); err != nil {
 		return nil, err
 	}
 	if !t.sorted {
@@ -152,11 +149,8 @@ func (e *Engine) Scan(tableID string, opts ReadOptions, yield func(row map[strin
 	if err != nil {
 		return err
 	}
-	t, err := e.table(tableID)
+	t, err := e.readableTable(tableID)
 	if err != nil {
-		return err
-	}
-	if err := checkReadable(t); err != nil {
 		return err
 	}
 	t.scan(ts, yield)

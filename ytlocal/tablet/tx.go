@@ -176,6 +176,19 @@ func checkWritable(t *table) error {
 	return notMounted(t)
 }
 
+// readableTable returns the table with the given id if it serves reads
+// (mounted or frozen); otherwise a resolve or not-mounted error.
+func (e *Engine) readableTable(id string) (*table, error) {
+	t, err := e.table(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReadable(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 func checkReadable(t *table) error {
 	if t.state == StateMounted || t.state == StateFrozen {
 		return nil
@@ -341,11 +354,8 @@ func (e *Engine) LockRows(txID, tableID string, keys []map[string]any, locks []s
 	if err != nil {
 		return err
 	}
-	t, err := e.table(tableID)
+	t, err := e.readableTable(tableID)
 	if err != nil {
-		return err
-	}
-	if err := checkReadable(t); err != nil {
 		return err
 	}
 	if !t.sorted {
