@@ -230,6 +230,17 @@ func (t *table) addRow(enc string, r *row) {
 	t.fresh = append(t.fresh, r)
 }
 
+// rowFor returns the encoded key and the row with that key, adding a row with
+// no versions when the table has none.
+func (t *table) rowFor(key []any) (enc string, r *row) {
+	enc = encodeKey(key)
+	if r = t.rows[enc]; r == nil {
+		r = newRow(key, len(t.groups))
+		t.addRow(enc, r)
+	}
+	return enc, r
+}
+
 // sortedRows returns the table rows in key order. Rows added since the last
 // call are sorted and merged in; a removal makes it rebuild the whole index.
 func (t *table) sortedRows() []*row {

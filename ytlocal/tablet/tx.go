@@ -602,13 +602,8 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		if !ok {
 			return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, w.Table)
 		}
-		k := encodeKey(w.Key)
-		r := t.rows[k]
-		if r == nil {
-			// A delete of a missing row still records its lock timestamps.
-			r = newRow(w.Key, len(t.groups))
-			t.addRow(k, r)
-		}
+		// A delete of a missing row still records its lock timestamps.
+		k, r := t.rowFor(w.Key)
 		values := w.Values
 		if w.Delete {
 			values = nil
@@ -627,12 +622,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		if !ok {
 			return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, l.Table)
 		}
-		k := encodeKey(l.Key)
-		r := t.rows[k]
-		if r == nil {
-			r = newRow(l.Key, len(t.groups))
-			t.addRow(k, r)
-		}
+		_, r := t.rowFor(l.Key)
 		for _, g := range l.Groups {
 			switch {
 			case g >= len(r.readTS):
