@@ -3,6 +3,7 @@ package ytlocal
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +136,20 @@ func (c *call) boolean(name string, def bool) (bool, error) {
 		}
 	}
 	return false, badParam(name, "boolean", v)
+}
+
+// attributes returns a copy of the "attributes" map parameter, or an empty
+// map when it is absent.
+func (c *call) attributes() (map[string]any, error) {
+	v, ok := c.param("attributes")
+	if !ok {
+		return map[string]any{}, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badParam("attributes", "map", v)
+	}
+	return maps.Clone(m), nil
 }
 
 // int64p returns an integer parameter (int64 or uint64 on the wire) or def.

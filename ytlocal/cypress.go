@@ -659,31 +659,19 @@ func cmdCreate(c *call) (any, error) {
 	if p.isAttr() {
 		return nil, ytErr(yterrors.CodeGeneric, "Cannot create an attribute %s", p.raw)
 	}
-	recursive, err := c.boolean("recursive", false)
+	flags, err := c.nodeFlags()
 	if err != nil {
 		return nil, err
 	}
-	ignoreExisting, err := c.boolean("ignore_existing", false)
+	attrs, err := c.attributes()
 	if err != nil {
 		return nil, err
-	}
-	force, err := c.boolean("force", false)
-	if err != nil {
-		return nil, err
-	}
-	attrs := map[string]any{}
-	if v, ok := c.param("attributes"); ok {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, badParam("attributes", "map", v)
-		}
-		attrs = maps.Clone(m)
 	}
 	tx, finish, err := s.txForCall(c)
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.createNode(tx, p, typ, attrs, recursive, ignoreExisting, force)
+	id, err := s.createNode(tx, p, typ, attrs, flags)
 	if err := finish(err); err != nil {
 		return nil, err
 	}
@@ -699,19 +687,41 @@ func storedType(typ string) string {
 	return typ
 }
 
-func (s *Server) createNode(tx *masterTx, p *pathRef, typ string, attrs map[string]any, recursive, ignoreExisting, force bool) (guid.GUID, error) {
-	parent, key, err := s.ensureParent(p, tx, recursive)
+// nodeFlags are the boolean parameters shared by create, copy, move and link
+// (each defaults to false).
+type nodeFlags struct {
+	recursive      bool // create missing parent map nodes
+	ignoreExisting bool // an existing node at the destination is the result
+	force          bool // an existing node at the destination is replaced
+}
+
+// nodeFlags reads "recursive", "ignore_existing" and "force", in that order.
+func (c *call) nodeFlags() (nodeFlags, error) {
+	var f nodeFlags
+	var err error
+	if f.recursive, err = c.boolean("recursive", false); err != nil {
+		return f, err
+	}
+	if f.ignoreExisting, err = c.boolean("ignore_existing", false); err != nil {
+		return f, err
+	}
+	f.force, err = c.boolean("force", false)
+	return f, err
+}
+
+func (s *Server) createNode(tx *masterTx, p *pathRef, typ string, attrs map[string]any, flags nodeFlags) (guid.GUID, error) {
+	parent, key, err := s.ensureParent(p, tx, flags.recursive)
 	if err != nil {
 		return guid.GUID{}, err
 	}
 	st := storedType(typ)
 	if existing, ok := s.tree.childOf(parent, tx, key); ok {
 		switch {
-		case ignoreExisting && existing.typ == st:
+		case flags.ignoreExisting && existing.typ == st:
 			return existing.id, nil
-		case ignoreExisting:
+		case flags.ignoreExisting:
 			return guid.GUID{}, ytErr(yterrors.CodeAlreadyExists, "%s already exists and has type %q while node of %q type is about to be created", p.raw, existing.typ, typ)
-		case force:
+		case flags.force:
 			if err := s.removeChild(parent, existing, tx, true); err != nil {
 				return guid.GUID{}, err
 			}
@@ -763,13 +773,9 @@ func (s *Server) createNode(tx *masterTx, p *pathRef, typ string, attrs map[stri
 // createObject handles create without path: accounts, users, groups and the like
 // become nodes under //sys/<kind>s/<name>.
 func (s *Server) createObject(c *call, typ string) (any, error) {
-	attrs := map[string]any{}
-	if v, ok := c.param("attributes"); ok {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, badParam("attributes", "map", v)
-		}
-		attrs = maps.Clone(m)
+	attrs, err := c.attributes()
+	if err != nil {
+		return nil, err
 	}
 	name, _ := attrs["name"].(string)
 	dir := map[string]string{"account": "accounts", "user": "users", "group": "groups", "tablet_cell_bundle": "tablet_cell_bundles"}[typ]
@@ -1234,15 +1240,7 @@ func cmdCopyMove(move bool) handlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		recursive, err := c.boolean("recursive", false)
-		if err != nil {
-			return nil, err
-		}
-		force, err := c.boolean("force", false)
-		if err != nil {
-			return nil, err
-		}
-		ignoreExisting, err := c.boolean("ignore_existing", false)
+		flags, err := c.nodeFlags()
 		if err != nil {
 			return nil, err
 		}
@@ -1263,7 +1261,7 @@ func cmdCopyMove(move bool) handlerFunc {
 			if srcNode == s.tree.root {
 				return ytErr(yterrors.CodeGeneric, "Cannot copy or move the root")
 			}
-			parent, key, err := s.ensureParent(dst, tx, recursive)
+			parent, key, err := s.ensureParent(dst, tx, flags.recursive)
 			if err != nil {
 				return err
 			}
@@ -1277,10 +1275,10 @@ func cmdCopyMove(move bool) handlerFunc {
 			}
 			if existing, ok := s.tree.childOf(parent, tx, key); ok {
 				switch {
-				case ignoreExisting:
+				case flags.ignoreExisting:
 					id = existing.id
 					return nil
-				case force:
+				case flags.force:
 					if err := s.removeChild(parent, existing, tx, true); err != nil {
 						return err
 					}
@@ -1324,15 +1322,7 @@ func cmdLink(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	recursive, err := c.boolean("recursive", false)
-	if err != nil {
-		return nil, err
-	}
-	ignoreExisting, err := c.boolean("ignore_existing", false)
-	if err != nil {
-		return nil, err
-	}
-	force, err := c.boolean("force", false)
+	flags, err := c.nodeFlags()
 	if err != nil {
 		return nil, err
 	}
@@ -1353,10 +1343,10 @@ func cmdLink(c *call) (any, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := s.resolve(tp, tx, true); err != nil && !force {
+		if _, err := s.resolve(tp, tx, true); err != nil && !flags.force {
 			return err
 		}
-		id, err = s.createNode(tx, link, "link", attrs, recursive, ignoreExisting, force)
+		id, err = s.createNode(tx, link, "link", attrs, flags)
 		return err
 	}()
 	if err := finish(err); err != nil {

@@ -183,13 +183,9 @@ func (s *Server) startMasterTx(c *call) (any, error) {
 		}
 		deadline = time.Time(t)
 	}
-	attrs := map[string]any{}
-	if v, ok := c.param("attributes"); ok {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, badParam("attributes", "map", v)
-		}
-		attrs = m
+	attrs, err := c.attributes()
+	if err != nil {
+		return nil, err
 	}
 	objType := uint32(objectTypeTransaction)
 	if parent != nil {
