@@ -256,7 +256,7 @@ func cmdSelectRows(c *call) (any, error) {
 		}
 		placeholders = m
 	}
-	ranges := keyRanges(text, sc.KeyColumns(), placeholders)
+	ranges := keyRanges(q, sc.KeyColumns(), placeholders)
 	var scanErr error
 	rows, err := q.Execute(placeholders, func(yield func(row map[string]any) bool) {
 		if ranges != nil {

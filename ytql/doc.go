@@ -78,7 +78,8 @@
 // (groups in order of first appearance) and stops reading once OFFSET+LIMIT
 // rows are found; ORDER BY sorts stably with NULL first. Placeholders are
 // bound before any row is read. ExecuteWith adds input/output row limits
-// (ErrIncomplete).
+// (ErrIncomplete). Conditions lists the column-versus-constant comparisons
+// among the top-level conjuncts of WHERE, for narrowing a scan by key.
 //
 // Not supported: JOIN, ARRAY JOIN, WITH INDEX, WITH TOTALS, subqueries,
 // TRANSFORM, LIKE/regex, date and YSON functions, the cardinality and first
