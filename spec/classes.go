@@ -115,6 +115,19 @@ func ClassAliases() map[string]string {
 	return out
 }
 
+// lookupClass returns the class registered under name in byName. An unknown
+// name is reported at path, listing the known names of that kind; an empty
+// name is not, as the caller has reported it missing already.
+func lookupClass[V any](p *parser, kind string, byName map[string]V, name, path string) (V, bool) {
+	c, ok := byName[name]
+	if !ok && name != "" {
+		p.errorf(path, "unknown %s class %q (known: %s)", kind, name, strings.Join(classNames(byName), ", "))
+	}
+	return c, ok
+}
+
+// classNames lists the names in m without the fully qualified Flow ones,
+// sorted.
 func classNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {

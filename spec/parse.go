@@ -293,12 +293,8 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	c := &Computation{ID: id, ProcessingMode: ExactlyOnce, DistributionOrdering: "strict"}
 	f := p.w.Fields(n, path)
 	c.ClassName = f.RequiredString("computation_class_name")
-	cls := computationByName[c.ClassName]
-	if cls == nil && c.ClassName != "" {
-		p.errorf(f.Path("computation_class_name"), "unknown computation class %q (known: %s)",
-			c.ClassName, strings.Join(classNames(computationByName), ", "))
-	}
-	if cls != nil {
+	cls, known := lookupClass(p, "computation", computationByName, c.ClassName, f.Path("computation_class_name"))
+	if known {
 		c.Kind, c.Passthrough = cls.kind, cls.passthrough
 	}
 	c.ProcessingFunction = f.String("processing_function", "")
@@ -372,13 +368,13 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 				p.errorf(mp, "%q is not one of [\"exactly_once\" \"at_least_once_consistent\"]", m)
 			}
 		}
-		if cls != nil && c.Kind != KindTransform {
+		if known && c.Kind != KindTransform {
 			p.errorf(mp, "processing_mode applies to transform computations only, not %s", c.Kind)
 		}
 	}
 	if bn, bp := p.placed(directBatching, f.Path("allow_batching_with_relaxed_guarantees"), pf, "allow_batching_with_relaxed_guarantees"); bn != nil {
 		c.AllowBatchingWithRelaxedGuarantees, _ = p.w.Bool(bn, bp)
-		if cls != nil && c.Kind != KindSwiftMap {
+		if known && c.Kind != KindSwiftMap {
 			p.errorf(bp, "allow_batching_with_relaxed_guarantees applies to swift map computations only, not %s", c.Kind)
 		}
 	}
@@ -438,12 +434,8 @@ func (p *parser) source(id string, n *yson.Node, path string) *Source {
 	s.ClassName = f.RequiredString("source_class_name")
 	paramsNode := f.Node("parameters")
 	f.Close()
-	class, ok := sourceByName[s.ClassName]
+	class, ok := lookupClass(p, "source", sourceByName, s.ClassName, f.Path("source_class_name"))
 	if !ok {
-		if s.ClassName != "" {
-			p.errorf(f.Path("source_class_name"), "unknown source class %q (known: %s)",
-				s.ClassName, strings.Join(classNames(sourceByName), ", "))
-		}
 		return s
 	}
 	s.Class = class
@@ -469,12 +461,8 @@ func (p *parser) sink(id string, n *yson.Node, path string) *Sink {
 	paramsNode := f.Node("parameters")
 	direct := f.Node("at_most_once_strategy")
 	f.Close()
-	class, ok := sinkByName[s.ClassName]
+	class, ok := lookupClass(p, "sink", sinkByName, s.ClassName, f.Path("sink_class_name"))
 	if !ok {
-		if s.ClassName != "" {
-			p.errorf(f.Path("sink_class_name"), "unknown sink class %q (known: %s)",
-				s.ClassName, strings.Join(classNames(sinkByName), ", "))
-		}
 		return s
 	}
 	s.Class = class
