@@ -68,24 +68,11 @@ func (e *Expr) EvalWith(row map[string]any, placeholders map[string]any) (any, e
 func columnsOf(roots []*node) []string {
 	var cols []string
 	seen := map[string]bool{}
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil {
-			return
-		}
+	for n := range nodes(roots) {
 		if n.kind == nColumn && !seen[n.name] {
 			seen[n.name] = true
 			cols = append(cols, n.name)
 		}
-		for _, a := range n.args {
-			walk(a)
-		}
-		for _, a := range n.list {
-			walk(a)
-		}
-	}
-	for _, r := range roots {
-		walk(r)
 	}
 	return cols
 }
@@ -697,27 +684,12 @@ func (e *Expr) placeholders() []*node { return placeholdersOf([]*node{e.root}) }
 
 // firstQualified returns the first column reference with a table qualifier.
 func firstQualified(roots []*node) *node {
-	var found *node
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil || found != nil {
-			return
-		}
+	for n := range nodes(roots) {
 		if n.kind == nColumn && n.op != "" {
-			found = n
-			return
-		}
-		for _, a := range n.args {
-			walk(a)
-		}
-		for _, a := range n.list {
-			walk(a)
+			return n
 		}
 	}
-	for _, r := range roots {
-		walk(r)
-	}
-	return found
+	return nil
 }
 
 // evalCase: with an operand the first WHEN equal to it (NULL equals NULL, as

@@ -1,6 +1,7 @@
 package ytql
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -39,6 +40,39 @@ type node struct {
 	// column, the reference evaluates the aliased expression, as YTsaurus
 	// resolves a name to a table column first and to an alias second.
 	alias *node
+}
+
+// nodes yields every node of the trees in roots in pre-order: a node, then
+// its args, then its list items. Nil roots and args (a CASE without operand
+// or ELSE) are skipped.
+func nodes(roots []*node) iter.Seq[*node] {
+	return func(yield func(*node) bool) {
+		var walk func(n *node) bool
+		walk = func(n *node) bool {
+			if n == nil {
+				return true
+			}
+			if !yield(n) {
+				return false
+			}
+			for _, a := range n.args {
+				if !walk(a) {
+					return false
+				}
+			}
+			for _, a := range n.list {
+				if !walk(a) {
+					return false
+				}
+			}
+			return true
+		}
+		for _, r := range roots {
+			if !walk(r) {
+				return
+			}
+		}
+	}
 }
 
 // constant reports whether the value of n is fixed by the text (literals,

@@ -445,24 +445,11 @@ func (q *Query) Limit() (int64, bool) { return q.limit, q.limit >= 0 }
 func placeholdersOf(roots []*node) []*node {
 	var out []*node
 	seen := map[string]bool{}
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil {
-			return
-		}
+	for n := range nodes(roots) {
 		if n.kind == nPlaceholder && !seen[n.name] {
 			seen[n.name] = true
 			out = append(out, n)
 		}
-		for _, a := range n.args {
-			walk(a)
-		}
-		for _, a := range n.list {
-			walk(a)
-		}
-	}
-	for _, r := range roots {
-		walk(r)
 	}
 	return out
 }
@@ -470,29 +457,10 @@ func placeholdersOf(roots []*node) []*node {
 // checkQualifiers rejects table.column references whose table is not the
 // FROM alias.
 func (q *Query) checkQualifiers() error {
-	roots := q.roots()
-	var bad *node
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil || bad != nil {
-			return
-		}
+	for n := range nodes(q.roots()) {
 		if n.kind == nColumn && n.op != "" && n.op != q.alias {
-			bad = n
-			return
+			return queryErrorf(n.pos, "undefined table alias %q in %s.%s", n.op, n.op, n.name)
 		}
-		for _, a := range n.args {
-			walk(a)
-		}
-		for _, a := range n.list {
-			walk(a)
-		}
-	}
-	for _, r := range roots {
-		walk(r)
-	}
-	if bad != nil {
-		return queryErrorf(bad.pos, "undefined table alias %q in %s.%s", bad.op, bad.op, bad.name)
 	}
 	return nil
 }

@@ -139,25 +139,10 @@ func columnSet(s schema.Schema) map[string]bool {
 }
 
 func checkRefs(known, extra map[string]bool, roots ...*node) error {
-	var err error
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil || err != nil {
-			return
-		}
+	for n := range nodes(roots) {
 		if n.kind == nColumn && !known[n.name] && !extra[n.name] && n.alias == nil && !strings.HasPrefix(n.name, "$") {
-			err = queryErrorf(n.pos, "undefined reference %q", n.name)
-			return
-		}
-		for _, a := range n.args {
-			walk(a)
-		}
-		for _, a := range n.list {
-			walk(a)
+			return queryErrorf(n.pos, "undefined reference %q", n.name)
 		}
 	}
-	for _, r := range roots {
-		walk(r)
-	}
-	return err
+	return nil
 }
