@@ -458,13 +458,9 @@ func cmdWriteTable(c *call) (any, error) {
 		return nil, err
 	}
 	err = func() error {
-		obj, err := s.resolve(p, tx, true)
+		n, err := s.resolveTyped(p, tx, "table", "write rows to")
 		if err != nil {
 			return err
-		}
-		n := obj.n
-		if n == nil || n.typ != "table" {
-			return withAttrs(ytErr(yterrors.CodeGeneric, "Cannot write rows to %s: not a table", p.raw), "path", p.raw)
 		}
 		if dynamicOf(s, n, tx) {
 			return withAttrs(ytErr(yterrors.CodeGeneric, "Cannot write_table to dynamic table %s; use insert_rows", p.raw), "path", p.raw)
@@ -561,6 +557,19 @@ func withSortedBy(sc schema.Schema, keys []string) schema.Schema {
 	return out
 }
 
+// resolveTyped resolves p under tx to a node of type typ; anything else is
+// the error "Cannot <action> <path>: not a <typ>".
+func (s *Server) resolveTyped(p *pathRef, tx *masterTx, typ, action string) (*node, error) {
+	obj, err := s.resolve(p, tx, true)
+	if err != nil {
+		return nil, err
+	}
+	if obj.n == nil || obj.n.typ != typ {
+		return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Cannot %s %s: not a %s", action, p.raw, typ), "path", p.raw)
+	}
+	return obj.n, nil
+}
+
 // DynamicTableReader lets the dynamic-table extension serve read_table of dynamic tables.
 type DynamicTableReader interface {
 	ReadDynamicTable(id guid.GUID) (rows []any, ok bool)
@@ -580,13 +589,9 @@ func cmdReadTable(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := s.resolve(p, tx, true)
+	n, err := s.resolveTyped(p, tx, "table", "read rows from")
 	if err != nil {
 		return nil, err
-	}
-	n := obj.n
-	if n == nil || n.typ != "table" {
-		return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Cannot read rows from %s: not a table", p.raw), "path", p.raw)
 	}
 	rows := s.tree.contentOf(n, tx).rows
 	if dynamicOf(s, n, tx) {
@@ -733,13 +738,9 @@ func cmdWriteFile(c *call) (any, error) {
 		return nil, err
 	}
 	err = func() error {
-		obj, err := s.resolve(p, tx, true)
+		n, err := s.resolveTyped(p, tx, "file", "write file data to")
 		if err != nil {
 			return err
-		}
-		n := obj.n
-		if n == nil || n.typ != "file" {
-			return withAttrs(ytErr(yterrors.CodeGeneric, "Cannot write file data to %s: not a file", p.raw), "path", p.raw)
 		}
 		if _, err := s.acquire(n, tx, lockExclusive, "", "", false); err != nil {
 			return err
@@ -772,13 +773,9 @@ func cmdReadFile(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := s.resolve(p, tx, true)
+	n, err := s.resolveTyped(p, tx, "file", "read file data from")
 	if err != nil {
 		return nil, err
-	}
-	n := obj.n
-	if n == nil || n.typ != "file" {
-		return nil, withAttrs(ytErr(yterrors.CodeGeneric, "Cannot read file data from %s: not a file", p.raw), "path", p.raw)
 	}
 	data := s.tree.contentOf(n, tx).data
 	if offset < 0 {
