@@ -5,6 +5,7 @@ package wordcount
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode"
 
@@ -18,10 +19,17 @@ func init() {
 
 // SplitWords reads the string column text of a source message and emits one message {word} to
 // stream words per word, in order: the text is lower-cased and split on every rune that is
-// neither a letter nor a digit. A null text has no words.
+// neither a letter nor a digit. A null text has no words; a row without a text column is an
+// error naming the columns it has.
 func SplitWords(ctx *flow.Context, msg *flow.Message) error {
+	raw, ok := msg.Payload["text"]
+	if !ok {
+		// A schematized queue row carries every column of its schema (null when unset):
+		// no text at all means the source table has no such column.
+		return fmt.Errorf("column text: missing from the source row (its columns: %s)", columnNames(msg.Payload))
+	}
 	var text string
-	switch v := msg.Payload["text"].(type) {
+	switch v := raw.(type) {
 	case nil:
 		return nil
 	case string:
@@ -35,6 +43,15 @@ func SplitWords(ctx *flow.Context, msg *flow.Message) error {
 		ctx.AddMessage("words", flow.Row{"word": w})
 	}
 	return nil
+}
+
+func columnNames(row flow.Row) string {
+	names := make([]string, 0, len(row))
+	for k := range row {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 func words(text string) []string {

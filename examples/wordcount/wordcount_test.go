@@ -53,6 +53,15 @@ func TestSplitWordsRejectsNonStringText(t *testing.T) {
 	assert.Empty(t, h.Outputs())
 }
 
+func TestSplitWordsRejectsRowWithoutText(t *testing.T) {
+	h := flowtest.New(t, "SplitWords", flowtest.Options{})
+	_, err := h.TryRun(flowtest.Epoch{Messages: []flow.Message{{StreamID: "lines", Payload: flow.Row{"line": "a b"}}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "column text: missing")
+	assert.Contains(t, err.Error(), "line")
+	assert.Empty(t, h.Outputs())
+}
+
 func TestCountWordsKeepsRunningCount(t *testing.T) {
 	split := flowtest.New(t, "SplitWords", flowtest.Options{})
 	count := flowtest.New(t, "CountWords", flowtest.Options{})
