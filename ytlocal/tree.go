@@ -168,22 +168,29 @@ func (t *tree) childOf(n *node, tx *masterTx, key string) (*node, bool) {
 	return c, c != nil
 }
 
-// childrenOf lists child keys (sorted) and ids under tx.
-func (t *tree) childrenOf(n *node, tx *masterTx) ([]string, map[string]guid.GUID) {
-	chain := []*version{}
+// visibleBranches returns the branches of n that tx sees, innermost first:
+// those of tx and its ancestors up to the first snapshot branch. trunk
+// reports whether the committed version shows through beneath them (no
+// snapshot branch among them).
+func visibleBranches(n *node, tx *masterTx) (chain []*version, trunk bool) {
+	chain = []*version{}
 	for x := tx; x != nil; x = x.parent {
 		if b, ok := n.branches[x.id]; ok {
 			chain = append(chain, b)
 			if b.snapshot {
-				break
+				return chain, false
 			}
 		}
 	}
+	return chain, true
+}
+
+// childrenOf lists child keys (sorted) and ids under tx.
+func (t *tree) childrenOf(n *node, tx *masterTx) ([]string, map[string]guid.GUID) {
+	chain, trunk := visibleBranches(n, tx)
 	out := map[string]guid.GUID{}
-	if len(chain) == 0 || !chain[len(chain)-1].snapshot {
-		if n.trunk != nil {
-			maps.Copy(out, n.trunk.children)
-		}
+	if trunk && n.trunk != nil {
+		maps.Copy(out, n.trunk.children)
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for k, id := range chain[i].children {
@@ -223,17 +230,9 @@ func (t *tree) attrOf(n *node, tx *masterTx, name string) (any, bool) {
 
 // userAttrs returns all user attributes under tx.
 func (t *tree) userAttrs(n *node, tx *masterTx) map[string]any {
-	chain := []*version{}
-	for x := tx; x != nil; x = x.parent {
-		if b, ok := n.branches[x.id]; ok {
-			chain = append(chain, b)
-			if b.snapshot {
-				break
-			}
-		}
-	}
+	chain, trunk := visibleBranches(n, tx)
 	out := map[string]any{}
-	if (len(chain) == 0 || !chain[len(chain)-1].snapshot) && n.trunk != nil {
+	if trunk && n.trunk != nil {
 		maps.Copy(out, n.trunk.attrs)
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
