@@ -356,9 +356,7 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	// Class parameters. processing_mode and allow_batching_with_relaxed_guarantees may
 	// also be written directly on the computation.
 	pf := p.w.Fields(paramsNode, f.Path("parameters"))
-	if pf.Present() {
-		c.Parameters, _ = paramsNode.Any().(map[string]any)
-	}
+	c.Parameters = pf.Map()
 	if mn, mp := p.placed(directMode, f.Path("processing_mode"), pf, "processing_mode"); mn != nil {
 		if m, ok := p.w.String(mn, mp); ok {
 			switch ProcessingMode(m) {
@@ -440,9 +438,7 @@ func (p *parser) source(id string, n *yson.Node, path string) *Source {
 	}
 	s.Class = class
 	pf := p.w.Fields(paramsNode, f.Path("parameters"))
-	if pf.Present() {
-		s.Parameters, _ = paramsNode.Any().(map[string]any)
-	}
+	s.Parameters = pf.Map()
 	p.sourceParams(s, pf)
 	pf.Close()
 	return s
@@ -467,9 +463,7 @@ func (p *parser) sink(id string, n *yson.Node, path string) *Sink {
 	}
 	s.Class = class
 	pf := p.w.Fields(paramsNode, f.Path("parameters"))
-	if pf.Present() {
-		s.Parameters, _ = paramsNode.Any().(map[string]any)
-	}
+	s.Parameters = pf.Map()
 	if an, ap := p.placed(direct, f.Path("at_most_once_strategy"), pf, "at_most_once_strategy"); an != nil {
 		switch class {
 		case SinkAsyncQueue, SinkKafka, SinkClickHouse:

@@ -236,6 +236,13 @@ type Fields struct {
 // Present reports whether the map exists and is a map.
 func (f *Fields) Present() bool { return f.node != nil }
 
+// Map returns the whole map as plain Go values, or nil when it is absent or
+// not a map. It consumes no keys.
+func (f *Fields) Map() map[string]any {
+	m, _ := f.node.Any().(map[string]any)
+	return m
+}
+
 // Path returns the path of key inside this map.
 func (f *Fields) Path(key string) string { return Join(f.path, key) }
 

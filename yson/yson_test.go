@@ -173,3 +173,16 @@ func TestDecodeSyntaxErrorLocation(t *testing.T) {
 		assert.Contains(t, err.Error(), want, in)
 	}
 }
+
+func TestFieldsMap(t *testing.T) {
+	n, err := Decode([]byte(`{p={a=1; b="x"}; s="not a map"}`))
+	require.NoError(t, err)
+	var w Walker
+	f := w.Fields(n, "")
+	assert.Equal(t, map[string]any{"a": int64(1), "b": "x"}, w.Fields(f.Node("p"), "p").Map())
+	assert.Nil(t, w.Fields(f.Node("s"), "s").Map(), "not a map")
+	assert.Nil(t, w.Fields(f.Node("absent"), "absent").Map())
+	f.Close()
+	require.Len(t, w.Problems(), 1)
+	assert.Equal(t, "s: want map, got string", w.Problems()[0].String())
+}
