@@ -1382,29 +1382,39 @@ func cmdLock(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.readTx(c)
+	tx, n, err := s.lockTarget(c, "lock", p)
 	if err != nil {
 		return nil, err
 	}
-	if tx == nil {
-		return nil, ytErr(yterrors.CodeGeneric, "Command \"lock\" requires a transaction (transaction_id)")
-	}
-	obj, err := s.resolve(p, tx, true)
+	l, err := s.acquire(n, tx, mode, childKey, attrKey, waitable)
 	if err != nil {
 		return nil, err
 	}
-	if obj.n == nil {
-		return nil, ytErr(yterrors.CodeGeneric, "Cannot lock %s", p.raw)
-	}
-	l, err := s.acquire(obj.n, tx, mode, childKey, attrKey, waitable)
-	if err != nil {
-		return nil, err
-	}
-	rev, _ := s.tree.versionInfo(obj.n, tx)
+	rev, _ := s.tree.versionInfo(n, tx)
 	if rev == 0 {
 		rev = 1
 	}
-	return map[string]any{"lock_id": l.id.String(), "node_id": obj.n.id.String(), "revision": rev}, nil
+	return map[string]any{"lock_id": l.id.String(), "node_id": n.id.String(), "revision": rev}, nil
+}
+
+// lockTarget returns the call's transaction, which lock and unlock (cmd)
+// require, and the node at p under it.
+func (s *Server) lockTarget(c *call, cmd string, p *pathRef) (*masterTx, *node, error) {
+	tx, err := s.readTx(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tx == nil {
+		return nil, nil, ytErr(yterrors.CodeGeneric, "Command %q requires a transaction (transaction_id)", cmd)
+	}
+	obj, err := s.resolve(p, tx, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if obj.n == nil {
+		return nil, nil, ytErr(yterrors.CodeGeneric, "Cannot %s %s", cmd, p.raw)
+	}
+	return tx, obj.n, nil
 }
 
 func cmdUnlock(c *call) (any, error) {
@@ -1413,23 +1423,13 @@ func cmdUnlock(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.readTx(c)
+	tx, n, err := s.lockTarget(c, "unlock", p)
 	if err != nil {
 		return nil, err
-	}
-	if tx == nil {
-		return nil, ytErr(yterrors.CodeGeneric, "Command \"unlock\" requires a transaction (transaction_id)")
-	}
-	obj, err := s.resolve(p, tx, true)
-	if err != nil {
-		return nil, err
-	}
-	if obj.n == nil {
-		return nil, ytErr(yterrors.CodeGeneric, "Cannot unlock %s", p.raw)
 	}
 	var keep []*lockEntry
 	for _, l := range tx.locks {
-		if l.node == obj.n {
+		if l.node == n {
 			if l.pending {
 				s.tree.pendingLocks--
 			}
