@@ -47,7 +47,7 @@ func cmdMountTable(c *call) (any, error) {
 	return nil, nil
 }
 
-func cmdSetTabletState(state tablet.TabletState) handlerFunc {
+func cmdSetTabletState(state tablet.State) handlerFunc {
 	return func(c *call) (any, error) {
 		t, err := c.dynTable("path")
 		if err != nil {

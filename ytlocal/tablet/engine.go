@@ -109,7 +109,7 @@ type Record struct {
 	Table           string         `yson:"table,omitempty"`
 	Path            string         `yson:"path,omitempty"`
 	Schema          *schema.Schema `yson:"schema,omitempty"`
-	State           TabletState    `yson:"state,omitempty"`
+	State           State          `yson:"state,omitempty"`
 	TabletCount     int            `yson:"tablet_count,omitempty"`
 	PivotKeys       [][]any        `yson:"pivot_keys,omitempty"`
 	TabletIndex     int            `yson:"tablet_index,omitempty"`
@@ -340,7 +340,7 @@ func (e *Engine) table(id string) (*table, error) {
 
 // CreateTable registers a dynamic table with the given Cypress id and path.
 // The table starts unmounted unless state says otherwise.
-func (e *Engine) CreateTable(id, path string, s schema.Schema, state TabletState) error {
+func (e *Engine) CreateTable(id, path string, s schema.Schema, state State) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, err := compileTable(id, path, s, e.cfg.Compile); err != nil {
@@ -418,7 +418,7 @@ func (e *Engine) Schema(id string) (schema.Schema, error) {
 }
 
 // TabletState returns the table's mount state.
-func (e *Engine) TabletState(id string) (TabletState, error) {
+func (e *Engine) TabletState(id string) (State, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t, err := e.table(id)
@@ -431,7 +431,7 @@ func (e *Engine) TabletState(id string) (TabletState, error) {
 // TabletInfo describes one tablet for the @tablets attribute.
 type TabletInfo struct {
 	Index           int
-	State           TabletState
+	State           State
 	PivotKey        []any // sorted tables
 	TrimmedRowCount int64 // ordered tables
 	RowCount        int64 // ordered: total rows ever written (trimmed included)
@@ -460,7 +460,7 @@ func (e *Engine) Tablets(id string) ([]TabletInfo, error) {
 
 // SetState mounts, unmounts, freezes or unfreezes a table. Transitions to the
 // current state succeed; freezing an unmounted table fails with 1706.
-func (e *Engine) SetState(id string, state TabletState) error {
+func (e *Engine) SetState(id string, state State) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t, err := e.table(id)

@@ -19,7 +19,7 @@ type tableSnapshot struct {
 	ID        string           `yson:"id"`
 	Path      string           `yson:"path"`
 	Schema    schema.Schema    `yson:"schema"`
-	State     TabletState      `yson:"state"`
+	State     State            `yson:"state"`
 	PivotKeys [][]any          `yson:"pivot_keys,omitempty"`
 	Rows      []rowSnapshot    `yson:"rows,omitempty"`
 	Tablets   []tabletSnapshot `yson:"tablets,omitempty"`

@@ -20,13 +20,13 @@ type Evaluator interface {
 // Evaluator.
 type Compiler func(expression string) (Evaluator, error)
 
-// TabletState is the mount state of a table, as reported by @tablet_state.
-type TabletState string
+// State is the mount state of a table, as reported by @tablet_state.
+type State string
 
 const (
-	StateUnmounted TabletState = "unmounted"
-	StateMounted   TabletState = "mounted"
-	StateFrozen    TabletState = "frozen"
+	StateUnmounted State = "unmounted"
+	StateMounted   State = "mounted"
+	StateFrozen    State = "frozen"
 )
 
 type column struct {
@@ -54,7 +54,7 @@ type table struct {
 	groups    []string
 	allGroups []int // 0..len(groups)-1
 	sorted    bool
-	state     TabletState
+	state     State
 
 	// Sorted tables.
 	rows      map[string]*row
