@@ -71,7 +71,8 @@
 // naming the parameter on a wrong type): c.str(name, def), c.requiredStr(name),
 // c.boolean(name, def), c.int64p(name, def), c.uint64p(name, def),
 // c.duration(name, def) (milliseconds on the wire), c.guidp(name),
-// c.guids(name) (list of GUIDs), c.decode(name, &dst) (any yson target, e.g.
+// c.guids(name) (list of GUIDs), c.attributes() (a copy of the "attributes" map),
+// c.nodeFlags() (recursive, ignore_existing, force), c.decode(name, &dst) (any yson target, e.g.
 // schema.Schema or []any pivot keys), c.richPath(name) (*ypath.Rich with attributes,
 // ranges and columns), c.path(name) (plain string), c.has(name), c.param(name),
 // c.params (the raw merged map). The decompressed PUT body is c.input (c.inFmt is
