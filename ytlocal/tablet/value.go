@@ -81,7 +81,7 @@ func (c *column) normalize(v any) (any, error) {
 			i = int64(x)
 		case uint64:
 			if x > math.MaxInt64 {
-				return nil, fmt.Errorf("value %d of column %q does not fit type %s", x, c.name, c.typ)
+				return nil, c.rangeError(x)
 			}
 			i = int64(x)
 		case uint32:
@@ -90,7 +90,7 @@ func (c *column) normalize(v any) (any, error) {
 			return nil, c.typeError(v)
 		}
 		if uint64(c.limits.max) < math.MaxInt64 && (i < c.limits.min || i > c.limits.max) {
-			return nil, fmt.Errorf("value %d of column %q does not fit type %s", i, c.name, c.typ)
+			return nil, c.rangeError(i)
 		}
 		return i, nil
 	case kindUint:
@@ -102,19 +102,19 @@ func (c *column) normalize(v any) (any, error) {
 			u = uint64(x)
 		case int64:
 			if x < 0 {
-				return nil, fmt.Errorf("value %d of column %q does not fit type %s", x, c.name, c.typ)
+				return nil, c.rangeError(x)
 			}
 			u = uint64(x)
 		case int:
 			if x < 0 {
-				return nil, fmt.Errorf("value %d of column %q does not fit type %s", x, c.name, c.typ)
+				return nil, c.rangeError(x)
 			}
 			u = uint64(x)
 		default:
 			return nil, c.typeError(v)
 		}
 		if c.limits.max < math.MaxInt64 && u > uint64(c.limits.max) {
-			return nil, fmt.Errorf("value %d of column %q does not fit type %s", u, c.name, c.typ)
+			return nil, c.rangeError(u)
 		}
 		return u, nil
 	case kindDouble:
@@ -152,6 +152,11 @@ func (c *column) normalize(v any) (any, error) {
 		return nil, c.typeError(v)
 	}
 	return v, nil
+}
+
+// rangeError explains that the integer v is outside the range of c's type.
+func (c *column) rangeError(v any) error {
+	return fmt.Errorf("value %d of column %q does not fit type %s", v, c.name, c.typ)
 }
 
 func (c *column) typeError(v any) error {
