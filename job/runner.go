@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -87,6 +88,9 @@ type runner struct {
 	// draining and retiring mirror the job row's flags (the worker's poll sets them);
 	// applied echoes them once an epoch started under them.
 	draining, retiring, applied atomic.Bool
+	// pendingTimers is the number of stored timers (set after each commit); a completing
+	// job counts them in in_flight.
+	pendingTimers atomic.Int64
 	// failures counts consecutive epochs that did not apply.
 	failures int
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
@@ -102,6 +106,18 @@ type runner struct {
 func (r *runner) noteProblem(what string, err error) {
 	msg := fmt.Sprintf("job %s (computation %s, partition %s): %s: %v", r.job.JobID, r.comp.ID, r.job.PartitionID, what, err)
 	r.problem.Store(&msg)
+}
+
+// completing tells a job drained for completion from one drained to stop or pause: it
+// drains (and does not retire) while the pipeline's target state is working and its
+// computation is not drained by the dynamic spec. An unread target state counts as working,
+// so pending timers hold completion back rather than being lost.
+func (r *runner) completing() bool {
+	if !r.draining.Load() || r.retiring.Load() || r.dyn.Draining {
+		return false
+	}
+	t := r.w.targetState.Load()
+	return t == nil || *t == "" || *t == ytstore.TargetWorking
 }
 
 // maxNotApplied is how many consecutive epochs may fail to apply before the job fails.
@@ -280,6 +296,7 @@ func (r *runner) load(ctx context.Context) error {
 		}
 	}
 	r.timers = epoch.NewTimerSet(timers)
+	r.pendingTimers.Store(int64(r.timers.Len()))
 	outs, err := r.store.LoadOutputs(ctx, r.job.PartitionID)
 	if err != nil {
 		return err
@@ -368,8 +385,13 @@ func (r *runner) run(ctx context.Context) error {
 // timerClock is the time of each timer stream: the pipeline SystemWatermark for
 // system_time streams, the wall clock otherwise (event-time watermarks are not tracked, so
 // event_time timers fire by the wall clock too).
-func (r *runner) timerClock(now uint64) func(streamID string) uint64 {
+//
+// A completing job's clock is +inf for every stream: completion is the end of all time.
+func (r *runner) timerClock(now uint64, completing bool) func(streamID string) uint64 {
 	return func(streamID string) uint64 {
+		if completing {
+			return math.MaxUint64
+		}
 		if t, ok := r.comp.Timers[streamID]; ok && t != nil && t.TimeType == "system_time" {
 			return r.w.systemWatermark.Load()
 		}
@@ -410,8 +432,11 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	} else if !blocked {
 		b.Inputs = r.inbox.take(limit)
 	}
-	if !draining && !blocked {
-		b.Timers = r.timers.DueBy(r.timerClock(now), limit)
+	completing := r.completing()
+	// Invariant: a completing job fires every pending timer before it reports drained; a
+	// stopping or pausing job keeps its timers for the next start (TestCompletionFiresTimers).
+	if (!draining || completing) && !blocked {
+		b.Timers = r.timers.DueBy(r.timerClock(now, completing), limit)
 	}
 	r.applied.Store(draining)
 	for _, s := range r.sources {
@@ -523,6 +548,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// After the commit: the epoch is durable.
 	r.inbox.ack(c.Acks)
 	r.timers.Apply(c)
+	r.pendingTimers.Store(int64(r.timers.Len()))
 	if r.cfg.Source {
 		for _, st := range c.States {
 			if st.Value == nil {
@@ -921,8 +947,18 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
-		InFlight: inbox + int64(r.outbox.held()), Draining: r.applied.Load(),
+		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
 	}
+}
+
+// inFlight is what the job still holds: buffered inputs, undelivered outputs and, while
+// completing, pending timers.
+func (r *runner) inFlight(inbox int64) int64 {
+	n := inbox + int64(r.outbox.held())
+	if r.completing() {
+		n += r.pendingTimers.Load()
+	}
+	return n
 }
 
 // systemWatermark is the smallest system timestamp of what the job holds: buffered inputs,

@@ -203,3 +203,67 @@ func TestSystemTimeTimers(t *testing.T) {
 	e.eventually("the timers to fire", func() bool { return len(e.queueRows("//tmp/s/out")) == 2 })
 	assert.Equal(t, []string{"a=2", "b=1"}, e.queueRows("//tmp/s/out"))
 }
+
+// TestCompletionFiresTimers: a job drained while the pipeline's target state is stopped
+// keeps its pending timers and does not count them in flight; drained while the target is
+// working (completion), it fires every pending timer whatever its clock says, and reports
+// in_flight 0 only once none is left.
+func TestCompletionFiresTimers(t *testing.T) {
+	specText := strings.Replace(sinksSpec, `time_type = "current_time"`, `time_type = "system_time"`, 1)
+	e := startSinksEnv(t, specText)
+	storedTimers := func() int {
+		timers, err := e.store.LoadTimers(e.ctx, "echo", 0, 0)
+		require.NoError(t, err)
+		return len(timers)
+	}
+	e.eventually("both keys' timers stored", func() bool { return storedTimers() == 2 })
+	sawTarget := func(target string) func() bool {
+		return func() bool {
+			s := e.worker.targetState.Load()
+			return s != nil && *s == target
+		}
+	}
+	echoJob := func() ytstore.Job {
+		jobs, err := e.store.Jobs(e.ctx)
+		require.NoError(t, err)
+		for _, j := range jobs {
+			if j.JobID == "echo-0" {
+				return j
+			}
+		}
+		t.Fatal("job echo-0 is not in the layout")
+		return ytstore.Job{}
+	}
+	echoStatus := func() ytstore.JobStatus {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "echo-0" {
+				return s
+			}
+		}
+		return ytstore.JobStatus{}
+	}
+
+	// Stopping: the drained job keeps its timers for the next start.
+	require.NoError(t, e.store.SetTargetState(e.ctx, ytstore.TargetStopped))
+	e.eventually("the worker to read the stopped target", sawTarget(ytstore.TargetStopped))
+	j := echoJob()
+	j.Draining = true
+	e.applyLayout(ytstore.LayoutChange{PutJobs: []ytstore.Job{j}})
+	e.eventually("echo to report drained for stopping", func() bool {
+		s := echoStatus()
+		return s.Draining && s.InFlight == 0
+	})
+	assert.Equal(t, 2, storedTimers(), "a stopping job fires no timer")
+	assert.Empty(t, e.queueRows("//tmp/s/out"))
+
+	// Completing: the same drained job fires both timers although the system watermark is 0.
+	require.NoError(t, e.store.SetTargetState(e.ctx, ytstore.TargetWorking))
+	e.eventually("the fired timers to be deleted", func() bool { return storedTimers() == 0 })
+	e.eventually("echo to report drained with nothing pending", func() bool {
+		s := echoStatus()
+		return s.Draining && s.InFlight == 0 && len(e.queueRows("//tmp/s/out")) == 2
+	})
+	assert.Equal(t, []string{"a=2", "b=1"}, e.queueRows("//tmp/s/out"))
+}

@@ -41,6 +41,9 @@ type Worker struct {
 	// systemWatermark is the pipeline's @system_watermark (µs) as last read; system_time
 	// timers fire when it passes their trigger.
 	systemWatermark atomic.Uint64
+	// targetState is the pipeline's @target_state as last read ("" before the first read);
+	// a draining job of a pipeline whose target is working is completing.
+	targetState atomic.Pointer[string]
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -223,8 +226,9 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			if err := w.store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
 			}
-			if wm, err := w.store.SystemWatermark(ctx); err == nil {
-				w.systemWatermark.Store(wm)
+			if a, err := w.store.Attributes(ctx); err == nil {
+				w.systemWatermark.Store(a.SystemWatermark)
+				w.targetState.Store(&a.TargetState)
 			}
 			w.reportStatuses(ctx)
 		}
@@ -317,6 +321,7 @@ func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPip
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	w.targetState.Store(&attrs.TargetState)
 	if len(attrs.Spec) == 0 {
 		return nil, nil, nil, fmt.Errorf("pipeline %s has no @spec", w.cfg.Path)
 	}
