@@ -107,10 +107,7 @@ func TestMalformedSourceRow(t *testing.T) {
 	if s := wc.State(); s == "completed" {
 		t.Errorf("pipeline completed past a row that always fails")
 	}
-	if !strings.Contains(events[0], wc.Root+"/input") {
-		t.Skip("known bug: the error of a malformed source row names the message id (lines:00:05 = source lines, " +
-			"partition 0, offset 5, in LexUint encoding) but not the queue path nor the tablet and offset in plain numbers: " + events[0])
-	}
+	requireIn(t, "controller event", events[0], "queue "+wc.Root+"/input tablet 0 row offset 5")
 }
 
 // TestMissingSourceColumn reads a queue whose rows lack the text column SplitWords reads.

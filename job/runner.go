@@ -34,6 +34,7 @@ type syncWriter interface {
 // sourceState is one source stream of a source job.
 type sourceState struct {
 	id     string
+	queue  string // the queue path, for errors
 	src    *queue.Source
 	offset int64 // next offset to read, as committed
 	ended  bool  // finite source reached the end
@@ -225,10 +226,20 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 			if j.SourcePartition < 0 {
 				return nil, fmt.Errorf("job %s: computation %s: source job without a source partition", j.JobID, comp.ID)
 			}
-			r.sources = append(r.sources, &sourceState{id: id, src: queue.NewSource(w.store, s.Queue.QueuePath, s.Queue.ConsumerPath, j.SourcePartition, s.Queue.Finite)})
+			r.sources = append(r.sources, &sourceState{id: id, queue: s.Queue.QueuePath, src: queue.NewSource(w.store, s.Queue.QueuePath, s.Queue.ConsumerPath, j.SourcePartition, s.Queue.Finite)})
 		}
 	}
 	return r, nil
+}
+
+// queuePath is the queue path of source stream id ("" when the job reads no such source).
+func (r *runner) queuePath(id string) string {
+	for _, s := range r.sources {
+		if s.id == id {
+			return s.queue
+		}
+	}
+	return ""
 }
 
 func sortedIDs[V any](m map[string]V) []string {
@@ -651,6 +662,12 @@ func (r *runner) invoke(ctx context.Context, plan *epoch.Plan, now uint64) ([]*f
 		}
 		res, err := r.fn.Invoke(inv)
 		if err != nil {
+			if row := g.SourceRow(); row != nil {
+				// Invariant: a failing source row is named by queue path, tablet and row
+				// offset (TestSourceRowErrorNamesQueueRow).
+				return nil, fmt.Errorf("job %s: computation %s: source %s: queue %s tablet %d row offset %d: process function %s: %w",
+					r.job.JobID, r.comp.ID, row.SourceID, r.queuePath(row.SourceID), row.Partition, row.Offset, r.comp.ProcessingFunction, err)
+			}
 			return nil, fmt.Errorf("job %s: computation %s: key %v: process function %s: %w", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction, err)
 		}
 		if r.cfg.Source && res != nil {

@@ -546,3 +546,39 @@ func TestAtLeastOnceConsistent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []bool{false}, dup, "nothing registered in the dedup index")
 }
+
+// failOnBad is a source function that fails on a row whose text is "bad".
+type failOnBad struct{}
+
+func (failOnBad) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	for _, m := range inv.Messages {
+		if m.Payload["text"] == "bad" {
+			return nil, fmt.Errorf("text %q is bad", "bad")
+		}
+	}
+	return &flow.Result{}, nil
+}
+
+func init() { flow.Register("test.FailOnBad", failOnBad{}) }
+
+// TestSourceRowErrorNamesQueueRow: the error of a source row the function rejects names the
+// queue path, the tablet and the row offset in plain numbers.
+func TestSourceRowErrorNamesQueueRow(t *testing.T) {
+	specText := strings.Replace(wordCountSpec, `processing_function = "SplitWords"`, `processing_function = "test.FailOnBad"`, 1)
+	require.NotEqual(t, wordCountSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	e.write("fine", "bad")
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.eventually("the failed job's error in job_status", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "split-0" && s.State == ytstore.JobFailed {
+				assert.Contains(t, s.Error, "queue //tmp/wc/input tablet 0 row offset 1")
+				assert.Contains(t, s.Error, `text "bad" is bad`)
+				return true
+			}
+		}
+		return false
+	})
+}

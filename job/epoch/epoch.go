@@ -102,6 +102,9 @@ type Group struct {
 	source *SourceRow
 }
 
+// SourceRow is the source row a source computation's group invokes on, nil for other groups.
+func (g *Group) SourceRow() *SourceRow { return g.source }
+
 // Plan is the epoch's work after deduplication.
 type Plan struct {
 	// Groups are the invocations to run, in order: keys in order of first appearance.
