@@ -51,6 +51,10 @@ type Config struct {
 	Routes map[string][]Destination
 	// Keyer computes keys for ToComputation destinations; required when such routes exist.
 	Keyer Keyer
+	// Swift marks a swift map computation: outputs are not persisted; each inherits its id
+	// (SwiftOutputID) and system timestamp from its single parent input, so a recomputed
+	// parent reproduces the same ids for downstream deduplication.
+	Swift bool
 }
 
 // Input is a message received from an upstream job, keyed for this computation.
@@ -180,6 +184,8 @@ type Out struct {
 	Destination Destination
 	Message     flow.Message
 	KeyHash     uint64
+	// Parent is the input id the output derives from (set for Swift computations only).
+	Parent string
 }
 
 // Commit is the write set of one epoch and the effects to apply once it committed.
@@ -255,9 +261,19 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 			c.TimersSet = append(c.TimersSet, DueTimer{Timer: t, KeyHash: KeyHash(t.Key)})
 		}
 		perStream := map[string]uint64{}
+		perParent := map[string]uint64{}
 		for _, o := range res.Outputs {
-			var id string
-			if cfg.Source {
+			var id, parent string
+			sysTS := b.Now
+			if cfg.Swift && !cfg.Source {
+				pm, err := swiftParent(cfg, g, o)
+				if err != nil {
+					return nil, err
+				}
+				parent, sysTS = pm.MessageID, pm.SystemTimestamp
+				id = SwiftOutputID(parent, perParent[parent])
+				perParent[parent]++
+			} else if cfg.Source {
 				parent := g.Messages[0].MessageID
 				id = SourceOutputID(parent, o.StreamID, perStream[o.StreamID])
 				perStream[o.StreamID]++
@@ -270,8 +286,8 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 				ev = minEventTimestamp(g, o.ParentIDs)
 			}
 			for _, d := range cfg.Routes[o.StreamID] {
-				m := flow.Message{StreamID: o.StreamID, MessageID: id, Payload: o.Payload, EventTimestamp: ev, SystemTimestamp: b.Now}
-				out := Out{Destination: d, Message: m}
+				m := flow.Message{StreamID: o.StreamID, MessageID: id, Payload: o.Payload, EventTimestamp: ev, SystemTimestamp: sysTS}
+				out := Out{Destination: d, Message: m, Parent: parent}
 				switch d.Kind {
 				case ToComputation:
 					if cfg.Keyer == nil {
@@ -294,6 +310,24 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 		}
 	}
 	return c, nil
+}
+
+// swiftParent is the single input message a swift output derives from: the one its
+// ParentIDs name, or the invocation's only message.
+func swiftParent(cfg *Config, g *Group, o flow.Output) (flow.Message, error) {
+	ids := o.ParentIDs
+	if len(ids) == 0 && len(g.Messages) == 1 {
+		ids = []string{g.Messages[0].MessageID}
+	}
+	if len(ids) != 1 {
+		return flow.Message{}, fmt.Errorf("epoch: swift computation %s: output on stream %s has %d parents, want exactly one input message", cfg.ComputationID, o.StreamID, len(ids))
+	}
+	for _, m := range g.Messages {
+		if m.MessageID == ids[0] {
+			return m, nil
+		}
+	}
+	return flow.Message{}, fmt.Errorf("epoch: swift computation %s: output on stream %s: parent %s is not an input message (a timer cannot be a swift parent)", cfg.ComputationID, o.StreamID, ids[0])
 }
 
 // minEventTimestamp is the minimum non-zero event timestamp of the invocation's inputs named
@@ -344,4 +378,11 @@ func SourceMessageID(computation string, sp SourcePartition, offset int64) strin
 // SourceOutputID is the id of the index-th output on stream of the source message parent.
 func SourceOutputID(parent, stream string, index uint64) string {
 	return fmt.Sprintf("%s-%s:%s", parent, stream, LexUint(index))
+}
+
+// SwiftOutputID is the id of the index-th output (all streams counted) of a swift
+// computation's parent message: the parent id, "/" and the index in LexUint form, so the ids of
+// one parent sort in production order and a recomputation reproduces them.
+func SwiftOutputID(parent string, index uint64) string {
+	return parent + "/" + LexUint(index)
 }

@@ -319,3 +319,37 @@ func sdkKey(k flow.Key) ([]byte, error) {
 	}
 	return yson.MarshalFormat(conv, yson.FormatBinary)
 }
+
+// TestSwiftIDsInherited: a swift computation's outputs take their ids from their single
+// parent (parent id, "/", index) and its system timestamp, whatever the epoch's SeqNo and
+// time; an output with several parents is refused.
+func TestSwiftIDsInherited(t *testing.T) {
+	cfg := &Config{ComputationID: "m", PartitionID: "p", Swift: true,
+		Routes: map[string][]Destination{"out": {{ID: "sink", Kind: ToAsyncSink}}}}
+	run := func(seq uint64) []Out {
+		in := []Input{msg("a"), msg("b")}
+		in[0].Message.SystemTimestamp, in[1].Message.SystemTimestamp = 7, 8
+		b := &Batch{Now: seq, SeqNo: seq, Inputs: in}
+		p := PlanEpoch(cfg, b, nil)
+		require.Len(t, p.Groups, 1)
+		res := []*flow.Result{{Outputs: []flow.Output{
+			{StreamID: "out", ParentIDs: []string{"b"}}, {StreamID: "out", ParentIDs: []string{"a"}}, {StreamID: "out", ParentIDs: []string{"b"}},
+		}}}
+		c, err := BuildCommit(cfg, b, p, res)
+		require.NoError(t, err)
+		return c.Stored
+	}
+	first, second := run(100), run(200)
+	assert.Equal(t, first, second, "a recomputation gives the same ids and timestamps")
+	var got []string
+	for _, o := range first {
+		got = append(got, fmt.Sprintf("%s<-%s@%d", o.Message.MessageID, o.Parent, o.Message.SystemTimestamp))
+	}
+	assert.Equal(t, []string{"b/00<-b@8", "a/00<-a@7", "b/01<-b@8"}, got)
+	assert.Less(t, SwiftOutputID("p", 9), SwiftOutputID("p", 10), "ids of one parent sort in production order")
+
+	b := &Batch{Inputs: []Input{msg("a"), msg("b")}}
+	p := PlanEpoch(cfg, b, nil)
+	_, err := BuildCommit(cfg, b, p, []*flow.Result{{Outputs: []flow.Output{{StreamID: "out", ParentIDs: []string{"a", "b"}}}}})
+	assert.ErrorContains(t, err, "has 2 parents")
+}
