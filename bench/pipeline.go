@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/e2e"
 	_ "github.com/ytflow/yt-flow/examples/wordcount" // SplitWords and CountWords
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/spec"
@@ -123,18 +123,8 @@ func (p *Pipeline) Load(ctx context.Context, words []string) error {
 // Specs returns the static and dynamic spec of the pipeline, checked by the spec parser.
 func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	o := p.opts
-	mode := ""
-	if o.ProcessingMode != "" {
-		mode = fmt.Sprintf("processing_mode = %q;", o.ProcessingMode)
-	}
-	batch := o.BatchDuration
-	if batch <= 0 {
-		batch = 100 * time.Millisecond
-	}
-	r := strings.NewReplacer("ROOT", p.Root, "MODE", mode, "FINITE", fmt.Sprintf("%%%t", o.Finite),
-		"BATCH", fmt.Sprint(batch.Milliseconds()),
-		"SPLITN", fmt.Sprint(max(o.Tablets, 1)), "COUNTN", fmt.Sprint(max(o.CountPartitions, 1)))
-	text := []byte(r.Replace(pipelineSpec))
+	text := []byte(e2e.WordCountSpec(e2e.SpecParams{Root: p.Root, ProcessingMode: o.ProcessingMode, Finite: o.Finite,
+		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions}))
 	if _, err := spec.ParseConfig(text); err != nil {
 		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)
 	}
@@ -373,56 +363,3 @@ func asInt(v any) (int64, bool) {
 	}
 	return 0, false
 }
-
-const pipelineSpec = `{
-    path = "ROOT/pipeline";
-    spec = {
-        computations = {
-            split = {
-                computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
-                processing_function = "SplitWords";
-                source_streams = {
-                    lines = {
-                        source_class_name = "NYT::NFlow::TQueueSource";
-                        parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = FINITE};
-                    };
-                };
-                output_stream_ids = ["words"];
-            };
-            count = {
-                computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
-                processing_function = "CountWords";
-                MODE
-                group_by_schema = [
-                    {name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(word)"};
-                    {name = "word"; type = "string"; required = %true};
-                ];
-                input_stream_ids = ["words"];
-                output_stream_ids = ["counts"];
-                sinks = {
-                    table = {
-                        sink_class_name = "NYT::NFlow::NSortedDynamicTable::TSyncSink";
-                        input_stream_ids = ["counts"];
-                        parameters = {table_path = "ROOT/counts"};
-                    };
-                    out = {
-                        sink_class_name = "NYT::NFlow::TAsyncQueueSink";
-                        input_stream_ids = ["counts"];
-                        parameters = {queue_path = "ROOT/output"; producer_path = "ROOT/producer"};
-                    };
-                };
-            };
-        };
-        streams = {
-            words = {schema = [{name = "word"; type = "string"; required = %true}]};
-            counts = {schema = [{name = "hash"; type = "uint64"}; {name = "word"; type = "string"}; {name = "count"; type = "int64"}]};
-        };
-    };
-    dynamic_spec = {
-        computations = {
-            split = {batch_duration = BATCH; parameters = {desired_partition_count = SPLITN}};
-            count = {batch_duration = BATCH; parameters = {desired_partition_count = COUNTN}};
-        };
-    };
-}
-`

@@ -65,8 +65,7 @@ func NewBadWordCount(t *testing.T, c *Cluster, name string, b BadWordCount) *Wor
 	}}})
 	mk(ytstore.UserTable{Path: root + "/producer", Kind: ytstore.UserProducer})
 	w.insert(t, b.Rows)
-	text := strings.NewReplacer("ROOT", root, "MODE", "", "AMO", "",
-		"SPLITN", fmt.Sprint(max(b.Tablets, 1)), "COUNTN", "2").Replace(wordCountSpec)
+	text := WordCountSpec(SpecParams{Root: root, Finite: true, SplitPartitions: b.Tablets, CountPartitions: 2})
 	if b.Edit != nil {
 		text = b.Edit(text)
 	}

@@ -95,21 +95,51 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	}
 	flush()
 
-	mode := ""
-	if o.ProcessingMode != "" {
-		mode = fmt.Sprintf("processing_mode = %q;", o.ProcessingMode)
-	}
-	amo := ""
-	if o.AtMostOnceBytes > 0 {
-		amo = fmt.Sprintf("at_most_once_strategy = {enabled = %%true; total_queue_bytes_limit = %d};", o.AtMostOnceBytes)
-	}
-	text := strings.NewReplacer("ROOT", root, "MODE", mode, "AMO", amo,
-		"SPLITN", fmt.Sprint(max(o.Tablets, 1)), "COUNTN", fmt.Sprint(max(o.CountPartitions, 1))).Replace(wordCountSpec)
+	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
+		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions})
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// SpecParams fill the word-count runner config (see WordCountSpec).
+type SpecParams struct {
+	// Root is the Cypress folder of the pipeline and its user tables.
+	Root string
+	// ProcessingMode of the count computation ("" = exactly_once).
+	ProcessingMode string
+	// AtMostOnceBytes, when positive, turns on at_most_once_strategy on the async sink.
+	AtMostOnceBytes int64
+	// Finite makes the queue source end at the end of the queue.
+	Finite bool
+	// BatchDuration of both computations; default 100ms.
+	BatchDuration time.Duration
+	// SplitPartitions and CountPartitions are the desired partition counts (default 1).
+	SplitPartitions, CountPartitions int
+}
+
+// WordCountSpec renders the runner config of the word-count pipeline under p.Root:
+// queue ROOT/input → SplitWords → CountWords (keyed by [farm_hash(word), word]) → sorted
+// table ROOT/counts (sync sink) and queue ROOT/output through ROOT/producer (async sink).
+// The e2e tests and the benchmarks share it.
+func WordCountSpec(p SpecParams) string {
+	mode := ""
+	if p.ProcessingMode != "" {
+		mode = fmt.Sprintf("processing_mode = %q;", p.ProcessingMode)
+	}
+	amo := ""
+	if p.AtMostOnceBytes > 0 {
+		amo = fmt.Sprintf("at_most_once_strategy = {enabled = %%true; total_queue_bytes_limit = %d};", p.AtMostOnceBytes)
+	}
+	batch := p.BatchDuration
+	if batch <= 0 {
+		batch = 100 * time.Millisecond
+	}
+	return strings.NewReplacer("ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
+		"BATCH", fmt.Sprint(batch.Milliseconds()),
+		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1)), "COUNTN", fmt.Sprint(max(p.CountPartitions, 1))).Replace(wordCountSpec)
 }
 
 const wordCountSpec = `{
@@ -122,7 +152,7 @@ const wordCountSpec = `{
                 source_streams = {
                     lines = {
                         source_class_name = "NYT::NFlow::TQueueSource";
-                        parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = %true};
+                        parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = FINITE};
                     };
                 };
                 output_stream_ids = ["words"];
@@ -159,8 +189,8 @@ const wordCountSpec = `{
     };
     dynamic_spec = {
         computations = {
-            split = {batch_duration = 100; parameters = {desired_partition_count = SPLITN}};
-            count = {batch_duration = 100; parameters = {desired_partition_count = COUNTN}};
+            split = {batch_duration = BATCH; parameters = {desired_partition_count = SPLITN}};
+            count = {batch_duration = BATCH; parameters = {desired_partition_count = COUNTN}};
         };
     };
 }
