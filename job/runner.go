@@ -173,7 +173,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	}
 	r.cfg = epoch.Config{
 		ComputationID: comp.ID, PartitionID: j.PartitionID,
-		Dedup:  comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source(),
+		Dedup:  comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,
+		Swift:  comp.Kind == spec.KindSwiftMap,
 		Source: comp.Kind.Source(),
 		Routes: map[string][]epoch.Destination{},
 		Keyer:  keyer,
@@ -483,6 +484,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.outbox.giveBack()
 	}
 
+	if r.cfg.Swift {
+		return r.swiftEpoch(ctx, b, now)
+	}
 	token, err := r.store.GenerateTimestamp(ctx)
 	if err != nil {
 		abandon()
@@ -594,6 +598,53 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.stats.lastCommitTS.Store(w.Token)
 	r.updateCompleted()
 	return nowMicros(), empty, nil
+}
+
+// swiftEpoch processes the batch of a swift map job: it persists nothing; outputs are held
+// in memory until delivered, and an input is acknowledged upstream only once all its outputs
+// are (at once when it has none). After a restart the upstream retransmits the inputs not
+// acknowledged, and their recomputed outputs carry the same ids (epoch.SwiftOutputID), which
+// the readers' dedup absorbs. Swift map functions must be deterministic and stateless.
+func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (uint64, bool, error) {
+	if len(b.Inputs) == 0 {
+		return 0, true, nil
+	}
+	release := func() { r.inbox.release(inputIDs(b.Inputs)) }
+	plan := epoch.PlanEpoch(&r.cfg, b, nil)
+	r.inbox.ack(plan.Duplicates) // repeats within the batch: the first copy stands for them
+	results, err := r.invoke(ctx, plan, now)
+	if err != nil {
+		release()
+		return 0, false, err
+	}
+	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	if err != nil {
+		release()
+		return 0, false, err
+	}
+	if len(c.States) > 0 || len(c.TimersSet) > 0 || len(c.Sync) > 0 || len(c.BestEffort) > 0 {
+		release()
+		return 0, false, fmt.Errorf("job %s: swift computation %s: the process function wrote state or timers; swift map computations are stateless", r.job.JobID, r.comp.ID)
+	}
+	rows := make([]ytstore.OutputRow, 0, len(c.Stored))
+	parents := make([]string, 0, len(c.Stored))
+	for _, o := range c.Stored {
+		payload, err := yson.Marshal(o.Message.Payload)
+		if err != nil {
+			release()
+			return 0, false, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
+		}
+		rows = append(rows, ytstore.OutputRow{
+			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
+			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payload,
+			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+		})
+		parents = append(parents, o.Parent)
+	}
+	r.inbox.ack(r.outbox.addSwift(c.Acks, rows, parents))
+	r.stats.epochs.Add(1)
+	r.problem.Store(nil)
+	return now, false, nil
 }
 
 func tsMicros(ytTimestamp, fallback uint64) uint64 {
@@ -921,7 +972,7 @@ func (r *runner) send(ctx context.Context) {
 						}
 						return
 					}
-					r.outbox.finish(r.job.PartitionID, dest, acked)
+					r.inbox.ack(r.outbox.finish(r.job.PartitionID, dest, acked))
 				}()
 			}
 		}

@@ -290,6 +290,11 @@ type outbox struct {
 	pending  map[string]map[string]*outMsg // destination -> message id -> row
 	done     []doneEntry
 	deleting []doneEntry
+	// children counts, per parent input of a swift computation, its outputs not yet
+	// delivered (one per destination); parentOf maps destination+"\x00"+id to the parent.
+	// Swift outputs are in memory only: a finished one leaves at once.
+	children map[string]int
+	parentOf map[string]string
 }
 
 func newOutbox() *outbox {
@@ -314,6 +319,40 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 	case o.notify <- struct{}{}:
 	default:
 	}
+}
+
+// addSwift adds the in-memory outputs of swift parents (parents[i] is the parent of rows[i])
+// and returns the parents in ids that have no output at all: they are processed already.
+func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents []string) (childless []string) {
+	o.mu.Lock()
+	if o.children == nil {
+		o.children, o.parentOf = map[string]int{}, map[string]string{}
+	}
+	for i, r := range rows {
+		m := o.pending[r.Destination]
+		if m == nil {
+			m = map[string]*outMsg{}
+			o.pending[r.Destination] = m
+		}
+		k := r.Destination + "\x00" + r.MessageID
+		if _, dup := o.parentOf[k]; dup {
+			continue
+		}
+		m[r.MessageID] = &outMsg{row: r}
+		o.parentOf[k] = parents[i]
+		o.children[parents[i]]++
+	}
+	for _, id := range ids {
+		if o.children[id] == 0 {
+			childless = append(childless, id)
+		}
+	}
+	o.mu.Unlock()
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+	return childless
 }
 
 // snapshot returns the pending rows of destination ordered by message id.
@@ -342,19 +381,32 @@ func (o *outbox) destinations() []string {
 	return ds
 }
 
-// finish moves acknowledged rows of destination to done.
-func (o *outbox) finish(partitionID, destination string, ids []string) {
+// finish moves acknowledged rows of destination to done and returns the swift parents whose
+// outputs are now all delivered.
+//
+// Invariant: a swift parent is acknowledged upstream only once every one of its outputs is
+// delivered to every destination (TestSwiftParentAckedAfterChildren).
+func (o *outbox) finish(partitionID, destination string, ids []string) (parentsDone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, id := range ids {
 		if m, ok := o.pending[destination][id]; ok {
 			delete(o.pending[destination], id)
+			if parent, swift := o.parentOf[destination+"\x00"+id]; swift {
+				delete(o.parentOf, destination+"\x00"+id)
+				if o.children[parent]--; o.children[parent] == 0 {
+					delete(o.children, parent)
+					parentsDone = append(parentsDone, parent)
+				}
+				continue
+			}
 			o.done = append(o.done, doneEntry{
 				key:      ytstore.OutputKey{PartitionID: partitionID, Destination: destination, MessageID: id},
 				systemTS: m.row.SystemTimestamp,
 			})
 		}
 	}
+	return parentsDone
 }
 
 // takeDone hands the finished keys to an epoch commit; they stay accounted for (deleting)
