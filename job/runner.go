@@ -46,6 +46,8 @@ type runnerStats struct {
 	duplicates   atomic.Int64
 	lastCommitTS atomic.Uint64
 	dropped      atomic.Int64
+	// mismatchesLogged is the payload mismatch count last logged.
+	mismatchesLogged atomic.Int64
 }
 
 // committer is what the commit loop needs of the store: commit, re-read the partition's
@@ -1011,6 +1013,13 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 			errText = *p
 		}
 	}
+	n, last := r.inbox.payloadMismatches()
+	if seen := r.stats.mismatchesLogged.Swap(n); n > seen {
+		r.log.Warn("payload mismatch: a message id was received again with another payload", log.Int64("payload_mismatches", n), log.String("latest", last))
+	}
+	if n > 0 && errText == "" {
+		errText = fmt.Sprintf("job %s (computation %s): %d payload mismatches; latest: %s", r.job.JobID, r.comp.ID, n, last)
+	}
 	updated := nowMicros()
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
@@ -1058,6 +1067,9 @@ type JobStats struct {
 	InboxLen          int   `json:"inbox"`
 	OutboxLen         int   `json:"outbox"`
 	Completed         bool  `json:"completed"`
+	// PayloadMismatches counts messages received again with a different payload under the
+	// same id: a swift computation that is not deterministic.
+	PayloadMismatches int64 `json:"payload_mismatches"`
 }
 
 func (r *runner) jobStats() JobStats {
@@ -1065,9 +1077,11 @@ func (r *runner) jobStats() JobStats {
 	for _, be := range r.bestEffort {
 		dropped += be.Dropped()
 	}
+	mismatches, _ := r.inbox.payloadMismatches()
 	return JobStats{
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
+		PayloadMismatches: mismatches,
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -111,4 +113,24 @@ func TestSwiftMapRecomputes(t *testing.T) {
 	})
 	e.write("y z")
 	e.waitCounts(map[string]int64{"x": 2, "y": 2, "z": 1})
+}
+
+// TestInboxReportsPayloadMismatch: a message received again with the same payload is a plain
+// retransmission; with another payload it is counted and described, and the first copy stays.
+func TestInboxReportsPayloadMismatch(t *testing.T) {
+	b := newInbox(10)
+	in := func(v string) epoch.Input {
+		return epoch.Input{Message: flow.Message{StreamID: "s", MessageID: "a/00", Payload: flow.Row{"v": v}}}
+	}
+	b.offer([]epoch.Input{in("x")})
+	b.offer([]epoch.Input{in("x")})
+	n, _ := b.payloadMismatches()
+	assert.Equal(t, int64(0), n, "a retransmission with the same payload")
+	b.offer([]epoch.Input{in("y")})
+	n, last := b.payloadMismatches()
+	assert.Equal(t, int64(1), n)
+	assert.Contains(t, last, "message a/00 on stream s was received again with another payload")
+	taken := b.take(10)
+	require.Len(t, taken, 1)
+	assert.Equal(t, flow.Row{"v": "x"}, taken[0].Message.Payload, "the first copy is kept")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -80,6 +81,11 @@ type inbox struct {
 	mu    sync.Mutex
 	order []*pending
 	byID  map[string]*pending
+	// mismatches counts received copies of a buffered message whose payload differs from
+	// the first copy's (a nondeterministic swift recomputation); lastMismatch describes the
+	// latest.
+	mismatches   int64
+	lastMismatch string
 }
 
 func newInbox(limit int) *inbox {
@@ -96,6 +102,14 @@ func (b *inbox) offer(ins []epoch.Input) map[string]<-chan struct{} {
 		id := in.Message.MessageID
 		if p, ok := b.byID[id]; ok {
 			waits[id] = p.done
+			// Invariant: a repeated message whose payload differs from the buffered copy is
+			// reported, never silently replaced (TestInboxReportsPayloadMismatch).
+			if !reflect.DeepEqual(p.in.Message.Payload, in.Message.Payload) {
+				b.mismatches++
+				b.lastMismatch = fmt.Sprintf("message %s on stream %s was received again with another payload "+
+					"(a nondeterministic swift computation?): first %v, now %v; the first copy is kept",
+					id, in.Message.StreamID, p.in.Message.Payload, in.Message.Payload)
+			}
 			continue
 		}
 		if len(b.byID) >= b.limit {
@@ -177,6 +191,13 @@ func (b *inbox) minSystemTS() uint64 {
 		}
 	}
 	return least
+}
+
+// payloadMismatches returns the number of payload mismatches seen and the latest one.
+func (b *inbox) payloadMismatches() (int64, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mismatches, b.lastMismatch
 }
 
 func (b *inbox) len() int {
