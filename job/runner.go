@@ -175,11 +175,14 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	}
 	r.cfg = epoch.Config{
 		ComputationID: comp.ID, PartitionID: j.PartitionID,
-		Dedup:  comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,
-		Swift:  comp.Kind == spec.KindSwiftMap,
-		Source: comp.Kind.Source(),
-		Routes: map[string][]epoch.Destination{},
-		Keyer:  keyer,
+		Dedup: comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,
+		Swift: comp.Kind == spec.KindSwiftMap,
+		// Invariant: with relaxed batching a parent is acknowledged only after every output
+		// it contributed to is delivered (TestSwiftRelaxedBatching).
+		RelaxedBatching: comp.Kind == spec.KindSwiftMap && comp.AllowBatchingWithRelaxedGuarantees,
+		Source:          comp.Kind.Source(),
+		Routes:          map[string][]epoch.Destination{},
+		Keyer:           keyer,
 	}
 	for _, out := range comp.OutputStreamIDs {
 		for _, id := range sortedIDs(p.Computations) {
@@ -629,7 +632,7 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 		return 0, false, fmt.Errorf("job %s: swift computation %s: the process function wrote state or timers; swift map computations are stateless", r.job.JobID, r.comp.ID)
 	}
 	rows := make([]ytstore.OutputRow, 0, len(c.Stored))
-	parents := make([]string, 0, len(c.Stored))
+	parents := make([][]string, 0, len(c.Stored))
 	for _, o := range c.Stored {
 		payload, err := yson.Marshal(o.Message.Payload)
 		if err != nil {
@@ -641,7 +644,7 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payload,
 			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		})
-		parents = append(parents, o.Parent)
+		parents = append(parents, o.Parents)
 	}
 	r.inbox.ack(r.outbox.addSwift(c.Acks, rows, parents))
 	r.stats.epochs.Add(1)

@@ -21,7 +21,7 @@ func TestSwiftParentAckedAfterChildren(t *testing.T) {
 		{Destination: "d1", MessageID: "a/01", SystemTimestamp: 5},
 		{Destination: "d1", MessageID: "b/00", SystemTimestamp: 6},
 	}
-	childless := o.addSwift([]string{"a", "b", "c"}, rows, []string{"a", "a", "a", "b"})
+	childless := o.addSwift([]string{"a", "b", "c"}, rows, [][]string{{"a"}, {"a"}, {"a"}, {"b"}})
 	assert.Equal(t, []string{"c"}, childless)
 	assert.Equal(t, 4, o.held())
 	assert.Equal(t, uint64(5), o.minSystemTS())
@@ -133,4 +133,14 @@ func TestInboxReportsPayloadMismatch(t *testing.T) {
 	taken := b.take(10)
 	require.Len(t, taken, 1)
 	assert.Equal(t, flow.Row{"v": "x"}, taken[0].Message.Payload, "the first copy is kept")
+}
+
+// TestSwiftRelaxedBatching: with relaxed batching an output with several parents holds each
+// of them until it is delivered.
+func TestSwiftRelaxedBatching(t *testing.T) {
+	o := newOutbox()
+	rows := []ytstore.OutputRow{{Destination: "d", MessageID: "ab"}, {Destination: "d", MessageID: "b"}}
+	assert.Empty(t, o.addSwift([]string{"a", "b"}, rows, [][]string{{"a", "b"}, {"b"}}))
+	assert.Empty(t, o.finish("p", "d", []string{"b"}), "b still has an undelivered output")
+	assert.ElementsMatch(t, []string{"a", "b"}, o.finish("p", "d", []string{"ab"}))
 }

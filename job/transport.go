@@ -315,7 +315,7 @@ type outbox struct {
 	// delivered (one per destination); parentOf maps destination+"\x00"+id to the parent.
 	// Swift outputs are in memory only: a finished one leaves at once.
 	children map[string]int
-	parentOf map[string]string
+	parentOf map[string][]string
 }
 
 func newOutbox() *outbox {
@@ -342,12 +342,13 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 	}
 }
 
-// addSwift adds the in-memory outputs of swift parents (parents[i] is the parent of rows[i])
-// and returns the parents in ids that have no output at all: they are processed already.
-func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents []string) (childless []string) {
+// addSwift adds the in-memory outputs of swift parents (parents[i] are the parents of
+// rows[i]: one, or several with relaxed batching) and returns the parents in ids that have no
+// output at all: they are processed already.
+func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents [][]string) (childless []string) {
 	o.mu.Lock()
 	if o.children == nil {
-		o.children, o.parentOf = map[string]int{}, map[string]string{}
+		o.children, o.parentOf = map[string]int{}, map[string][]string{}
 	}
 	for i, r := range rows {
 		m := o.pending[r.Destination]
@@ -361,7 +362,9 @@ func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents []stri
 		}
 		m[r.MessageID] = &outMsg{row: r}
 		o.parentOf[k] = parents[i]
-		o.children[parents[i]]++
+		for _, p := range parents[i] {
+			o.children[p]++
+		}
 	}
 	for _, id := range ids {
 		if o.children[id] == 0 {
@@ -413,11 +416,13 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 	for _, id := range ids {
 		if m, ok := o.pending[destination][id]; ok {
 			delete(o.pending[destination], id)
-			if parent, swift := o.parentOf[destination+"\x00"+id]; swift {
+			if parents, swift := o.parentOf[destination+"\x00"+id]; swift {
 				delete(o.parentOf, destination+"\x00"+id)
-				if o.children[parent]--; o.children[parent] == 0 {
-					delete(o.children, parent)
-					parentsDone = append(parentsDone, parent)
+				for _, parent := range parents {
+					if o.children[parent]--; o.children[parent] == 0 {
+						delete(o.children, parent)
+						parentsDone = append(parentsDone, parent)
+					}
 				}
 				continue
 			}

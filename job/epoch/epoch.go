@@ -3,7 +3,12 @@ package epoch
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
+
+	farm "github.com/dgryski/go-farm"
 
 	"github.com/ytflow/yt-flow/flow"
 )
@@ -55,6 +60,11 @@ type Config struct {
 	// (SwiftOutputID) and system timestamp from its single parent input, so a recomputed
 	// parent reproduces the same ids for downstream deduplication.
 	Swift bool
+	// RelaxedBatching (allow_batching_with_relaxed_guarantees) lets a swift output derive from
+	// several parents: its id is SwiftBatchOutputID of the sorted parent ids, so a
+	// recomputation that batches the same parents together reproduces it, and one that
+	// batches them otherwise does not: downstream then sees repeats (at-least-once).
+	RelaxedBatching bool
 }
 
 // Input is a message received from an upstream job, keyed for this computation.
@@ -184,8 +194,9 @@ type Out struct {
 	Destination Destination
 	Message     flow.Message
 	KeyHash     uint64
-	// Parent is the input id the output derives from (set for Swift computations only).
-	Parent string
+	// Parents are the input ids the output derives from (set for Swift computations only;
+	// one unless RelaxedBatching).
+	Parents []string
 }
 
 // Commit is the write set of one epoch and the effects to apply once it committed.
@@ -263,16 +274,27 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 		perStream := map[string]uint64{}
 		perParent := map[string]uint64{}
 		for _, o := range res.Outputs {
-			var id, parent string
+			var id string
+			var parents []string
 			sysTS := b.Now
 			if cfg.Swift && !cfg.Source {
-				pm, err := swiftParent(cfg, g, o)
+				pms, err := swiftParents(cfg, g, o)
 				if err != nil {
 					return nil, err
 				}
-				parent, sysTS = pm.MessageID, pm.SystemTimestamp
-				id = SwiftOutputID(parent, perParent[parent])
-				perParent[parent]++
+				sysTS = math.MaxUint64
+				for _, pm := range pms {
+					parents = append(parents, pm.MessageID)
+					sysTS = min(sysTS, pm.SystemTimestamp)
+				}
+				sort.Strings(parents)
+				parents = slices.Compact(parents)
+				base := parents[0]
+				if len(parents) > 1 {
+					base = SwiftBatchOutputID(parents)
+				}
+				id = SwiftOutputID(base, perParent[base])
+				perParent[base]++
 			} else if cfg.Source {
 				parent := g.Messages[0].MessageID
 				id = SourceOutputID(parent, o.StreamID, perStream[o.StreamID])
@@ -287,7 +309,7 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 			}
 			for _, d := range cfg.Routes[o.StreamID] {
 				m := flow.Message{StreamID: o.StreamID, MessageID: id, Payload: o.Payload, EventTimestamp: ev, SystemTimestamp: sysTS}
-				out := Out{Destination: d, Message: m, Parent: parent}
+				out := Out{Destination: d, Message: m, Parents: parents}
 				switch d.Kind {
 				case ToComputation:
 					if cfg.Keyer == nil {
@@ -312,22 +334,30 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 	return c, nil
 }
 
-// swiftParent is the single input message a swift output derives from: the one its
-// ParentIDs name, or the invocation's only message.
-func swiftParent(cfg *Config, g *Group, o flow.Output) (flow.Message, error) {
+// swiftParents are the input messages a swift output derives from: those its ParentIDs
+// name, or the invocation's only message. Without RelaxedBatching there must be exactly one.
+func swiftParents(cfg *Config, g *Group, o flow.Output) ([]flow.Message, error) {
 	ids := o.ParentIDs
 	if len(ids) == 0 && len(g.Messages) == 1 {
 		ids = []string{g.Messages[0].MessageID}
 	}
-	if len(ids) != 1 {
-		return flow.Message{}, fmt.Errorf("epoch: swift computation %s: output on stream %s has %d parents, want exactly one input message", cfg.ComputationID, o.StreamID, len(ids))
+	if len(ids) == 0 || (len(ids) > 1 && !cfg.RelaxedBatching) {
+		return nil, fmt.Errorf("epoch: swift computation %s: output on stream %s has %d parents, want exactly one input message "+
+			"(several need allow_batching_with_relaxed_guarantees)", cfg.ComputationID, o.StreamID, len(ids))
 	}
+	byID := make(map[string]flow.Message, len(g.Messages))
 	for _, m := range g.Messages {
-		if m.MessageID == ids[0] {
-			return m, nil
-		}
+		byID[m.MessageID] = m
 	}
-	return flow.Message{}, fmt.Errorf("epoch: swift computation %s: output on stream %s: parent %s is not an input message (a timer cannot be a swift parent)", cfg.ComputationID, o.StreamID, ids[0])
+	out := make([]flow.Message, 0, len(ids))
+	for _, id := range ids {
+		m, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("epoch: swift computation %s: output on stream %s: parent %s is not an input message (a timer cannot be a swift parent)", cfg.ComputationID, o.StreamID, id)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // minEventTimestamp is the minimum non-zero event timestamp of the invocation's inputs named
@@ -385,4 +415,11 @@ func SourceOutputID(parent, stream string, index uint64) string {
 // one parent sort in production order and a recomputation reproduces them.
 func SwiftOutputID(parent string, index uint64) string {
 	return parent + "/" + LexUint(index)
+}
+
+// SwiftBatchOutputID is the base id of an output of several parents (sorted, distinct): the
+// first parent, "+" and the FarmHash fingerprint of all of them, so it depends on the set of
+// parents only.
+func SwiftBatchOutputID(sortedParents []string) string {
+	return fmt.Sprintf("%s+%016x", sortedParents[0], farm.Fingerprint64([]byte(strings.Join(sortedParents, "\x00"))))
 }

@@ -343,13 +343,39 @@ func TestSwiftIDsInherited(t *testing.T) {
 	assert.Equal(t, first, second, "a recomputation gives the same ids and timestamps")
 	var got []string
 	for _, o := range first {
-		got = append(got, fmt.Sprintf("%s<-%s@%d", o.Message.MessageID, o.Parent, o.Message.SystemTimestamp))
+		got = append(got, fmt.Sprintf("%s<-%v@%d", o.Message.MessageID, o.Parents, o.Message.SystemTimestamp))
 	}
-	assert.Equal(t, []string{"b/00<-b@8", "a/00<-a@7", "b/01<-b@8"}, got)
+	assert.Equal(t, []string{"b/00<-[b]@8", "a/00<-[a]@7", "b/01<-[b]@8"}, got)
 	assert.Less(t, SwiftOutputID("p", 9), SwiftOutputID("p", 10), "ids of one parent sort in production order")
 
 	b := &Batch{Inputs: []Input{msg("a"), msg("b")}}
 	p := PlanEpoch(cfg, b, nil)
 	_, err := BuildCommit(cfg, b, p, []*flow.Result{{Outputs: []flow.Output{{StreamID: "out", ParentIDs: []string{"a", "b"}}}}})
 	assert.ErrorContains(t, err, "has 2 parents")
+}
+
+// TestSwiftRelaxedBatchIDs: with allow_batching_with_relaxed_guarantees an output may have
+// several parents; its id depends on the set of parent ids only (not their order), differs
+// for another set, and it takes the smallest parent system timestamp.
+func TestSwiftRelaxedBatchIDs(t *testing.T) {
+	cfg := &Config{ComputationID: "m", PartitionID: "p", Swift: true, RelaxedBatching: true,
+		Routes: map[string][]Destination{"out": {{ID: "sink", Kind: ToAsyncSink}}}}
+	run := func(parents ...string) Out {
+		in := []Input{msg("a"), msg("b"), msg("c")}
+		for i := range in {
+			in[i].Message.SystemTimestamp = uint64(10 - i)
+		}
+		b := &Batch{Inputs: in}
+		p := PlanEpoch(cfg, b, nil)
+		c, err := BuildCommit(cfg, b, p, []*flow.Result{{Outputs: []flow.Output{{StreamID: "out", ParentIDs: parents}}}})
+		require.NoError(t, err)
+		require.Len(t, c.Stored, 1)
+		return c.Stored[0]
+	}
+	ab, ba, ac := run("a", "b"), run("b", "a", "b"), run("a", "c")
+	assert.Equal(t, ab.Message.MessageID, ba.Message.MessageID, "the id depends on the set of parents")
+	assert.NotEqual(t, ab.Message.MessageID, ac.Message.MessageID)
+	assert.Equal(t, []string{"a", "b"}, ba.Parents)
+	assert.Equal(t, uint64(9), ab.Message.SystemTimestamp, "the oldest parent's system timestamp")
+	assert.Equal(t, SwiftOutputID(SwiftBatchOutputID([]string{"a", "b"}), 0), ab.Message.MessageID)
 }
