@@ -24,4 +24,10 @@
 // A job drained while the pipeline's @target_state is working is completing: its timer clock
 // is +inf, it fires every pending timer, and in_flight counts its pending timers until none
 // is left; a job drained to stop or pause keeps its timers for the next start.
+//
+// A swift map job persists nothing: its outputs inherit their ids from their parent inputs
+// (epoch.SwiftOutputID), live in memory until delivered, and a parent is acknowledged
+// upstream only when all its outputs are; after a restart the upstream retransmits the
+// unacknowledged parents and the readers' dedup absorbs the recomputed outputs. A message
+// received again with another payload is reported (payload_mismatches).
 package job
