@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -94,6 +95,12 @@ type runner struct {
 	// pendingTimers is the number of stored timers (set after each commit); a completing
 	// job counts them in in_flight.
 	pendingTimers atomic.Int64
+	// upstream holds the computations that feed this one, directly or not. A completing job
+	// fires its timers only once upstreamDrained is set (Worker.checkUpstreamDrained, which
+	// alone touches upstreamObs).
+	upstream        map[string]bool
+	upstreamDrained atomic.Bool
+	upstreamObs     map[string]upstreamMark
 	// failures counts consecutive epochs that did not apply.
 	failures int
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
@@ -130,6 +137,9 @@ const maxNotApplied = 20
 func (r *runner) setFlags(j ytstore.Job) {
 	r.draining.Store(j.Draining || j.Retiring)
 	r.retiring.Store(j.Retiring)
+	if !j.Draining {
+		r.upstreamDrained.Store(false)
+	}
 }
 
 const (
@@ -157,6 +167,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		seq:        map[string]int64{},
 		partState:  map[string][]byte{},
 	}
+	r.upstream = upstreamOf(p, comp.ID)
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs}
 	} else {
@@ -236,6 +247,25 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		}
 	}
 	return r, nil
+}
+
+// upstreamOf returns the computations whose outputs reach computation id, directly or
+// through others.
+func upstreamOf(p *spec.Pipeline, id string) map[string]bool {
+	up := map[string]bool{}
+	var visit func(string)
+	visit = func(c string) {
+		for _, in := range p.Computations[c].InputStreamIDs {
+			for _, pid := range sortedIDs(p.Computations) {
+				if !up[pid] && slices.Contains(p.Computations[pid].OutputStreamIDs, in) {
+					up[pid] = true
+					visit(pid)
+				}
+			}
+		}
+	}
+	visit(id)
+	return up
 }
 
 // queuePath is the queue path of source stream id ("" when the job reads no such source).
@@ -449,7 +479,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	} else if !blocked {
 		b.Inputs = r.inbox.take(limit)
 	}
-	completing := r.completing()
+	completing := r.completing() && r.upstreamDrained.Load()
 	// Invariant: a completing job fires every pending timer before it reports drained; a
 	// stopping or pausing job keeps its timers for the next start (TestCompletionFiresTimers).
 	if (!draining || completing) && !blocked {

@@ -44,6 +44,8 @@ type Worker struct {
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
+	// jobs is the layout as last polled (guarded by mu).
+	jobs []ytstore.Job
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -230,6 +232,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				w.systemWatermark.Store(a.SystemWatermark)
 				w.targetState.Store(&a.TargetState)
 			}
+			w.checkUpstreamDrained(ctx)
 			w.reportStatuses(ctx)
 		}
 	}
@@ -275,6 +278,9 @@ func (w *Worker) poll(ctx context.Context) error {
 		return err
 	}
 	w.layout.update(jobs, workers)
+	w.mu.Lock()
+	w.jobs = jobs
+	w.mu.Unlock()
 	mine := map[string]ytstore.Job{}
 	for _, j := range jobs {
 		if j.WorkerID == w.id {
@@ -380,6 +386,76 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 }
 
 // reportStatuses writes job_status rows of running jobs, each conditional on its lease.
+// upstreamMark is one observation of an upstream job's status.
+type upstreamMark struct {
+	updatedAt uint64
+	epoch     int64
+}
+
+// checkUpstreamDrained lets a completing job fire its timers once every job of the
+// computations feeding it has been seen drained twice in a row with the same epochs and newer
+// statuses (the drained rule of the controller, applied to the upstream only): before that,
+// events can still arrive, and a timer fired at +inf would close a window too early.
+//
+// Invariant: a completing job fires its timers only after its upstream drained
+// (TestCompletionFiresTimers, e2e TestSwiftSessionsUnderFaults).
+func (w *Worker) checkUpstreamDrained(ctx context.Context) {
+	w.mu.Lock()
+	var waiting []*runner
+	for _, h := range w.runners {
+		if h.r.completing() && !h.r.upstreamDrained.Load() {
+			waiting = append(waiting, h.r)
+		}
+	}
+	jobs := w.jobs
+	w.mu.Unlock()
+	if len(waiting) == 0 {
+		return
+	}
+	sts, err := w.store.JobStatuses(ctx)
+	if err != nil {
+		return
+	}
+	byJob := make(map[string]ytstore.JobStatus, len(sts))
+	for _, st := range sts {
+		byJob[st.JobID] = st
+	}
+	for _, r := range waiting {
+		obs := map[string]upstreamMark{}
+		quiet := true
+		for _, j := range jobs {
+			if !r.upstream[j.ComputationID] {
+				continue
+			}
+			st, ok := byJob[j.JobID]
+			if !ok || st.InFlight != 0 || !(st.Draining || st.State == ytstore.JobCompleted) {
+				quiet = false
+				break
+			}
+			obs[j.JobID] = upstreamMark{updatedAt: st.UpdatedAt, epoch: st.Epoch}
+		}
+		prev := r.upstreamObs
+		r.upstreamObs = nil
+		if !quiet {
+			continue
+		}
+		r.upstreamObs = obs
+		if prev == nil || len(prev) != len(obs) {
+			continue
+		}
+		same := true
+		for id, m := range obs {
+			p, ok := prev[id]
+			if !ok || p.epoch != m.epoch || m.updatedAt <= p.updatedAt {
+				same = false
+			}
+		}
+		if same {
+			r.upstreamDrained.Store(true)
+		}
+	}
+}
+
 func (w *Worker) reportStatuses(ctx context.Context) {
 	w.mu.Lock()
 	hs := make([]*runnerHandle, 0, len(w.runners))
