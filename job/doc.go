@@ -21,9 +21,9 @@
 // processing input and delivering outputs; a retiring job also refuses and drops its input
 // (unacknowledged, so senders retransmit it to the key's new owner). job_status reports
 // in_flight (buffered inputs plus undelivered outputs) and echoes the flags once applied.
-// A job drained while the pipeline's @target_state is working is completing: its timer clock
-// is +inf, it fires every pending timer, and in_flight counts its pending timers until none
-// is left; a job drained to stop or pause keeps its timers for the next start.
+// A job drained while the pipeline's @target_state is working is completing: in_flight counts
+// its pending timers until none is left, and once its upstream jobs are seen drained its timer
+// clock is +inf and it fires every pending timer; a job drained to stop or pause keeps its timers for the next start.
 //
 // A swift map job persists nothing: its outputs inherit their ids from their parent inputs
 // (epoch.SwiftOutputID), live in memory until delivered, and a parent is acknowledged
