@@ -144,3 +144,42 @@ func TestSwiftRelaxedBatching(t *testing.T) {
 	assert.Empty(t, o.finish("p", "d", []string{"b"}), "b still has an undelivered output")
 	assert.ElementsMatch(t, []string{"a", "b"}, o.finish("p", "d", []string{"ab"}))
 }
+
+// TestInboxKeepsOrderAcrossRetransmissions: the sender pushes pending outputs in id order (=
+// production order) and retransmits what was not acknowledged in the same order; the inbox
+// accepts a prefix when full and hands inputs out in arrival order, so the messages of one
+// producer are processed in production order even when some were retransmitted.
+func TestInboxKeepsOrderAcrossRetransmissions(t *testing.T) {
+	o := newOutbox()
+	var rows []ytstore.OutputRow
+	for _, parent := range []string{"p:1a", "p:00", "p:19"} { // parents in LexUint offset order: 0, 9, 10
+		for i := range uint64(2) {
+			rows = append(rows, ytstore.OutputRow{Destination: "d", MessageID: epoch.SwiftOutputID(parent, i)})
+		}
+	}
+	o.add(rows)
+	var sent []epoch.Input
+	for _, r := range o.snapshot("d") {
+		sent = append(sent, epoch.Input{Message: flow.Message{StreamID: "s", MessageID: r.MessageID}})
+	}
+	wantOrder := []string{"p:00/00", "p:00/01", "p:19/00", "p:19/01", "p:1a/00", "p:1a/01"}
+	ids := func(ins []epoch.Input) []string {
+		var out []string
+		for _, in := range ins {
+			out = append(out, in.Message.MessageID)
+		}
+		return out
+	}
+	require.Equal(t, wantOrder, ids(sent))
+
+	b := newInbox(3)
+	b.offer(sent) // a full inbox accepts the first three only
+	first := b.take(10)
+	assert.Equal(t, wantOrder[:3], ids(first))
+	b.ack(ids(first[:2]))
+	b.offer(sent[2:]) // the retransmission of everything not acknowledged, in the same order
+	assert.Equal(t, wantOrder[3:5], ids(b.take(10)), "the next messages follow in order")
+	b.ack(wantOrder[2:5])
+	b.offer(sent[5:])
+	assert.Equal(t, wantOrder[5:], ids(b.take(10)))
+}
