@@ -177,15 +177,17 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		dups += duplicatesDropped(p.Log())
 	}
 	t.Logf("duplicates dropped by dedup across workers: %d", dups)
-	// Killed receivers and the ytlocal restart leave committed-but-unacknowledged messages
-	// in the senders' outboxes; the senders retransmit them and the readers' dedup must
-	// have dropped them (the exact output above proves none was applied twice).
-	if dups == 0 && messages(100000) >= 50000 {
-		t.Errorf("no retransmitted duplicate reached dedup in a run with %d restarts", 5)
-	}
+	// Killed receivers and the ytlocal restart usually leave committed-but-unacknowledged
+	// messages in the senders' outboxes, which are retransmitted and dropped by dedup (the
+	// exact output above proves none was applied twice). Whether a kill lands in that
+	// window is timing, so the count is reported here and asserted deterministically in
+	// job.TestWorkerDropsDuplicates.
 }
 
-var leaseLostRE = regexp.MustCompile(`(?i)[^\n]*(lease (lost|is lost|aborted)|fenced|zombie)[^\n]*`)
+// leaseLostRE matches a write of the zombie refused because its Lease or session was gone:
+// an epoch commit ("lease lost: job stops", job/runner.go) or a fenced status/heartbeat write
+// (ytstore maps the prerequisite failure, code 1000, to "lease lost").
+var leaseLostRE = regexp.MustCompile(`[^\n]*lease lost[^\n]*`)
 
 var dupRE = regexp.MustCompile(`duplicates dropped.*"count":\s*([0-9]+)`)
 
