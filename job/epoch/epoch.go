@@ -56,9 +56,12 @@ type Config struct {
 	Routes map[string][]Destination
 	// Keyer computes keys for ToComputation destinations; required when such routes exist.
 	Keyer Keyer
-	// Swift marks a swift map computation: outputs are not persisted; each inherits its id
-	// (SwiftOutputID) and system timestamp from its single parent input, so a recomputed
-	// parent reproduces the same ids for downstream deduplication.
+	// Swift marks a swift computation: outputs are not persisted. A swift map output inherits
+	// its id (SwiftOutputID) and system timestamp from its single parent input, so a
+	// recomputed parent reproduces the same ids for downstream deduplication. With Source (a
+	// swift source) the parent is the source row: an output's id is SwiftOutputID of the row's
+	// SourceMessageID and its index among the row's outputs (all streams counted), its system
+	// timestamp the batch's Now, and its Parents the row's id.
 	Swift bool
 	// RelaxedBatching (allow_batching_with_relaxed_guarantees) lets a swift output derive from
 	// several parents: its id is SwiftBatchOutputID of the sorted parent ids, so a
@@ -194,8 +197,8 @@ type Out struct {
 	Destination Destination
 	Message     flow.Message
 	KeyHash     uint64
-	// Parents are the input ids the output derives from (set for Swift computations only;
-	// one unless RelaxedBatching).
+	// Parents are the input ids (for a swift source: the source row id) the output derives
+	// from (set for Swift computations only; one unless RelaxedBatching).
 	Parents []string
 }
 
@@ -295,6 +298,14 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 				}
 				id = SwiftOutputID(base, perParent[base])
 				perParent[base]++
+			} else if cfg.Swift && cfg.Source {
+				// Invariant: a swift source output's id is its row's id (computation, source,
+				// partition, offset) and its index among the row's outputs, so a re-read
+				// reproduces it and ids sort in production order (TestSwiftSourceIDs).
+				parent := g.Messages[0].MessageID
+				parents = []string{parent}
+				id = SwiftOutputID(parent, perParent[parent])
+				perParent[parent]++
 			} else if cfg.Source {
 				parent := g.Messages[0].MessageID
 				id = SourceOutputID(parent, o.StreamID, perStream[o.StreamID])
