@@ -79,6 +79,8 @@ type runner struct {
 	compact bool
 
 	sources    []*sourceState
+	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
+	swiftSrc   []*swiftSource
 	syncSinks  map[string]syncWriter
 	asyncSinks map[string]*queue.AsyncSink
 	bestEffort map[string]*queue.BestEffort
@@ -187,7 +189,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	r.cfg = epoch.Config{
 		ComputationID: comp.ID, PartitionID: j.PartitionID,
 		Dedup: comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,
-		Swift: comp.Kind == spec.KindSwiftMap,
+		Swift: comp.Kind.Swift(),
 		// Invariant: with relaxed batching a parent is acknowledged only after every output
 		// it contributed to is delivered (TestSwiftRelaxedBatching).
 		RelaxedBatching: comp.Kind == spec.KindSwiftMap && comp.AllowBatchingWithRelaxedGuarantees,
@@ -244,6 +246,14 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 				return nil, fmt.Errorf("job %s: computation %s: source job without a source partition", j.JobID, comp.ID)
 			}
 			r.sources = append(r.sources, &sourceState{id: id, queue: s.Queue.QueuePath, src: queue.NewSource(w.store, s.Queue.QueuePath, s.Queue.ConsumerPath, j.SourcePartition, s.Queue.Finite)})
+		}
+	}
+	if comp.Kind == spec.KindSwiftSource {
+		if len(comp.Sinks) > 0 {
+			return nil, fmt.Errorf("job %s: computation %s: swift source computations have no sinks (spec validation rejects them)", j.JobID, comp.ID)
+		}
+		for _, s := range r.sources {
+			r.swiftSrc = append(r.swiftSrc, &swiftSource{src: s})
 		}
 	}
 	return r, nil
@@ -349,6 +359,9 @@ func (r *runner) load(ctx context.Context) error {
 		return err
 	}
 	r.outbox.add(outs)
+	if err := r.startSwiftSources(ctx); err != nil {
+		return err
+	}
 	r.loaded.Store(true)
 	return nil
 }
@@ -459,6 +472,9 @@ func (r *runner) leaseCheckPeriod() uint64 {
 // epoch runs one epoch. It returns the time of its commit (0 when it did not commit) and
 // whether it found nothing to do.
 func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint64, idle bool, err error) {
+	if len(r.swiftSrc) > 0 {
+		return r.swiftSourceEpoch(ctx, lastCommit)
+	}
 	limit := r.dyn.MaxRowsPerBatch
 	if limit <= 0 {
 		limit = 1000
@@ -1061,10 +1077,10 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 	}
 }
 
-// inFlight is what the job still holds: buffered inputs, undelivered outputs and, while
-// completing, pending timers.
+// inFlight is what the job still holds: buffered inputs, undelivered outputs, swift source
+// rows not committed past and, while completing, pending timers.
 func (r *runner) inFlight(inbox int64) int64 {
-	n := inbox + int64(r.outbox.held())
+	n := inbox + int64(r.outbox.held()) + r.swiftSourceHeld()
 	if r.completing() {
 		n += r.pendingTimers.Load()
 	}
@@ -1072,15 +1088,15 @@ func (r *runner) inFlight(inbox int64) int64 {
 }
 
 // systemWatermark is the smallest system timestamp of what the job holds: buffered inputs,
-// rows still in its output store, and the outputs of the epoch in progress; 0 when it holds
-// nothing.
+// rows still in its output store, the outputs of the epoch in progress and of swift source
+// rows not committed past (swiftSource.minSystemTS); 0 when it holds nothing.
 //
 // Invariant: a message is counted from the moment the job receives or produces it until its
 // output store row is deleted by a committed epoch, so the dedup index is never collected
 // below a message that can still be retransmitted (TestSystemWatermarkCoversOutbox).
 func (r *runner) systemWatermark() uint64 {
 	var least uint64
-	for _, ts := range []uint64{r.openEpoch.Load(), r.inbox.minSystemTS(), r.outbox.minSystemTS()} {
+	for _, ts := range []uint64{r.openEpoch.Load(), r.inbox.minSystemTS(), r.outbox.minSystemTS(), r.swiftSourceMinTS()} {
 		if ts != 0 && (least == 0 || ts < least) {
 			least = ts
 		}

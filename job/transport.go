@@ -379,6 +379,14 @@ func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents [][]st
 	return childless
 }
 
+// undelivered reports whether the swift parent (an input, or a swift source row) still has
+// an output not delivered to some destination.
+func (o *outbox) undelivered(parent string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.children[parent] > 0
+}
+
 // snapshot returns the pending rows of destination ordered by message id.
 func (o *outbox) snapshot(destination string) []ytstore.OutputRow {
 	o.mu.Lock()

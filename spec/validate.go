@@ -119,6 +119,12 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 	if c.Kind == KindSwiftMap && len(c.Sinks) > 0 {
 		p.errorf(at("sinks"), "swift map computations have no sinks")
 	}
+	// A swift source persists no outputs and re-reads rows after a restart: a sync sink would
+	// write them twice, an at-most-once sink deliver them twice, and an async sink would need
+	// producer sequence numbers derived from offsets, which the runtime does not have.
+	if c.Kind == KindSwiftSource && len(c.Sinks) > 0 {
+		p.errorf(at("sinks"), "swift source computations have no sinks (their rows are re-read after a restart); put the sinks on a downstream computation")
+	}
 
 	// Processing function.
 	switch {

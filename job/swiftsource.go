@@ -1,0 +1,374 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// A swift source job (TSwiftOrderedSourceComputation, TSwiftPassthroughOrderedSourceComputation)
+// persists no outputs. It reads rows ahead of its committed offset, invokes the process
+// function per row, and hands the outputs to the outbox in memory; their ids derive from the
+// row (epoch.SwiftOutputID of epoch.SourceMessageID), so a re-read after a restart recomputes
+// the same ids and the readers' dedup drops the repeats. The committed offset (partition
+// state offset/<source>, with the Lease as prerequisite) only moves past rows whose outputs
+// are all delivered. The process function must be deterministic and may not write state or
+// timers; swift sources have no sinks (spec validation rejects them).
+
+// swiftRow is a row a swift source job read and has not committed past.
+type swiftRow struct {
+	offset int64
+	id     string // epoch.SourceMessageID: the parent of the row's outputs
+	ts     uint64 // system timestamp of the row's outputs
+}
+
+// swiftSource is the read-ahead window of one source partition of a swift source job:
+// rows from the committed offset up to the next offset to read, in offset order.
+type swiftSource struct {
+	src *sourceState
+
+	mu sync.Mutex // guards the fields below against the status writer
+	// committed is the offset in partition_states; next the next offset to read.
+	committed, next int64
+	rows            []swiftRow
+	// lastTS is the largest system timestamp given so far: stamps never go back.
+	lastTS uint64
+	// While holding, the job's system watermark is at most floor: a previous job of the
+	// partition may have delivered outputs of rows up to holdUntil (committed offset at load
+	// plus the window limit) whose dedup rows downstream must outlive their recomputation.
+	holding   bool
+	floor     uint64
+	holdUntil int64
+}
+
+// start initialises the window after load: nothing read beyond the committed offset, and a
+// hold at the pipeline's published watermark until this job has committed past every row a
+// previous job could have read.
+func (s *swiftSource) start(committed int64, published uint64, window int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.committed, s.next, s.rows = committed, committed, nil
+	s.holding, s.floor, s.holdUntil = true, max(published, 1), committed+int64(window)
+}
+
+// minSystemTS is the smallest system timestamp of the outputs of rows not committed past,
+// bounded by the floor while holding; 0 when neither applies.
+//
+// Invariant: a swift source job's watermark covers every row read and not committed past,
+// delivered or not, and after a restart everything a previous job may have delivered beyond
+// the committed offset, so the readers' dedup rows of outputs that a re-read recomputes are
+// not collected before the recomputation (TestSwiftSourceWatermarkCoversWindow).
+func (s *swiftSource) minSystemTS() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var least uint64
+	if len(s.rows) > 0 {
+		least = s.rows[0].ts // stamps never go back
+	}
+	if s.holding && (least == 0 || s.floor < least) {
+		least = s.floor
+	}
+	return least
+}
+
+// held is the number of rows read and not committed past.
+func (s *swiftSource) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rows)
+}
+
+// stamp returns the system timestamp for outputs read now: now, or the last stamp if the
+// clock went back.
+func (s *swiftSource) stamp(now uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastTS = max(s.lastTS, now)
+	return s.lastTS
+}
+
+// appendRows records rows read (in offset order) and the next offset to read.
+func (s *swiftSource) appendRows(rows []swiftRow, next int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rows = append(s.rows, rows...)
+	s.next = next
+}
+
+// deliverable returns the offset the job may commit: the first row with an undelivered
+// output, or the next offset to read when every row read is delivered; ok is false when that
+// is not beyond the committed offset.
+//
+// Invariant: the committed offset never passes a row with an undelivered output
+// (TestSwiftSourceOffsetWaitsForAcks).
+func (s *swiftSource) deliverable(undelivered func(parent string) bool) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off := s.next
+	for _, r := range s.rows {
+		if undelivered(r.id) {
+			off = r.offset
+			break
+		}
+	}
+	return off, off > s.committed
+}
+
+// commit records off as committed: the rows below it leave the window; the hold ends once
+// the offset passed every row a previous job could have read, or once the job caught up with
+// the source (caughtUp: a read found no rows) with nothing left in its window.
+func (s *swiftSource) commit(off int64, caughtUp bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if off > s.committed {
+		s.committed = off
+	}
+	i := 0
+	for i < len(s.rows) && s.rows[i].offset < s.committed {
+		i++
+	}
+	s.rows = append(s.rows[:0:0], s.rows[i:]...)
+	if s.holding && (s.committed >= s.holdUntil || caughtUp && len(s.rows) == 0 && s.committed >= s.next) {
+		s.holding = false
+	}
+}
+
+// caughtUpNow reports, without a commit, whether the hold can end (see commit).
+func (s *swiftSource) caughtUpNow(caughtUp bool) {
+	s.commit(s.committedOffset(), caughtUp)
+}
+
+func (s *swiftSource) committedOffset() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
+}
+
+func (s *swiftSource) nextOffset() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+// swiftSourceHeld is the rows read and not committed past, over the job's swift sources.
+func (r *runner) swiftSourceHeld() int64 {
+	var n int64
+	for _, s := range r.swiftSrc {
+		n += int64(s.held())
+	}
+	return n
+}
+
+// swiftSourceMinTS is the smallest minSystemTS of the job's swift sources (0: none).
+func (r *runner) swiftSourceMinTS() uint64 {
+	var least uint64
+	for _, s := range r.swiftSrc {
+		if ts := s.minSystemTS(); ts != 0 && (least == 0 || ts < least) {
+			least = ts
+		}
+	}
+	return least
+}
+
+// startSwiftSources initialises the windows after load (see swiftSource.start).
+func (r *runner) startSwiftSources(ctx context.Context) error {
+	if len(r.swiftSrc) == 0 {
+		return nil
+	}
+	published, err := r.store.SystemWatermark(ctx)
+	if err != nil {
+		return fmt.Errorf("computation %s partition %s: swift source: %w", r.comp.ID, r.job.PartitionID, err)
+	}
+	for _, s := range r.swiftSrc {
+		s.start(s.src.offset, published, r.w.cfg.OutboxLimit)
+	}
+	return nil
+}
+
+// swiftSourceEpoch is one epoch of a swift source job: read ahead into the window (unless
+// draining or the window is full), hand the outputs to the outbox, and commit the offset
+// past the rows whose outputs are all delivered. It commits nothing when no offset advanced,
+// except once per lease check period to notice a lost lease.
+func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (committedAt uint64, idle bool, err error) {
+	limit := r.dyn.MaxRowsPerBatch
+	if limit <= 0 {
+		limit = 1000
+	}
+	now := nowMicros()
+	r.openEpoch.Store(now)
+	defer r.openEpoch.Store(0)
+	draining := r.draining.Load()
+	r.applied.Store(draining)
+
+	read := 0
+	caughtUp := map[*swiftSource]bool{}
+	for _, s := range r.swiftSrc {
+		n, atEnd, err := r.swiftRead(ctx, s, now, limit, draining)
+		if err != nil {
+			return 0, false, err
+		}
+		if n < 0 {
+			return 0, true, nil // source unreadable: noted, retried
+		}
+		caughtUp[s] = atEnd
+		read += n
+	}
+
+	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, PartitionStates: map[string][]byte{}}
+	advanced := map[*swiftSource]int64{}
+	for _, s := range r.swiftSrc {
+		if off, ok := s.deliverable(r.outbox.undelivered); ok {
+			advanced[s] = off
+			b, _ := yson.Marshal(off)
+			w.PartitionStates[offsetStatePrefix+s.src.id] = b
+		}
+	}
+	done := r.outbox.takeDone() // rows left in the output store by a non-swift run of the partition
+	if len(advanced) == 0 && len(done) == 0 && now-lastCommit < r.leaseCheckPeriod() {
+		r.outbox.giveBack()
+		for _, s := range r.swiftSrc {
+			s.caughtUpNow(caughtUp[s])
+		}
+		r.updateSwiftCompleted()
+		return 0, read == 0, nil
+	}
+	w.OutputsDone = done
+	token, err := r.commits.GenerateTimestamp(ctx)
+	if err != nil {
+		r.outbox.giveBack()
+		r.log.Warn("epoch: generate timestamp failed", log.Error(err))
+		r.noteProblem("generate timestamp", err)
+		return 0, true, nil
+	}
+	w.Token = token
+	if err := r.commit(ctx, w); err != nil {
+		r.outbox.giveBack()
+		if errors.Is(err, errNotApplied) && ctx.Err() == nil {
+			r.failures++
+			if r.failures < maxNotApplied {
+				// The window is kept: the next epoch commits the offset again.
+				r.log.Warn("swift source offset commit did not apply; retrying", log.Int("attempt", r.failures), log.Error(err))
+				r.noteProblem("commit", err)
+				return 0, true, nil
+			}
+		}
+		return 0, false, err
+	}
+	r.failures = 0
+	r.problem.Store(nil)
+	r.outbox.committed()
+	for _, s := range r.swiftSrc {
+		off, ok := advanced[s]
+		if !ok {
+			off = s.committedOffset()
+		}
+		s.commit(off, caughtUp[s])
+		if ok {
+			s.src.offset = off
+			if err := s.src.src.Advance(ctx, off); err != nil {
+				r.log.Warn("consumer advance failed (offset is committed in the partition state)", log.String("source", s.src.id), log.Error(err))
+			}
+		}
+	}
+	if read > 0 || len(advanced) > 0 || len(done) > 0 {
+		r.stats.epochs.Add(1)
+	}
+	r.stats.lastCommitTS.Store(token)
+	r.updateSwiftCompleted()
+	return nowMicros(), read == 0, nil
+}
+
+// swiftRead reads up to limit rows of s past its window (bounded by the outbox limit),
+// invokes the process function per row and hands the outputs to the outbox. It returns the
+// number of rows read (-1 when the source could not be read: a transient problem) and
+// whether a read found the end of the source.
+func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limit int, draining bool) (n int, atEnd bool, err error) {
+	// Invariant: a swift source job holds at most OutboxLimit rows read and not committed
+	// past, so a reader that does not acknowledge stops the source
+	// (TestSwiftSourceOffsetWaitsForAcks).
+	room := r.w.cfg.OutboxLimit - s.held()
+	if s.src.ended {
+		return 0, true, nil
+	}
+	if draining || room <= 0 || r.outbox.size() >= r.w.cfg.OutboxLimit {
+		return 0, false, nil
+	}
+	next := s.nextOffset()
+	rows, err := s.src.src.Read(ctx, next, int64(min(limit, room)))
+	if err != nil {
+		r.log.Warn("source read failed", log.String("source", s.src.id), log.Error(err))
+		r.noteProblem("read source "+s.src.id, err)
+		return -1, false, nil
+	}
+	if len(rows) == 0 {
+		if s.src.src.Finite {
+			s.src.ended = true
+		}
+		return 0, true, nil
+	}
+	stamp := s.stamp(now)
+	b := &epoch.Batch{Now: stamp}
+	for _, row := range rows {
+		b.Sources = append(b.Sources, epoch.SourceRow{
+			SourcePartition: epoch.SourcePartition{SourceID: s.src.id, Partition: r.job.SourcePartition},
+			Offset:          row.Offset, Payload: flow.Row(row.Columns),
+			SystemTimestamp: stamp, EventTimestamp: tsMicros(row.Timestamp, now),
+		})
+	}
+	plan := epoch.PlanEpoch(&r.cfg, b, nil)
+	results, err := r.invoke(ctx, plan, now)
+	if err != nil {
+		return 0, false, err
+	}
+	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	if err != nil {
+		return 0, false, err
+	}
+	if len(c.States) > 0 || len(c.TimersSet) > 0 {
+		return 0, false, fmt.Errorf("job %s: swift source computation %s: the process function wrote state or timers; swift sources are stateless", r.job.JobID, r.comp.ID)
+	}
+	if len(c.Sync) > 0 || len(c.BestEffort) > 0 {
+		return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to a sink; swift sources have no sinks", r.job.JobID, r.comp.ID)
+	}
+	outs := make([]ytstore.OutputRow, 0, len(c.Stored))
+	parents := make([][]string, 0, len(c.Stored))
+	for _, o := range c.Stored {
+		payload, err := yson.Marshal(o.Message.Payload)
+		if err != nil {
+			return 0, false, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
+		}
+		outs = append(outs, ytstore.OutputRow{
+			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
+			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payload,
+			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+		})
+		parents = append(parents, o.Parents)
+	}
+	window := make([]swiftRow, len(plan.Groups))
+	for i, g := range plan.Groups {
+		window[i] = swiftRow{offset: g.SourceRow().Offset, id: g.Messages[0].MessageID, ts: stamp}
+	}
+	// The window first: a row is in it before its outputs can be delivered.
+	s.appendRows(window, rows[len(rows)-1].Offset+1)
+	r.outbox.addSwift(nil, outs, parents)
+	return len(rows), false, nil
+}
+
+// updateSwiftCompleted marks a swift source job completed once every finite source is
+// exhausted and every row read is delivered and committed past.
+func (r *runner) updateSwiftCompleted() {
+	for _, s := range r.swiftSrc {
+		if !s.src.ended || s.held() > 0 || s.committedOffset() < s.nextOffset() {
+			return
+		}
+	}
+	r.completed.Store(true)
+}

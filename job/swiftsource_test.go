@@ -1,0 +1,154 @@
+package job
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytql"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// swiftSourceSpec is the job tests' word count with split as a swift source.
+var swiftSourceSpec = strings.Replace(wordCountSpec, `"NYT::NFlow::TProcessFunctionSourceComputation"`, `"NYT::NFlow::TSwiftOrderedSourceComputation"`, 1)
+
+// committedOffset reads the split partition's committed source offset (-1: none).
+func (e *wcEnv) committedOffset(partition string) int64 {
+	e.t.Helper()
+	ps, err := e.store.LoadPartitionStates(e.ctx, partition)
+	require.NoError(e.t, err)
+	b, ok := ps[offsetStatePrefix+"lines"]
+	if !ok {
+		return -1
+	}
+	var off int64
+	require.NoError(e.t, yson.Unmarshal(b, &off))
+	return off
+}
+
+// wordDedupKey is the dedup key of the index-th output of the split row at offset, as the count
+// computation's dedup index holds it.
+func wordDedupKey(word string, offset int64, index uint64) ytstore.DedupKey {
+	row := epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, offset)
+	key := flow.Key{ytql.FarmHash(word), word}
+	return ytstore.DedupKey{ComputationID: "count", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key),
+		MessageID: epoch.SwiftOutputID(row, index), Compact: true}
+}
+
+// TestSwiftSourceOffsetWaitsForAcks: a swift source delivers its outputs from memory (no
+// output store rows), commits its offset only past rows whose outputs are all delivered, stops
+// reading when its window is full, and its outputs carry ids derived from their row.
+func TestSwiftSourceOffsetWaitsForAcks(t *testing.T) {
+	e := startWordCountSpec(t, swiftSourceSpec, nil, func(c *Config) { c.OutboxLimit = 4 })
+	e.write("", "a b", "c", "d", "e", "f")
+	e.putJob("split-0", "split", "split-p0", 0)
+
+	// No reader yet: the empty first row is committed past, the rest is held.
+	e.eventually("the split to hold four words and commit past the empty row", func() bool {
+		st := e.worker.Stats()["split-0"]
+		return st.OutboxLen == 4 && e.committedOffset("split-p0") == 1
+	})
+	r := e.worker.runner("split-0")
+	require.NotNil(t, r)
+	seen := r.stats.lastCommitTS.Load()
+	e.eventually("another (lease check) commit of the split", func() bool { return r.stats.lastCommitTS.Load() != seen })
+	assert.Equal(t, int64(1), e.committedOffset("split-p0"), "the offset does not pass rows with undelivered outputs")
+	assert.Equal(t, 4, e.worker.Stats()["split-0"].OutboxLen, "a full window reads nothing more")
+	assert.Equal(t, int64(7), r.inFlight(0), "in flight: four undelivered outputs and three rows not committed past")
+	assert.NotZero(t, r.systemWatermark(), "the held outputs bound the job's system watermark")
+	outs, err := e.store.LoadOutputs(e.ctx, "split-p0")
+	require.NoError(t, err)
+	assert.Empty(t, outs, "a swift source writes no output store rows")
+
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.waitCounts(map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1})
+	e.eventually("the offset to pass every row", func() bool { return e.committedOffset("split-p0") == 6 })
+	e.eventually("the split to hold nothing", func() bool { return r.inFlight(0) == 0 })
+	outs, err = e.store.LoadOutputs(e.ctx, "split-p0")
+	require.NoError(t, err)
+	assert.Empty(t, outs, "a swift source writes no output store rows")
+
+	found, err := e.store.LookupDedup(e.ctx, []ytstore.DedupKey{
+		wordDedupKey("a", 1, 0), wordDedupKey("b", 1, 1), wordDedupKey("f", 5, 0), wordDedupKey("b", 1, 0),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, true, true, false}, found, "the reader registered the outputs under ids from (row offset, index in the row)")
+}
+
+// TestSwiftSourceRestartRecomputes: a swift source job whose outputs were delivered but whose
+// offset was not committed (its lease died first) is replaced; the new job re-reads from the
+// committed offset, recomputes the same ids, and the reader drops them as duplicates: the
+// counts stay exact.
+func TestSwiftSourceRestartRecomputes(t *testing.T) {
+	// No lease check commits: the split commits only when its offset advances.
+	e := startWordCountSpec(t, swiftSourceSpec, nil, func(c *Config) { c.LeaseCheckPeriod = time.Hour })
+	lease := e.putJob("split-0", "split", "split-p0", 0)
+	e.write("x y", "x")
+	// Its first epoch commits once (the lease check) whatever it read.
+	e.eventually("the split to hold three words after its first commit", func() bool {
+		r := e.worker.runner("split-0")
+		return r != nil && r.stats.lastCommitTS.Load() != 0 && e.worker.Stats()["split-0"].OutboxLen == 3
+	})
+
+	// The lease dies; the reader then gets and commits the outputs, and the split's offset
+	// commit is refused.
+	require.NoError(t, e.store.AbortLease(e.ctx, lease))
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.waitCounts(map[string]int64{"x": 2, "y": 1})
+	e.eventually("the split job to stop on its refused commit", func() bool { return e.worker.runner("split-0") == nil })
+	assert.Equal(t, int64(-1), e.committedOffset("split-p0"), "the refused commit left no offset")
+	assert.Zero(t, e.worker.Stats()["count-0"].Duplicates)
+
+	e.deleteJob("split-0")
+	e.putJob("split-1", "split", "split-p0", 0)
+	e.eventually("the re-read outputs to be dropped as duplicates", func() bool { return e.worker.Stats()["count-0"].Duplicates == 3 })
+	e.eventually("the new job to commit past both rows", func() bool { return e.committedOffset("split-p0") == 2 })
+	assert.Equal(t, map[string]int64{"x": 2, "y": 1}, e.counts(), "recomputed outputs are not counted twice")
+	e.write("y")
+	e.waitCounts(map[string]int64{"x": 2, "y": 2})
+	outs, err := e.store.LoadOutputs(e.ctx, "split-p0")
+	require.NoError(t, err)
+	assert.Empty(t, outs)
+}
+
+// TestSwiftSourceWatermarkCoversWindow: the window's rows bound the watermark until they are
+// committed past (delivered is not enough); after a start the published watermark bounds it
+// until the job committed past every row a previous job could have read, or caught up with
+// the source.
+func TestSwiftSourceWatermarkCoversWindow(t *testing.T) {
+	s := &swiftSource{src: &sourceState{id: "lines"}}
+	s.start(0, 500, 4)
+	assert.Equal(t, uint64(500), s.minSystemTS(), "held at the published watermark")
+	s.appendRows([]swiftRow{{0, "r0", 1000}, {1, "r1", 1000}, {2, "r2", 1000}}, 3)
+	assert.Equal(t, uint64(500), s.minSystemTS())
+	off, ok := s.deliverable(func(string) bool { return false })
+	require.True(t, ok)
+	assert.Equal(t, int64(3), off)
+	assert.Equal(t, 3, s.held(), "delivered rows stay until committed past")
+	s.commit(off, false)
+	assert.Equal(t, uint64(500), s.minSystemTS(), "a previous job may have read up to offset 4")
+	s.commit(off, true)
+	assert.Zero(t, s.minSystemTS(), "caught up with the source and committed: nothing held")
+
+	s.appendRows([]swiftRow{{3, "r3", 2000}, {4, "r4", 2100}}, 5)
+	off, ok = s.deliverable(func(id string) bool { return id == "r4" })
+	require.True(t, ok)
+	assert.Equal(t, int64(4), off, "the offset stops at the first row with an undelivered output")
+	assert.Equal(t, uint64(2000), s.minSystemTS())
+	s.commit(off, false)
+	assert.Equal(t, uint64(2100), s.minSystemTS())
+	_, ok = s.deliverable(func(id string) bool { return id == "r4" })
+	assert.False(t, ok, "nothing more to commit")
+
+	s.start(10, 0, 4)
+	assert.Equal(t, uint64(1), s.minSystemTS(), "an unpublished watermark holds at the lowest timestamp")
+	s.appendRows([]swiftRow{{10, "a", 5}, {11, "b", 5}, {12, "c", 5}, {13, "d", 5}}, 14)
+	s.commit(14, false)
+	assert.Zero(t, s.minSystemTS(), "committed past the window limit: the hold ends")
+}
