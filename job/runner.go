@@ -78,7 +78,7 @@ type runner struct {
 	timers  *epoch.TimerSet
 	compact bool
 
-	sources    []*sourceState
+	sources []*sourceState
 	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
 	swiftSrc   []*swiftSource
 	syncSinks  map[string]syncWriter
