@@ -78,9 +78,7 @@ type runner struct {
 	timers  *epoch.TimerSet
 	compact bool
 
-	sources []*sourceState
-	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
-	swiftSrc   []*swiftSource
+	sources    []*sourceState
 	syncSinks  map[string]syncWriter
 	asyncSinks map[string]*queue.AsyncSink
 	bestEffort map[string]*queue.BestEffort
@@ -112,6 +110,8 @@ type runner struct {
 	// problem is the last transient error (source unreadable, lookup failed, epoch not
 	// applied), reported in job_status while the job keeps running; cleared by a commit.
 	problem atomic.Pointer[string]
+	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
+	swiftSrc []*swiftSource
 }
 
 // noteProblem records a transient error for job_status.
