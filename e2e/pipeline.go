@@ -43,7 +43,9 @@ type WordCountOptions struct {
 	// AtMostOnceBytes, when positive, turns on at_most_once_strategy on the async sink
 	// with this total_queue_bytes_limit.
 	AtMostOnceBytes int64
-	Seed            uint64
+	// SwiftSource runs split as a swift source (TSwiftOrderedSourceComputation).
+	SwiftSource bool
+	Seed        uint64
 }
 
 // NewWordCount creates the user tables, loads the input and writes the spec file.
@@ -96,7 +98,7 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	flush()
 
 	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
-		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions})
+		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource})
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -118,10 +120,13 @@ type SpecParams struct {
 	BatchDuration time.Duration
 	// SplitPartitions and CountPartitions are the desired partition counts (default 1).
 	SplitPartitions, CountPartitions int
+	// SwiftSource makes split a swift source (TSwiftOrderedSourceComputation: outputs
+	// delivered from memory, recomputed after a restart) instead of a transform source.
+	SwiftSource bool
 }
 
 // WordCountSpec renders the runner config of the word-count pipeline under p.Root:
-// queue ROOT/input → SplitWords → CountWords (keyed by [farm_hash(word), word]) → sorted
+// queue ROOT/input → SplitWords (a transform source, or a swift source) → CountWords (keyed by [farm_hash(word), word]) → sorted
 // table ROOT/counts (sync sink) and queue ROOT/output through ROOT/producer (async sink).
 // The e2e tests and the benchmarks share it.
 func WordCountSpec(p SpecParams) string {
@@ -133,11 +138,15 @@ func WordCountSpec(p SpecParams) string {
 	if p.AtMostOnceBytes > 0 {
 		amo = fmt.Sprintf("at_most_once_strategy = {enabled = %%true; total_queue_bytes_limit = %d};", p.AtMostOnceBytes)
 	}
+	splitClass := "NYT::NFlow::TProcessFunctionSourceComputation"
+	if p.SwiftSource {
+		splitClass = "NYT::NFlow::TSwiftOrderedSourceComputation"
+	}
 	batch := p.BatchDuration
 	if batch <= 0 {
 		batch = 100 * time.Millisecond
 	}
-	return strings.NewReplacer("ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
+	return strings.NewReplacer("SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
 		"BATCH", fmt.Sprint(batch.Milliseconds()),
 		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1)), "COUNTN", fmt.Sprint(max(p.CountPartitions, 1))).Replace(wordCountSpec)
 }
@@ -147,7 +156,7 @@ const wordCountSpec = `{
     spec = {
         computations = {
             split = {
-                computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
+                computation_class_name = "SPLITCLASS";
                 processing_function = "SplitWords";
                 source_streams = {
                     lines = {
