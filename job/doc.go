@@ -30,4 +30,10 @@
 // upstream only when all its outputs are; after a restart the upstream retransmits the
 // unacknowledged parents and the readers' dedup absorbs the recomputed outputs. A message
 // received again with another payload is reported (payload_mismatches).
+//
+// A swift source job persists no outputs either: it reads rows ahead of its committed offset
+// into a window bounded by Config.OutboxLimit, gives each output an id derived from its row's
+// offset and its index in the row, holds the outputs in memory until delivered, and commits
+// the source offset only past rows whose outputs are all delivered. A restarted job re-reads
+// from that offset and the readers' dedup absorbs the recomputed outputs.
 package job

@@ -27,7 +27,7 @@
 // whose non-computed columns exist, castable, in every input stream; computed columns parse as
 // well-typed expressions over non-computed group_by columns, without the % operator; processing_function is required except for
 // passthrough classes, where it is forbidden and outputs must have the input schema; sinks read
-// outputs of their own computation and name only columns of those streams; swift map computations have no sinks and swift outputs do
+// outputs of their own computation and name only columns of those streams; swift map and swift source computations have no sinks and swift outputs do
 // not depend on timer streams; timer ids match [0-9A-Za-z_-]+; streams_dependency and timer
 // streams name real streams of the computation; at_most_once_strategy only on asynchronous
 // sinks other than HTTP. A runner config's dynamic_spec may only name computations, sources
