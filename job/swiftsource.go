@@ -332,6 +332,8 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if err != nil {
 		return 0, false, err
 	}
+	// Invariant: a swift source that writes state or timers fails before anything of the row
+	// is delivered (TestSwiftSourceRejectsState).
 	if len(c.States) > 0 || len(c.TimersSet) > 0 {
 		return 0, false, fmt.Errorf("job %s: swift source computation %s: the process function wrote state or timers; swift sources are stateless", r.job.JobID, r.comp.ID)
 	}

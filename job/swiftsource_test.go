@@ -152,3 +152,40 @@ func TestSwiftSourceWatermarkCoversWindow(t *testing.T) {
 	s.commit(14, false)
 	assert.Zero(t, s.minSystemTS(), "committed past the window limit: the hold ends")
 }
+
+// stateTouch emits its row and writes a state: not allowed in a swift source.
+type stateTouch struct{}
+
+func (stateTouch) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	res := &flow.Result{StateWrites: map[string][]byte{"seen": []byte("%true")}}
+	for _, m := range inv.Messages {
+		res.Outputs = append(res.Outputs, flow.Output{StreamID: "words", Payload: flow.Row{"word": m.Payload["text"]}})
+	}
+	return res, nil
+}
+
+func init() { flow.Register("test.StateTouch", stateTouch{}) }
+
+// TestSwiftSourceRejectsState: a swift source is stateless; a process function that writes
+// state fails the job with an error saying so, and nothing is delivered or committed.
+func TestSwiftSourceRejectsState(t *testing.T) {
+	specText := strings.Replace(swiftSourceSpec, `processing_function = "SplitWords"`, `processing_function = "test.StateTouch"`, 1)
+	require.NotEqual(t, swiftSourceSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	e.write("a")
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.eventually("the failed job's error in job_status", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "split-0" && s.State == ytstore.JobFailed {
+				assert.Contains(t, s.Error, "swift source computation split: the process function wrote state or timers")
+				return true
+			}
+		}
+		return false
+	})
+	assert.Empty(t, e.counts(), "nothing was delivered")
+	assert.Equal(t, int64(-1), e.committedOffset("split-p0"), "nothing was committed past")
+}
