@@ -141,8 +141,8 @@ func (s *swiftSource) commit(off int64, caughtUp bool) {
 	}
 }
 
-// caughtUpNow reports, without a commit, whether the hold can end (see commit).
-func (s *swiftSource) caughtUpNow(caughtUp bool) {
+// noCommit applies an epoch that committed nothing: the hold may still end (see commit).
+func (s *swiftSource) noCommit(caughtUp bool) {
 	s.commit(s.committedOffset(), caughtUp)
 }
 
@@ -235,7 +235,7 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	if len(advanced) == 0 && len(done) == 0 && now-lastCommit < r.leaseCheckPeriod() {
 		r.outbox.giveBack()
 		for _, s := range r.swiftSrc {
-			s.caughtUpNow(caughtUp[s])
+			s.noCommit(caughtUp[s])
 		}
 		r.updateSwiftCompleted()
 		return 0, read == 0, nil
