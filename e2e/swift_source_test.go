@@ -9,10 +9,10 @@ import (
 )
 
 // TestSwiftSourceUnderFaults runs the word count with split as a swift source over
-// messages(100000) lines while workers are killed with SIGKILL and replaced. A killed swift
-// source job loses its in-memory outputs and its replacement re-reads from the committed
-// offset, recomputing outputs (same ids) that may have reached the counts already: the
-// counts and the output queue must still be exact.
+// messages(100000) lines while workers are killed with SIGKILL and replaced, then stops the
+// pipeline mid-run and starts it again. A killed swift source job loses its in-memory outputs
+// and its replacement re-reads from the committed offset, recomputing outputs (same ids) that
+// may have reached the counts already: the counts and the output queue must still be exact.
 func TestSwiftSourceUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e fault test")
@@ -73,6 +73,28 @@ func TestSwiftSourceUnderFaults(t *testing.T) {
 		delete(workers, name)
 		kills++
 		add()
+	}
+	// Stop mid-run: the swift sources drain (stop reading, deliver what they read ahead,
+	// commit their offsets past it; with the default window of 100000 rows they usually hold
+	// the rest of the input by now), then the pipeline resumes from those offsets.
+	if wc.State() != "completed" {
+		t.Logf("yt-flow stop at %d counted", progress())
+		stop := Start(t, "stop", "stop", "--proxy", wc.C.Proxy, "--path", wc.Path, "--wait", "--timeout", "3m")
+		Eventually(t, 4*time.Minute, func() (bool, string) {
+			supervise()
+			return stop.Exited(), "yt-flow stop --wait still waiting; pipeline state " + wc.State()
+		})
+		if err, _ := stop.Wait(time.Second); err != nil && wc.State() != "completed" {
+			t.Fatalf("yt-flow stop: %v\n%s", err, stop.Log())
+		}
+		if s := wc.State(); s != "completed" {
+			if s != "stopped" {
+				t.Fatalf("after yt-flow stop --wait: pipeline state %q", s)
+			}
+			stopped := progress()
+			t.Logf("stopped at %d counted; starting again", stopped)
+			wc.StartPipeline(t)
+		}
 	}
 	Eventually(t, 5*time.Minute, func() (bool, string) {
 		supervise()
