@@ -65,7 +65,8 @@ func (s *swiftSource) start(committed int64, published uint64, window int) {
 // Invariant: a swift source job's watermark covers every row read and not committed past,
 // delivered or not, and after a restart everything a previous job may have delivered beyond
 // the committed offset, so the readers' dedup rows of outputs that a re-read recomputes are
-// not collected before the recomputation (TestSwiftSourceWatermarkCoversWindow).
+// not collected before the recomputation (TestSwiftSourceWatermarkCoversWindow,
+// TestSwiftSourceHoldsPublishedWatermark).
 func (s *swiftSource) minSystemTS() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
