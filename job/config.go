@@ -30,7 +30,10 @@ type Config struct {
 	InboxLimit int
 	// OutboxLimit bounds the undelivered outputs of a job: while its output store holds at
 	// least this many messages, the job reads no new input or source rows (back-pressure
-	// from slow readers up the pipeline); default 100000.
+	// from slow readers up the pipeline); default 100000. A swift source job also reads no
+	// more while it holds this many rows not committed past, and after a start it keeps its
+	// system watermark at the published one until it committed this many rows past its start
+	// offset (or caught up with the source): keep it equal on all workers.
 	OutboxLimit int
 	// PushTimeout bounds how long a push request waits for its messages to commit before
 	// answering with what committed so far; default 3s.
