@@ -39,8 +39,10 @@ func (c *Context) Key() Key { return c.inv.Key }
 func (c *Context) Parameters() Row { return c.inv.Parameters }
 
 // Now returns the epoch's time in microseconds since the epoch, as supplied by the runtime.
-// It is the only clock user code may read: a swift stage recomputed after a restart must produce
-// the same outputs.
+// It is the clock transform computations may read (their epoch commits one attempt). Swift
+// computations must not let outputs depend on it: a recomputation after a restart runs in a
+// later epoch and sees another Now, so its outputs would differ from the first attempt's; use
+// message and timer timestamps there.
 func (c *Context) Now() uint64 { return c.inv.Now }
 
 // AddMessage adds an output message with the given payload to stream. Its lineage is the
