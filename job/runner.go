@@ -471,6 +471,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	r.log.Info("job started", log.Int("timers", r.timers.Len()), log.Int("outputs_pending", r.outbox.size()))
 	lastCommit := uint64(0)
+	busy := false // the last epoch found work
 	for ctx.Err() == nil {
 		committed, idle, err := r.epoch(ctx, lastCommit)
 		if err != nil {
@@ -483,11 +484,7 @@ func (r *runner) run(ctx context.Context) error {
 			lastCommit = committed
 		}
 		if idle {
-			backoff := r.dyn.EmptyBatchBackoff
-			if r.w.cfg.EmptyBatchBackoff > 0 {
-				backoff = r.w.cfg.EmptyBatchBackoff
-			}
-			t := time.NewTimer(backoff)
+			t := time.NewTimer(r.idleWait(busy))
 			select {
 			case <-ctx.Done():
 			case <-r.inbox.notify:
@@ -495,8 +492,24 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			t.Stop()
 		}
+		busy = !idle
 	}
 	return nil
+}
+
+// idleWait is how long an idle job waits before its next epoch unless an input arrives:
+// empty_batch_backoff, or, for a source job whose previous epoch read rows, at most half of
+// batch_duration (at least 10ms): a source that is being written to is polled again soon,
+// an idle one at the backoff.
+func (r *runner) idleWait(busy bool) time.Duration {
+	backoff := r.dyn.EmptyBatchBackoff
+	if r.w.cfg.EmptyBatchBackoff > 0 {
+		backoff = r.w.cfg.EmptyBatchBackoff
+	}
+	if busy && len(r.sources) > 0 && r.dyn.BatchDuration > 0 {
+		backoff = min(backoff, max(r.dyn.BatchDuration/2, 10*time.Millisecond))
+	}
+	return backoff
 }
 
 // timerClock is the time of each timer stream: the pipeline SystemWatermark for

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"net/http"
+	"sort"
 	"sync"
 	"time"
 
@@ -105,14 +106,14 @@ func (s *sender) round(ctx context.Context) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	for _, dest := range r.outbox.destinations() {
-		// The snapshot is taken under s.mu: a push that ends meanwhile removes its rows from
-		// the outbox before it clears them from inFlight, so an acknowledged row is never
-		// seen here as pending and not in flight.
-		rows := r.outbox.snapshot(dest)
+		// The outbox is read under s.mu: a push that ends meanwhile removes its rows from the
+		// outbox before it clears them from inFlight, so an acknowledged row is never seen
+		// here as pending and not in flight.
 		if sink, ok := r.asyncSinks[dest]; ok {
 			if s.delivering[dest] || now.Before(s.retryAt[sinkDestPrefix+dest]) {
 				continue
 			}
+			rows := r.outbox.snapshot(dest)
 			s.delivering[dest] = true
 			s.wg.Add(1)
 			go func() {
@@ -135,23 +136,31 @@ func (s *sender) round(ctx context.Context) {
 			flying = map[string]bool{}
 			s.inFlight[dest] = flying
 		}
-		byJob := map[string][]ytstore.OutputRow{}
+		// Rows in flight, of unknown jobs, or of jobs whose window is full or that back off
+		// are left out before sorting: a round runs after every push.
 		routes := map[string]route{}
-		for _, row := range rows {
+		full := map[string]bool{}
+		byJob := map[string][]ytstore.OutputRow{}
+		r.outbox.each(dest, func(row *ytstore.OutputRow) {
 			if flying[row.MessageID] {
-				continue
+				return
 			}
 			rt, ok := r.w.layout.find(dest, row.KeyHash)
-			if !ok {
-				continue
+			if !ok || full[rt.jobID] {
+				return
 			}
-			if len(byJob[rt.jobID]) >= (pushWindow-s.pushes[rt.jobID])*maxPushRows || now.Before(s.retryAt[rt.jobID]) {
-				continue
+			if _, seen := routes[rt.jobID]; !seen {
+				routes[rt.jobID] = rt
+				if s.pushes[rt.jobID] >= pushWindow || now.Before(s.retryAt[rt.jobID]) {
+					full[rt.jobID] = true
+					return
+				}
 			}
-			byJob[rt.jobID] = append(byJob[rt.jobID], row)
-			routes[rt.jobID] = rt
-		}
+			byJob[rt.jobID] = append(byJob[rt.jobID], *row)
+		})
 		for jobID, batch := range byJob {
+			sort.Slice(batch, func(i, j int) bool { return batch[i].MessageID < batch[j].MessageID })
+			batch = batch[:min(len(batch), (pushWindow-s.pushes[jobID])*maxPushRows)]
 			for len(batch) > 0 {
 				n := min(len(batch), maxPushRows)
 				s.startPush(ctx, routes[jobID], dest, batch[:n:n])
