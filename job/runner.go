@@ -757,15 +757,15 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 	}
 	rows := make([]ytstore.OutputRow, 0, len(c.Stored))
 	parents := make([][]string, 0, len(c.Stored))
-	for _, o := range c.Stored {
-		payload, err := yson.Marshal(o.Message.Payload)
-		if err != nil {
-			release()
-			return 0, false, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
-		}
+	payloads, err := r.storedPayloads(c.Stored)
+	if err != nil {
+		release()
+		return 0, false, err
+	}
+	for i, o := range c.Stored {
 		rows = append(rows, ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
-			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payload,
+			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payloads[i],
 			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		})
 		parents = append(parents, o.Parents)
@@ -959,14 +959,14 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.TimersSet = append(w.TimersSet, row)
 	}
 	seq := map[string]int64{}
-	for _, o := range c.Stored {
-		payload, err := yson.Marshal(o.Message.Payload)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
-		}
+	payloads, err := r.storedPayloads(c.Stored)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i, o := range c.Stored {
 		row := ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
-			KeyHash: o.KeyHash, Payload: payload, EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+			KeyHash: o.KeyHash, Payload: payloads[i], EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		}
 		if o.Destination.Kind == epoch.ToComputation {
 			row.Key = epoch.EncodeKey(o.Message.Key)
@@ -996,6 +996,23 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.Sinks = append(w.Sinks, sw)
 	}
 	return w, w.OutputsAdd, seq, nil
+}
+
+// storedPayloads encodes the payloads of outs (YSON).
+func (r *runner) storedPayloads(outs []epoch.Out) ([][]byte, error) {
+	rows := make([]flow.Row, len(outs))
+	for i, o := range outs {
+		rows[i] = o.Message.Payload
+	}
+	payloads, bad, err := marshalPayloads(rows)
+	if err != nil {
+		if bad >= 0 {
+			o := outs[bad].Message
+			return nil, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.MessageID, o.StreamID, err)
+		}
+		return nil, fmt.Errorf("job %s: %w", r.job.JobID, err)
+	}
+	return payloads, nil
 }
 
 // errNotApplied reports an epoch whose commit definitely did not apply: the runner drops
