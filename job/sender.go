@@ -11,6 +11,7 @@ import (
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/connectors/queue"
+	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -136,34 +137,38 @@ func (s *sender) round(ctx context.Context) {
 			flying = map[string]bool{}
 			s.inFlight[dest] = flying
 		}
-		// Rows in flight, of unknown jobs, or of jobs whose window is full or that back off
-		// are left out before sorting: a round runs after every push.
-		routes := map[string]route{}
-		full := map[string]bool{}
-		byJob := map[string][]ytstore.OutputRow{}
+		// Only the reader jobs with room in their window are served; rows in flight or of
+		// other jobs are left out before sorting (a round runs after every push).
+		jobs := r.w.layout.jobsOf(dest)
+		open, anyOpen := make([]bool, len(jobs)), false
+		for i, rt := range jobs {
+			open[i] = s.pushes[rt.jobID] < pushWindow && !now.Before(s.retryAt[rt.jobID])
+			anyOpen = anyOpen || open[i]
+		}
+		if !anyOpen {
+			continue
+		}
+		byJob := make([][]ytstore.OutputRow, len(jobs))
 		r.outbox.each(dest, func(row *ytstore.OutputRow) {
 			if flying[row.MessageID] {
 				return
 			}
-			rt, ok := r.w.layout.find(dest, row.KeyHash)
-			if !ok || full[rt.jobID] {
-				return
-			}
-			if _, seen := routes[rt.jobID]; !seen {
-				routes[rt.jobID] = rt
-				if s.pushes[rt.jobID] >= pushWindow || now.Before(s.retryAt[rt.jobID]) {
-					full[rt.jobID] = true
+			for i, rt := range jobs { // the first job owning the key, as layout.find
+				if epoch.InRange(row.KeyHash, rt.lower, rt.upper) {
+					if open[i] {
+						byJob[i] = append(byJob[i], *row)
+					}
 					return
 				}
 			}
-			byJob[rt.jobID] = append(byJob[rt.jobID], *row)
 		})
-		for jobID, batch := range byJob {
+		for i, batch := range byJob {
+			rt := jobs[i]
 			sort.Slice(batch, func(i, j int) bool { return batch[i].MessageID < batch[j].MessageID })
-			batch = batch[:min(len(batch), (pushWindow-s.pushes[jobID])*maxPushRows)]
+			batch = batch[:min(len(batch), (pushWindow-s.pushes[rt.jobID])*maxPushRows)]
 			for len(batch) > 0 {
 				n := min(len(batch), maxPushRows)
-				s.startPush(ctx, routes[jobID], dest, batch[:n:n])
+				s.startPush(ctx, rt, dest, batch[:n:n])
 				batch = batch[n:]
 			}
 		}
