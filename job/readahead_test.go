@@ -101,3 +101,30 @@ func TestSourceReadAhead(t *testing.T) {
 	require.Positive(t, proxy.cut.Load(), "the proxy cut some replies")
 	t.Logf("replies cut: %d; batches read ahead: %d; epochs: %d", proxy.cut.Load(), r.stats.readAheads.Load(), r.stats.epochs.Load())
 }
+
+// TestIdleWait: an idle job waits empty_batch_backoff, a source job whose last epoch read rows
+// at most half of batch_duration (at least 10ms); the worker's override caps both.
+func TestIdleWait(t *testing.T) {
+	w := NewWorker(Config{})
+	src := []*sourceState{{id: "s"}}
+	for _, tc := range []struct {
+		name     string
+		sources  []*sourceState
+		busy     bool
+		batch    time.Duration
+		override time.Duration
+		want     time.Duration
+	}{
+		{"idle source", src, false, 100 * time.Millisecond, 0, 250 * time.Millisecond},
+		{"busy source", src, true, 100 * time.Millisecond, 0, 50 * time.Millisecond},
+		{"busy source, long batches", src, true, 2 * time.Second, 0, 250 * time.Millisecond},
+		{"busy source, tiny batches", src, true, 4 * time.Millisecond, 0, 10 * time.Millisecond},
+		{"busy transform", nil, true, 100 * time.Millisecond, 0, 250 * time.Millisecond},
+		{"override", src, true, 100 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		w.cfg.EmptyBatchBackoff = tc.override
+		r := &runner{w: w, sources: tc.sources}
+		r.dyn.EmptyBatchBackoff, r.dyn.BatchDuration = 250*time.Millisecond, tc.batch
+		require.Equal(t, tc.want, r.idleWait(tc.busy), tc.name)
+	}
+}
