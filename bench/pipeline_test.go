@@ -277,6 +277,17 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 		m.report(b)
 	})
+	// Half of the data path's peak: the counted rate excludes the completion protocol, so
+	// it is the rate the pipeline sustains.
+	if half := rates["exactly_once_counted"] / 2; half > 0 && pr.rate == 0 {
+		b.Run("latency_half_counted", func(b *testing.B) {
+			m := medians{}
+			for range b.N {
+				benchLatency(b, m, pr, half)
+			}
+			m.report(b)
+		})
+	}
 	low := float64(envInt("BENCH_LOW_RATE", 100))
 	b.Run(fmt.Sprintf("latency_%.0f", low), func(b *testing.B) {
 		m := medians{}
