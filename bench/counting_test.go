@@ -104,12 +104,35 @@ func TestPipelineSmoke(t *testing.T) {
 	srv := startServer(t, false)
 	words, want := inputWords(300, 20, 3)
 	p := newPipeline(t, srv.Addr(), "smoke", Options{Tablets: 2, CountPartitions: 2, Finite: true})
-	elapsed, startup, extra := finiteRun(t, p, srv.Addr(), 2, words, want, false, nil)
+	elapsed, startup, counted, extra := finiteRun(t, p, srv.Addr(), 2, words, want, false, nil)
 	assert.Zero(t, extra)
 	assert.Positive(t, startup, "the pipeline was seen working or completed")
 	assert.LessOrEqual(t, startup, elapsed)
+	assert.LessOrEqual(t, counted, elapsed, "the table counted everything before the sinks were checked")
+	n, err := p.Counted(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(words)), n, "the table's counts add up to the input")
 	require.NoError(t, p.CheckExact(context.Background(), want))
 	assert.Equal(t, ytstore.StateCompleted, p.State(context.Background()))
+}
+
+// TestSpecsEmptyBatchBackoff: the EmptyBatchBackoff option reaches both computations of the
+// dynamic spec, and the spec parser accepts it.
+func TestSpecsEmptyBatchBackoff(t *testing.T) {
+	p := &Pipeline{Root: "//home/x", Path: "//home/x/pipeline", opts: Options{EmptyBatchBackoff: 100 * time.Millisecond}}
+	_, dynamic, err := p.Specs()
+	require.NoError(t, err)
+	var doc struct {
+		Computations map[string]struct {
+			EmptyBatchBackoff int64 `yson:"empty_batch_backoff"`
+			BatchDuration     int64 `yson:"batch_duration"`
+		} `yson:"computations"`
+	}
+	require.NoError(t, yson.Unmarshal(dynamic, &doc))
+	for _, id := range []string{"split", "count"} {
+		assert.Equal(t, int64(100), doc.Computations[id].EmptyBatchBackoff, id)
+		assert.Equal(t, int64(100), doc.Computations[id].BatchDuration, id)
+	}
 }
 
 // TestLoadSmoke feeds an infinite pipeline for a second through Load and checks that every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,9 @@ type Options struct {
 	Finite bool
 	// BatchDuration of both computations; 0 means 100ms.
 	BatchDuration time.Duration
+	// EmptyBatchBackoff of both computations (how long an idle source job waits before it
+	// polls its queue again); 0 keeps the default (250ms).
+	EmptyBatchBackoff time.Duration
 }
 
 // Pipeline is one word-count pipeline under Root: input queue and consumer, the result
@@ -123,16 +127,19 @@ func (p *Pipeline) Load(ctx context.Context, words []string) error {
 // Specs returns the static and dynamic spec of the pipeline, checked by the spec parser.
 func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	o := p.opts
-	text := []byte(e2e.WordCountSpec(e2e.SpecParams{Root: p.Root, ProcessingMode: o.ProcessingMode, Finite: o.Finite,
-		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions}))
-	if _, err := spec.ParseConfig(text); err != nil {
+	text := e2e.WordCountSpec(e2e.SpecParams{Root: p.Root, ProcessingMode: o.ProcessingMode, Finite: o.Finite,
+		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions})
+	if o.EmptyBatchBackoff > 0 {
+		text = strings.ReplaceAll(text, "batch_duration = ", fmt.Sprintf("empty_batch_backoff = %d; batch_duration = ", o.EmptyBatchBackoff.Milliseconds()))
+	}
+	if _, err := spec.ParseConfig([]byte(text)); err != nil {
 		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)
 	}
 	var doc struct {
 		Spec        any `yson:"spec"`
 		DynamicSpec any `yson:"dynamic_spec"`
 	}
-	if err := yson.Unmarshal(text, &doc); err != nil {
+	if err := yson.Unmarshal([]byte(text), &doc); err != nil {
 		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)
 	}
 	if static, err = yson.Marshal(doc.Spec); err != nil {
@@ -181,6 +188,17 @@ func (p *Pipeline) Totals(ctx context.Context) (map[string]int64, error) {
 		out[w] = n
 	}
 	return out, nil
+}
+
+// Counted is the sum of the result table's counts: the number of input messages the table
+// reflects (one small aggregate query).
+func (p *Pipeline) Counted(ctx context.Context) (int64, error) {
+	rows, err := p.Store.SelectRows(ctx, fmt.Sprintf("sum(count) AS n FROM [%s] GROUP BY 1", p.Counts()))
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	n, _ := asInt(rows[0]["n"])
+	return n, nil
 }
 
 // OutputRow is one row of the output queue.

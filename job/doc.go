@@ -9,11 +9,18 @@
 // the commit are inputs acknowledged upstream, source consumers advanced, outputs pushed to
 // downstream jobs and async sinks. A commit rejected because the lease is dead stops the job
 // at once; an unknown outcome is resolved by re-reading the partition's commit token.
+// An epoch's reads before it plans (its token, the dedup lookup, the states of its keys) run
+// concurrently; a source job reads its next rows while it commits and uses them only from the
+// offset that commit made durable; the consumer is advanced in the background, in order. An
+// idle job waits empty_batch_backoff for new work (a source job that just read rows at most
+// half of batch_duration), unless input arrives.
 //
 // Transport: outputs of a transform stay in the output store until their reader acknowledged
 // them. The sender pushes them (HTTP POST /push on the reader's worker, routed by the
 // reader's key hash through the layout) and retransmits until acknowledged; the receiver
-// answers with the ids its epochs committed (or found already committed). Inboxes are bounded:
+// answers with the ids its epochs committed (or found already committed). Up to four pushes of
+// at most 1000 rows are in flight per reader job; a row in flight is not sent again until its
+// push answers or fails, and a round does not wait for slow readers. Inboxes are bounded:
 // a full inbox accepts nothing more and the sender retries later (back-pressure). GET /stats
 // serves per-job counters, among them the duplicates dropped.
 //

@@ -50,3 +50,10 @@ func (l *layout) find(computation string, keyHash uint64) (route, bool) {
 	}
 	return route{}, false
 }
+
+// jobsOf returns the jobs of computation (a copy).
+func (l *layout) jobsOf(computation string) []route {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]route(nil), l.routes[computation]...)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -39,6 +38,66 @@ type sourceState struct {
 	src    *queue.Source
 	offset int64 // next offset to read, as committed
 	ended  bool  // finite source reached the end
+	// ahead is a read of the rows after the epoch being committed, started with the commit;
+	// advancing is closed once the last consumer advance ended.
+	ahead     *readAhead
+	advancing chan struct{}
+}
+
+// readAhead is a source read running in the background.
+type readAhead struct {
+	from, max int64
+	done      chan struct{}
+	rows      []ytstore.QueueRow
+	err       error
+}
+
+// readAhead starts reading up to max rows from offset from in the background.
+func (s *sourceState) readAhead(ctx context.Context, from, max int64) {
+	ra := &readAhead{from: from, max: max, done: make(chan struct{})}
+	s.ahead = ra
+	go func() {
+		defer close(ra.done)
+		ra.rows, ra.err = s.src.Read(ctx, from, max)
+	}()
+}
+
+// read returns up to max rows from the committed offset: those read ahead when that read
+// started there and found rows, else a fresh read. Queue rows never change once written, so
+// rows read during the previous commit are the rows at that offset now.
+func (s *sourceState) read(ctx context.Context, max int64) (rows []ytstore.QueueRow, readAhead bool, err error) {
+	if ra := s.ahead; ra != nil {
+		s.ahead = nil
+		<-ra.done
+		if ra.err == nil && ra.from == s.offset && ra.max == max && len(ra.rows) > 0 {
+			return ra.rows, true, nil
+		}
+	}
+	rows, err = s.src.Read(ctx, s.offset, max)
+	return rows, false, err
+}
+
+// advance moves the consumer to offset in the background, after the previous advance ended
+// (advances are forced: they must land in order). Failures are logged only: the committed
+// offset is in the partition state.
+func (s *sourceState) advance(ctx context.Context, lg log.Structured, offset int64) {
+	s.waitAdvance()
+	done := make(chan struct{})
+	s.advancing = done
+	go func() {
+		defer close(done)
+		if err := s.src.Advance(ctx, offset); err != nil && ctx.Err() == nil {
+			lg.Warn("consumer advance failed (offset is committed in the partition state)", log.String("source", s.id), log.Error(err))
+		}
+	}()
+}
+
+// waitAdvance waits for the consumer advance in progress, if any.
+func (s *sourceState) waitAdvance() {
+	if s.advancing != nil {
+		<-s.advancing
+		s.advancing = nil
+	}
 }
 
 // runnerStats are counters readable from other goroutines.
@@ -47,6 +106,8 @@ type runnerStats struct {
 	duplicates   atomic.Int64
 	lastCommitTS atomic.Uint64
 	dropped      atomic.Int64
+	// readAheads counts source batches read during the previous commit.
+	readAheads atomic.Int64
 	// mismatchesLogged is the payload mismatch count last logged.
 	mismatchesLogged atomic.Int64
 }
@@ -410,10 +471,20 @@ func (r *runner) run(ctx context.Context) error {
 	for _, be := range r.bestEffort {
 		go func() { defer wg.Done(); _ = be.Run(ctx) }()
 	}
-	defer func() { cancel(); wg.Wait() }()
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, s := range r.sources {
+			s.waitAdvance()
+			if s.ahead != nil {
+				<-s.ahead.done
+			}
+		}
+	}()
 
 	r.log.Info("job started", log.Int("timers", r.timers.Len()), log.Int("outputs_pending", r.outbox.size()))
 	lastCommit := uint64(0)
+	busy := false // the last epoch found work
 	for ctx.Err() == nil {
 		committed, idle, err := r.epoch(ctx, lastCommit)
 		if err != nil {
@@ -426,11 +497,7 @@ func (r *runner) run(ctx context.Context) error {
 			lastCommit = committed
 		}
 		if idle {
-			backoff := r.dyn.EmptyBatchBackoff
-			if r.w.cfg.EmptyBatchBackoff > 0 {
-				backoff = r.w.cfg.EmptyBatchBackoff
-			}
-			t := time.NewTimer(backoff)
+			t := time.NewTimer(r.idleWait(busy))
 			select {
 			case <-ctx.Done():
 			case <-r.inbox.notify:
@@ -438,8 +505,24 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			t.Stop()
 		}
+		busy = !idle
 	}
 	return nil
+}
+
+// idleWait is how long an idle job waits before its next epoch unless an input arrives:
+// empty_batch_backoff, or, for a source job whose previous epoch read rows, at most half of
+// batch_duration (at least 10ms): a source that is being written to is polled again soon,
+// an idle one at the backoff.
+func (r *runner) idleWait(busy bool) time.Duration {
+	backoff := r.dyn.EmptyBatchBackoff
+	if r.w.cfg.EmptyBatchBackoff > 0 {
+		backoff = r.w.cfg.EmptyBatchBackoff
+	}
+	if busy && len(r.sources) > 0 && r.dyn.BatchDuration > 0 {
+		backoff = min(backoff, max(r.dyn.BatchDuration/2, 10*time.Millisecond))
+	}
+	return backoff
 }
 
 // timerClock is the time of each timer stream: the pipeline SystemWatermark for
@@ -506,12 +589,15 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		if s.ended || draining || blocked {
 			continue
 		}
-		rows, err := s.src.Read(ctx, s.offset, int64(limit))
+		rows, ahead, err := s.read(ctx, int64(limit))
 		if err != nil {
 			r.inbox.release(inputIDs(b.Inputs))
 			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
 			r.noteProblem("read source "+s.id, err)
 			return 0, true, nil
+		}
+		if ahead {
+			r.stats.readAheads.Add(1)
 		}
 		if len(rows) == 0 && s.src.Finite {
 			s.ended = true
@@ -538,33 +624,34 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if r.cfg.Swift {
 		return r.swiftEpoch(ctx, b, now)
 	}
-	token, err := r.store.GenerateTimestamp(ctx)
-	if err != nil {
+	// The epoch's three reads are independent: its token, the dedup lookup of its inputs and
+	// the states of every key it may invoke (a superset of the plan's keys: duplicates are
+	// not known yet). They run concurrently.
+	pre := r.prepare(ctx, b)
+	if pre.tokenErr != nil {
 		abandon()
-		r.log.Warn("epoch: generate timestamp failed", log.Error(err))
-		r.noteProblem("generate timestamp", err)
+		r.log.Warn("epoch: generate timestamp failed", log.Error(pre.tokenErr))
+		r.noteProblem("generate timestamp", pre.tokenErr)
 		return 0, true, nil
 	}
+	token := pre.token
 	b.SeqNo = token
 
 	committedSet := map[string]bool{}
-	if r.cfg.Dedup && len(b.Inputs) > 0 {
-		keys := make([]ytstore.DedupKey, len(b.Inputs))
-		for i, in := range b.Inputs {
-			keys[i] = r.dedupKey(in)
+	if pre.dedupErr != nil {
+		abandon()
+		r.log.Warn("epoch: dedup lookup failed", log.Error(pre.dedupErr))
+		r.noteProblem("dedup lookup", pre.dedupErr)
+		return 0, true, nil
+	}
+	for i, f := range pre.found {
+		if f {
+			committedSet[b.Inputs[i].Message.MessageID] = true
 		}
-		found, err := r.store.LookupDedup(ctx, keys)
-		if err != nil {
-			abandon()
-			r.log.Warn("epoch: dedup lookup failed", log.Error(err))
-			r.noteProblem("dedup lookup", err)
-			return 0, true, nil
-		}
-		for i, f := range found {
-			if f {
-				committedSet[b.Inputs[i].Message.MessageID] = true
-			}
-		}
+	}
+	if pre.statesErr != nil {
+		abandon()
+		return 0, false, fmt.Errorf("job %s: load states: %w", r.job.JobID, pre.statesErr)
 	}
 	plan := epoch.PlanEpoch(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
@@ -575,7 +662,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.log.Info("duplicates dropped", log.Int("count", len(plan.Duplicates)), log.Int64("duplicates_dropped", total))
 	}
 
-	results, err := r.invoke(ctx, plan, now)
+	results, err := r.invoke(plan, pre.states, now)
 	if err != nil {
 		abandon()
 		return 0, false, err
@@ -594,6 +681,15 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if !epoch.NeedCommit(c, len(done), now, lastCommit, r.leaseCheckPeriod()) {
 		abandon()
 		return 0, true, nil
+	}
+	// Invariant: source offsets advance only with the commit; rows read ahead during it are
+	// used only from the offset it committed (TestSourceReadAhead).
+	if !draining {
+		for _, s := range r.sources {
+			if off, ok := c.Offsets[epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition}]; ok && !s.ended {
+				s.readAhead(ctx, off, int64(limit))
+			}
+		}
 	}
 	if err := r.commit(ctx, w); err != nil {
 		abandon()
@@ -631,9 +727,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	for _, s := range r.sources {
 		if off, ok := c.Offsets[epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition}]; ok {
 			s.offset = off
-			if err := s.src.Advance(ctx, off); err != nil {
-				r.log.Warn("consumer advance failed (offset is committed in the partition state)", log.String("source", s.id), log.Error(err))
-			}
+			s.advance(ctx, r.log, off)
 		}
 	}
 	for _, o := range groupByDest(c.BestEffort) {
@@ -663,7 +757,7 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 	release := func() { r.inbox.release(inputIDs(b.Inputs)) }
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)
 	r.inbox.ack(plan.Duplicates) // repeats within the batch: the first copy stands for them
-	results, err := r.invoke(ctx, plan, now)
+	results, err := r.invoke(plan, nil, now)
 	if err != nil {
 		release()
 		return 0, false, err
@@ -679,15 +773,15 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 	}
 	rows := make([]ytstore.OutputRow, 0, len(c.Stored))
 	parents := make([][]string, 0, len(c.Stored))
-	for _, o := range c.Stored {
-		payload, err := yson.Marshal(o.Message.Payload)
-		if err != nil {
-			release()
-			return 0, false, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
-		}
+	payloads, err := r.storedPayloads(c.Stored)
+	if err != nil {
+		release()
+		return 0, false, err
+	}
+	for i, o := range c.Stored {
 		rows = append(rows, ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
-			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payload,
+			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payloads[i],
 			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		})
 		parents = append(parents, o.Parents)
@@ -721,30 +815,71 @@ func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
 	}
 }
 
-// invoke loads the states of the plan's keys and calls the process function per group.
-func (r *runner) invoke(ctx context.Context, plan *epoch.Plan, now uint64) ([]*flow.Result, error) {
-	states := map[string]map[string][]byte{}
-	if !r.cfg.Source && len(plan.Groups) > 0 {
+// prepared is what an epoch reads before it plans: its token, which inputs the dedup index
+// holds (found[i] for b.Inputs[i]) and the states of its keys (encoded key -> name -> value).
+type prepared struct {
+	token    uint64
+	tokenErr error
+
+	found    []bool
+	dedupErr error
+
+	states    map[string]map[string][]byte
+	statesErr error
+}
+
+// prepare draws the epoch's token, looks its inputs up in the dedup index and loads the
+// states of every key of its inputs and timers, concurrently.
+func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
+	pre := &prepared{states: map[string]map[string][]byte{}}
+	var wg sync.WaitGroup
+	wg.Go(func() { pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx) })
+	if r.cfg.Dedup && len(b.Inputs) > 0 {
+		keys := make([]ytstore.DedupKey, len(b.Inputs))
+		for i, in := range b.Inputs {
+			keys[i] = r.dedupKey(in)
+		}
+		wg.Go(func() { pre.found, pre.dedupErr = r.store.LookupDedup(ctx, keys) })
+	}
+	if !r.cfg.Source && !r.cfg.Swift {
 		seen := map[uint64]bool{}
 		var hashes []uint64
-		for _, g := range plan.Groups {
-			if !seen[g.KeyHash] {
-				seen[g.KeyHash] = true
-				hashes = append(hashes, g.KeyHash)
+		add := func(h uint64) {
+			if !seen[h] {
+				seen[h] = true
+				hashes = append(hashes, h)
 			}
 		}
-		rows, err := r.store.LoadStates(ctx, r.comp.ID, hashes)
-		if err != nil {
-			return nil, fmt.Errorf("job %s: load states: %w", r.job.JobID, err)
+		for _, t := range b.Timers {
+			add(t.KeyHash)
 		}
-		for _, row := range rows {
-			k := string(row.Key)
-			if states[k] == nil {
-				states[k] = map[string][]byte{}
-			}
-			states[k][row.Name] = row.State
+		for _, in := range b.Inputs {
+			add(epoch.KeyHash(in.Message.Key))
+		}
+		if len(hashes) > 0 {
+			wg.Go(func() {
+				rows, err := r.store.LoadStates(ctx, r.comp.ID, hashes)
+				if err != nil {
+					pre.statesErr = err
+					return
+				}
+				for _, row := range rows {
+					k := string(row.Key)
+					if pre.states[k] == nil {
+						pre.states[k] = map[string][]byte{}
+					}
+					pre.states[k][row.Name] = row.State
+				}
+			})
 		}
 	}
+	wg.Wait()
+	return pre
+}
+
+// invoke calls the process function per group of the plan; states are the loaded states of
+// (at least) the plan's keys.
+func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, now uint64) ([]*flow.Result, error) {
 	// A source job invokes once per row with the partition's state; later rows of the epoch
 	// see the writes of earlier ones.
 	var cur map[string][]byte
@@ -840,14 +975,14 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.TimersSet = append(w.TimersSet, row)
 	}
 	seq := map[string]int64{}
-	for _, o := range c.Stored {
-		payload, err := yson.Marshal(o.Message.Payload)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
-		}
+	payloads, err := r.storedPayloads(c.Stored)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i, o := range c.Stored {
 		row := ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
-			KeyHash: o.KeyHash, Payload: payload, EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+			KeyHash: o.KeyHash, Payload: payloads[i], EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		}
 		if o.Destination.Kind == epoch.ToComputation {
 			row.Key = epoch.EncodeKey(o.Message.Key)
@@ -877,6 +1012,23 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.Sinks = append(w.Sinks, sw)
 	}
 	return w, w.OutputsAdd, seq, nil
+}
+
+// storedPayloads encodes the payloads of outs (YSON).
+func (r *runner) storedPayloads(outs []epoch.Out) ([][]byte, error) {
+	rows := make([]flow.Row, len(outs))
+	for i, o := range outs {
+		rows[i] = o.Message.Payload
+	}
+	payloads, bad, err := marshalPayloads(rows)
+	if err != nil {
+		if bad >= 0 {
+			o := outs[bad].Message
+			return nil, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.MessageID, o.StreamID, err)
+		}
+		return nil, fmt.Errorf("job %s: %w", r.job.JobID, err)
+	}
+	return payloads, nil
 }
 
 // errNotApplied reports an epoch whose commit definitely did not apply: the runner drops
@@ -966,92 +1118,6 @@ func (r *runner) updateCompleted() {
 		}
 	}
 	r.completed.Store(true)
-}
-
-// send delivers output store rows until ctx ends: pushes to reader jobs, deliveries to async
-// sinks. Acknowledged rows are deleted from the output store by the next epoch commit.
-func (r *runner) send(ctx context.Context) {
-	client := &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	// Failed async deliveries back off per sink (100ms doubling up to 5s).
-	retryAt := map[string]time.Time{}
-	backoff := map[string]time.Duration{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-r.outbox.notify:
-		}
-		var wg sync.WaitGroup
-		for _, dest := range r.outbox.destinations() {
-			rows := r.outbox.snapshot(dest)
-			if sink, ok := r.asyncSinks[dest]; ok {
-				if time.Now().Before(retryAt[dest]) {
-					continue
-				}
-				if err := r.deliver(ctx, sink, dest, rows); err != nil {
-					backoff[dest] = min(max(2*backoff[dest], 100*time.Millisecond), 5*time.Second)
-					retryAt[dest] = time.Now().Add(backoff[dest])
-				} else {
-					delete(backoff, dest)
-					delete(retryAt, dest)
-				}
-				continue
-			}
-			byJob := map[string][]ytstore.OutputRow{}
-			routes := map[string]route{}
-			for _, row := range rows {
-				rt, ok := r.w.layout.find(dest, row.KeyHash)
-				if !ok {
-					continue
-				}
-				if len(byJob[rt.jobID]) < 1000 {
-					byJob[rt.jobID] = append(byJob[rt.jobID], row)
-					routes[rt.jobID] = rt
-				}
-			}
-			for jobID, batch := range byJob {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					acked, err := push(ctx, client, routes[jobID], dest, batch)
-					if err != nil {
-						if ctx.Err() == nil {
-							r.log.Debug("push failed; will retransmit", log.String("to_job", jobID), log.Error(err))
-						}
-						return
-					}
-					r.inbox.ack(r.outbox.finish(r.job.PartitionID, dest, acked))
-				}()
-			}
-		}
-		wg.Wait()
-	}
-}
-
-func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []ytstore.OutputRow) error {
-	ds := make([]queue.Delivery, 0, len(rows))
-	ids := make([]string, 0, len(rows))
-	for _, row := range rows {
-		var payload map[string]any
-		if err := yson.Unmarshal(row.Payload, &payload); err != nil {
-			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
-			continue
-		}
-		ds = append(ds, queue.Delivery{SequenceNumber: row.SequenceNumber, Row: payload})
-		ids = append(ids, row.MessageID)
-	}
-	if err := sink.Deliver(ctx, ds); err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("async sink delivery failed; will resend with the same sequence numbers", log.String("sink", dest), log.Error(err))
-			r.noteProblem("deliver to "+dest, err)
-		}
-		return err
-	}
-	r.outbox.finish(r.job.PartitionID, dest, ids)
-	return nil
 }
 
 // status is the job's row for job_status.

@@ -325,7 +325,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		})
 	}
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)
-	results, err := r.invoke(ctx, plan, now)
+	results, err := r.invoke(plan, nil, now)
 	if err != nil {
 		return 0, false, err
 	}

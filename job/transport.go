@@ -399,6 +399,16 @@ func (o *outbox) snapshot(destination string) []ytstore.OutputRow {
 	return rows
 }
 
+// each calls f for every pending row of destination, in no order, with the outbox locked:
+// f must not call the outbox.
+func (o *outbox) each(destination string, f func(row *ytstore.OutputRow)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, m := range o.pending[destination] {
+		f(&m.row)
+	}
+}
+
 // destinations lists destinations with pending rows.
 func (o *outbox) destinations() []string {
 	o.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,6 +206,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	poll := time.NewTicker(w.cfg.PollPeriod)
 	defer poll.Stop()
 	lastStatus := time.Time{}
+	reported := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -234,8 +237,28 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			w.checkUpstreamDrained(ctx)
 			w.reportStatuses(ctx)
+			reported = w.statusMarks()
+		} else if marks := w.statusMarks(); marks != reported {
+			// A job completed, applied draining or drained since the last report: report
+			// it now, so completion and draining wait for fewer controller cycles.
+			w.reportStatuses(ctx)
+			reported = marks
 		}
 	}
+}
+
+// statusMarks describes the status transitions the controller waits for, per job: loaded,
+// completed, draining applied, nothing in flight. Reports are written early when it changes.
+func (w *Worker) statusMarks() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	marks := make([]string, 0, len(w.runners))
+	for id, h := range w.runners {
+		r := h.r
+		marks = append(marks, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), r.applied.Load(), r.inFlight(int64(r.inbox.len())) == 0))
+	}
+	sort.Strings(marks)
+	return strings.Join(marks, ";")
 }
 
 // closeStore stops the client, waiting at most a few seconds: the SDK waits for its

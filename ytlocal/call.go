@@ -359,6 +359,8 @@ func parseListFragment(data []byte) ([]any, error) {
 		return nil, nil
 	}
 	r := yson.NewReaderKindFromBytes(data, yson.StreamListFragment)
+	// Items are decoded straight from the reader: one scan per item, no copy.
+	d := &yson.Decoder{R: r}
 	var out []any
 	for {
 		ok, err := r.NextListItem()
@@ -368,12 +370,8 @@ func parseListFragment(data []byte) ([]any, error) {
 		if !ok {
 			break
 		}
-		raw, err := r.NextRawValue()
-		if err != nil {
-			return nil, err
-		}
 		var v any
-		if err := yson.Unmarshal(raw, &v); err != nil {
+		if err := d.Decode(&v); err != nil {
 			return nil, err
 		}
 		out = append(out, v)

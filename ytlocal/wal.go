@@ -229,14 +229,14 @@ func decodeRecord(b []byte) (owner string, rec []byte, size int, ok bool) {
 }
 
 func encodeRecord(owner string, rec []byte) []byte {
-	payload := make([]byte, 0, 1+len(owner)+len(rec))
-	payload = append(payload, byte(len(owner)))
-	payload = append(payload, owner...)
-	payload = append(payload, rec...)
-	out := make([]byte, 8, 8+len(payload))
+	out := make([]byte, 8, 8+1+len(owner)+len(rec))
+	out = append(out, byte(len(owner)))
+	out = append(out, owner...)
+	out = append(out, rec...)
+	payload := out[8:]
 	binary.LittleEndian.PutUint32(out, uint32(len(payload)))
 	binary.LittleEndian.PutUint32(out[4:], crc32.Checksum(payload, crcTable))
-	return append(out, payload...)
+	return out
 }
 
 func (s *Server) applyRecord(owner string, rec []byte) error {

@@ -512,7 +512,16 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		}
 	}
 	rec := &CommitRecord{Timestamp: e.next()}
-	pending := map[pendingKey]int{} // row -> index of its latest write in rec.Writes
+	writes := 0
+	for i := range tx.ops {
+		if k := tx.ops[i].kind; k == opWrite || k == opDelete {
+			writes++
+		}
+	}
+	if writes > 0 {
+		rec.Writes = make([]RowWrite, 0, writes)
+	}
+	pending := make(map[pendingKey]int, writes) // row -> index of its latest write in rec.Writes
 	for i := range tx.ops {
 		o := &tx.ops[i]
 		switch o.kind {

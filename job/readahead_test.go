@@ -1,0 +1,130 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// TestSourceReadAhead: a source job reads its next rows while it commits, and uses them only
+// from the offset that commit made durable. Behind a proxy that cuts a share of the replies
+// of row writes and commits (epochs then fail or resolve an unknown outcome), small batches
+// still number every input row exactly once, in order, and some batches were read ahead.
+func TestSourceReadAhead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	const path = "//tmp/n/pipeline"
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: path})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	require.NoError(t, st.CreatePipeline(ctx))
+	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(numberSpec), SpecVersion: 1,
+		DynamicSpec: yson.RawValue(`{computations = {number = {max_rows_per_batch = 7}}}`), DynamicSpecVersion: 1,
+		TargetState: ytstore.TargetWorking}))
+	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
+	out := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}, {Name: "seq", Type: schema.TypeInt64}}}
+	for _, ut := range []ytstore.UserTable{
+		{Path: "//tmp/n/input", Kind: ytstore.UserQueue, Schema: data},
+		{Path: "//tmp/n/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/n/input"},
+		{Path: "//tmp/n/out", Kind: ytstore.UserQueue, Schema: out},
+	} {
+		require.NoError(t, st.EnsureUserTable(ctx, ut))
+	}
+	const n = 300
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprintf("r%03d", i)
+	}
+	for i := 0; i < n; i += 50 {
+		rows := make([]map[string]any, 0, 50)
+		for _, d := range want[i : i+50] {
+			rows = append(rows, map[string]any{"data": d})
+		}
+		require.NoError(t, st.InsertRows(ctx, "//tmp/n/input", rows))
+	}
+	leader, err := st.StartSession(ctx, "test leader", time.Minute)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = leader.Close() })
+	proxy := startFlakyProxy(t, srv.Addr(), 11, 0.2)
+	w := NewWorker(Config{Proxy: proxy.addr, Path: path, WorkerID: "w1", LeaseCheckPeriod: time.Second,
+		EmptyBatchBackoff: 20 * time.Millisecond, PollPeriod: 50 * time.Millisecond})
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var runErr error
+	go func() { defer close(done); runErr = w.Run(wctx) }()
+	t.Cleanup(func() { wcancel(); <-done })
+	select {
+	case <-w.Ready():
+	case <-done:
+		t.Fatalf("worker stopped: %v", runErr)
+	case <-ctx.Done():
+		t.Fatal("worker not ready")
+	}
+	e := &wcEnv{t: t, ctx: ctx, store: st, leader: leader, worker: w}
+	proxy.on.Store(true)
+	e.putJob("number-0", "number", "number-p0", 0)
+
+	// numbered returns the output rows by seq; a seq seen twice fails the test.
+	numbered := func() map[int64]string {
+		rows, err := st.SelectRows(ctx, "data, seq from [//tmp/n/out]")
+		require.NoError(t, err)
+		got := map[int64]string{}
+		for _, r := range rows {
+			seq, d := r["seq"].(int64), r["data"].(string)
+			if prev, dup := got[seq]; dup {
+				t.Fatalf("seq %d numbers both %s and %s", seq, prev, d)
+			}
+			got[seq] = d
+		}
+		return got
+	}
+	e.eventually("every row numbered", func() bool { return len(numbered()) >= n })
+	got := numbered()
+	require.Len(t, got, n, "no row is numbered twice")
+	for i, d := range want {
+		require.Equal(t, d, got[int64(i+1)], "row %d is numbered %d: offsets advanced with the commits only", i, i+1)
+	}
+	r := w.runner("number-0")
+	require.NotNil(t, r)
+	require.Positive(t, r.stats.readAheads.Load(), "some batches were read during the previous commit")
+	require.Positive(t, proxy.cut.Load(), "the proxy cut some replies")
+	t.Logf("replies cut: %d; batches read ahead: %d; epochs: %d", proxy.cut.Load(), r.stats.readAheads.Load(), r.stats.epochs.Load())
+}
+
+// TestIdleWait: an idle job waits empty_batch_backoff, a source job whose last epoch read rows
+// at most half of batch_duration (at least 10ms); the worker's override caps both.
+func TestIdleWait(t *testing.T) {
+	w := NewWorker(Config{})
+	src := []*sourceState{{id: "s"}}
+	for _, tc := range []struct {
+		name     string
+		sources  []*sourceState
+		busy     bool
+		batch    time.Duration
+		override time.Duration
+		want     time.Duration
+	}{
+		{"idle source", src, false, 100 * time.Millisecond, 0, 250 * time.Millisecond},
+		{"busy source", src, true, 100 * time.Millisecond, 0, 50 * time.Millisecond},
+		{"busy source, long batches", src, true, 2 * time.Second, 0, 250 * time.Millisecond},
+		{"busy source, tiny batches", src, true, 4 * time.Millisecond, 0, 10 * time.Millisecond},
+		{"busy transform", nil, true, 100 * time.Millisecond, 0, 250 * time.Millisecond},
+		{"override", src, true, 100 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		w.cfg.EmptyBatchBackoff = tc.override
+		r := &runner{w: w, sources: tc.sources}
+		r.dyn.EmptyBatchBackoff, r.dyn.BatchDuration = 250*time.Millisecond, tc.batch
+		require.Equal(t, tc.want, r.idleWait(tc.busy), tc.name)
+	}
+}

@@ -1,0 +1,235 @@
+package job
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/connectors/queue"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+const (
+	// pushWindow is how many pushes a sender keeps in flight per reader job: the reader's
+	// next epoch can take new rows while the previous push still waits for its commit.
+	pushWindow = 4
+	// maxPushRows bounds the rows of one push.
+	maxPushRows = 1000
+	// senderTick is how often a sender retries without being woken.
+	senderTick = 100 * time.Millisecond
+)
+
+// sender delivers a runner's output store rows: pushes to reader jobs, deliveries to async
+// sinks. It runs rounds on a tick, when the outbox grows and when a push or delivery ends.
+//
+// A round pushes every pending row that is not in flight yet, up to pushWindow pushes of at
+// most maxPushRows rows per reader job; it does not wait for them. A row in flight is not
+// sent again until its push answers or fails; the rows a push did not acknowledge are sent
+// again by a later round (retransmission). An async sink has at most one delivery in flight
+// (its producer session is not shared), carrying every pending row of the sink.
+type sender struct {
+	r      *runner
+	client *http.Client
+	// wake is signalled when a push or delivery ends.
+	wake chan struct{}
+	wg   sync.WaitGroup
+
+	mu sync.Mutex
+	// inFlight holds, per destination, the ids of the rows carried by pushes in flight.
+	inFlight map[string]map[string]bool
+	// pushes counts the pushes in flight per reader job.
+	pushes map[string]int
+	// delivering marks async sinks with a delivery in flight.
+	delivering map[string]bool
+	// retryAt and backoff delay the next attempt after a failure, per reader job (100ms
+	// doubling up to 1s) and per async sink (up to 5s).
+	retryAt map[string]time.Time
+	backoff map[string]time.Duration
+}
+
+func newSender(r *runner) *sender {
+	return &sender{
+		r: r, client: &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}, wake: make(chan struct{}, 1),
+		inFlight: map[string]map[string]bool{}, pushes: map[string]int{}, delivering: map[string]bool{},
+		retryAt: map[string]time.Time{}, backoff: map[string]time.Duration{},
+	}
+}
+
+// send delivers output store rows until ctx ends. Acknowledged rows are deleted from the
+// output store by the next epoch commit.
+func (r *runner) send(ctx context.Context) {
+	s := newSender(r)
+	defer s.wg.Wait()
+	tick := time.NewTicker(senderTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.outbox.notify:
+		case <-s.wake:
+		}
+		s.round(ctx)
+	}
+}
+
+// failed records a failed attempt at what (a job or sink id), which is retried after limit
+// at most; the lock must be held.
+func (s *sender) failed(what string, limit time.Duration) {
+	s.backoff[what] = min(max(2*s.backoff[what], 100*time.Millisecond), limit)
+	s.retryAt[what] = time.Now().Add(s.backoff[what])
+}
+
+// succeeded clears the backoff of what; the lock must be held.
+func (s *sender) succeeded(what string) {
+	delete(s.backoff, what)
+	delete(s.retryAt, what)
+}
+
+func (s *sender) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// round starts the pushes and deliveries the window allows.
+func (s *sender) round(ctx context.Context) {
+	r := s.r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for _, dest := range r.outbox.destinations() {
+		// The outbox is read under s.mu: a push that ends meanwhile removes its rows from the
+		// outbox before it clears them from inFlight, so an acknowledged row is never seen
+		// here as pending and not in flight.
+		if sink, ok := r.asyncSinks[dest]; ok {
+			if s.delivering[dest] || now.Before(s.retryAt[sinkDestPrefix+dest]) {
+				continue
+			}
+			rows := r.outbox.snapshot(dest)
+			s.delivering[dest] = true
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				err := r.deliver(ctx, sink, dest, rows)
+				s.mu.Lock()
+				delete(s.delivering, dest)
+				if err != nil {
+					s.failed(sinkDestPrefix+dest, 5*time.Second)
+				} else {
+					s.succeeded(sinkDestPrefix + dest)
+				}
+				s.mu.Unlock()
+				s.signal()
+			}()
+			continue
+		}
+		flying := s.inFlight[dest]
+		if flying == nil {
+			flying = map[string]bool{}
+			s.inFlight[dest] = flying
+		}
+		// Only the reader jobs with room in their window are served; rows in flight or of
+		// other jobs are left out before sorting (a round runs after every push).
+		jobs := r.w.layout.jobsOf(dest)
+		open, anyOpen := make([]bool, len(jobs)), false
+		for i, rt := range jobs {
+			open[i] = s.pushes[rt.jobID] < pushWindow && !now.Before(s.retryAt[rt.jobID])
+			anyOpen = anyOpen || open[i]
+		}
+		if !anyOpen {
+			continue
+		}
+		byJob := make([][]ytstore.OutputRow, len(jobs))
+		r.outbox.each(dest, func(row *ytstore.OutputRow) {
+			if flying[row.MessageID] {
+				return
+			}
+			for i, rt := range jobs { // the first job owning the key, as layout.find
+				if epoch.InRange(row.KeyHash, rt.lower, rt.upper) {
+					if open[i] {
+						byJob[i] = append(byJob[i], *row)
+					}
+					return
+				}
+			}
+		})
+		for i, batch := range byJob {
+			rt := jobs[i]
+			sort.Slice(batch, func(i, j int) bool { return batch[i].MessageID < batch[j].MessageID })
+			batch = batch[:min(len(batch), (pushWindow-s.pushes[rt.jobID])*maxPushRows)]
+			for len(batch) > 0 {
+				n := min(len(batch), maxPushRows)
+				s.startPush(ctx, rt, dest, batch[:n:n])
+				batch = batch[n:]
+			}
+		}
+	}
+}
+
+// startPush pushes batch to the reader job of rt in the background; the lock must be held.
+func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []ytstore.OutputRow) {
+	r := s.r
+	flying := s.inFlight[dest]
+	for _, row := range batch {
+		flying[row.MessageID] = true
+	}
+	s.pushes[rt.jobID]++
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		acked, err := push(ctx, s.client, rt, dest, batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))
+			}
+		} else {
+			r.inbox.ack(r.outbox.finish(r.job.PartitionID, dest, acked))
+		}
+		s.mu.Lock()
+		for _, row := range batch {
+			delete(s.inFlight[dest], row.MessageID)
+		}
+		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
+			delete(s.pushes, rt.jobID)
+		}
+		if err != nil {
+			s.failed(rt.jobID, time.Second)
+		} else {
+			s.succeeded(rt.jobID)
+		}
+		s.mu.Unlock()
+		s.signal()
+	}()
+}
+
+func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []ytstore.OutputRow) error {
+	ds := make([]queue.Delivery, 0, len(rows))
+	ids := make([]string, 0, len(rows))
+	for _, row := range rows {
+		var payload map[string]any
+		if err := yson.Unmarshal(row.Payload, &payload); err != nil {
+			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
+			continue
+		}
+		ds = append(ds, queue.Delivery{SequenceNumber: row.SequenceNumber, Row: payload})
+		ids = append(ids, row.MessageID)
+	}
+	if err := sink.Deliver(ctx, ds); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("async sink delivery failed; will resend with the same sequence numbers", log.String("sink", dest), log.Error(err))
+			r.noteProblem("deliver to "+dest, err)
+		}
+		return err
+	}
+	r.outbox.finish(r.job.PartitionID, dest, ids)
+	return nil
+}
