@@ -268,13 +268,8 @@ func (s *sessionsRun) hostsOf(t *testing.T, computation string) map[string]int {
 // every worker started (killed ones included).
 func (s *sessionsRun) duplicatesOf(computation string) int {
 	n := 0
-	tag := fmt.Sprintf(`"computation": %q`, computation)
 	for _, p := range s.all {
-		for _, line := range strings.Split(p.Log(), "\n") {
-			if strings.Contains(line, tag) {
-				n += duplicatesDropped(line)
-			}
-		}
+		n += duplicatesOf(p.Log(), computation)
 	}
 	return n
 }
