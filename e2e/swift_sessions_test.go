@@ -429,7 +429,7 @@ func TestSwiftSessionsUnderFaults(t *testing.T) {
 		var victim string
 		Eventually(t, time.Minute, func() (bool, string) {
 			s.supervise(t)
-			victim = busiestLiveWorker(t, s.WordCount, "parse", s.workers)
+			victim, _ = busiestLiveWorker(t, s.WordCount, "parse", s.workers)
 			return victim != "", "no live worker runs a parse job"
 		})
 		s.kill(t, victim, fmt.Sprintf("runs parse jobs, jobs per worker %v; sum dropped %d duplicates so far", s.jobsPerWorker(t), before))
@@ -572,7 +572,7 @@ func TestSwiftRelaxedBatching(t *testing.T) {
 				s.waitApplied(t, n/4)
 				var victim string
 				Eventually(t, time.Minute, func() (bool, string) {
-					victim = busiestLiveWorker(t, s.WordCount, "parse", s.workers)
+					victim, _ = busiestLiveWorker(t, s.WordCount, "parse", s.workers)
 					return victim != "", "no live worker runs a parse job"
 				})
 				s.kill(t, victim, fmt.Sprintf("runs parse jobs, jobs per worker %v", s.jobsPerWorker(t)))
