@@ -541,7 +541,8 @@ func setPartitions(t *testing.T, wc *WordCount, computation string, n int) {
 // downstream sees every line at least once; a line is counted again only when a restart
 // recomputes it in a batch of another composition (whose output gets another id, so dedup
 // cannot recognise it). So:
-//   - without faults the totals are exact, and there are fewer pre-aggregates than lines;
+//   - without faults (and without job moves: the controller starts after the workers) the
+//     totals are exact, and there are fewer pre-aggregates than lines;
 //   - with the worker running a parse job killed while lines flow (acks held back by
 //     --test-ack-delay, so that it holds delivered but unacknowledged parents), no line is
 //     lost: every user's final total and event count reach at least the input's, and every
@@ -564,10 +565,16 @@ func TestSwiftRelaxedBatching(t *testing.T) {
 				s.workerArgs = []string{"--test-ack-delay", "300ms"}
 			}
 			s.StartPipeline(t)
-			s.Controller(t, "controller")
+			// The controller starts once all workers have registered, so that its first layout
+			// is balanced already: a job moved to a late worker is a restart of that job, after
+			// which relaxed batching may count lines again.
 			for range 3 {
 				s.addWorker(t)
 			}
+			for _, p := range s.workers {
+				WorkerAddr(t, p)
+			}
+			s.Controller(t, "controller")
 			if kill {
 				s.waitApplied(t, n/4)
 				var victim string
@@ -578,7 +585,18 @@ func TestSwiftRelaxedBatching(t *testing.T) {
 				s.kill(t, victim, fmt.Sprintf("runs parse jobs, jobs per worker %v", s.jobsPerWorker(t)))
 			}
 			s.waitCompleted(t)
-			s.checkRelaxed(t, !kill)
+			started := 0
+			for _, p := range s.all {
+				started += strings.Count(p.Log(), `job started	{"worker": "`+p.Name+`", "computation": "parse"`)
+			}
+			t.Logf("parse jobs started: %d (2 partitions)", started)
+			exact := !kill && started == 2
+			if !kill && !exact {
+				// A job moved although no process failed (e.g. a worker's session expired on a
+				// loaded machine): that restart may count lines again, as documented.
+				t.Logf("a parse job restarted without a kill; checking at-least-once only")
+			}
+			s.checkRelaxed(t, exact)
 			// A recomputed batch of the same parents has the same id and is dropped here.
 			t.Logf("sum dropped %d duplicates (recomputed batches of an unchanged composition)", s.duplicatesOf("sum"))
 		})
