@@ -32,9 +32,11 @@ func seed(t *testing.T) uint64 {
 }
 
 // TestExactlyOnceUnderFaults runs queue → keyed stateful count → table + queue over
-// 100k messages while workers are killed, a worker is frozen past its Lease and
-// resumed, the leader controller is killed, and ytlocal itself is killed and restarted.
-// The output must be exact: no loss, no duplicate.
+// 100k messages while workers are killed, the worker running most count jobs is killed
+// so that split must retransmit committed but unacknowledged words (asserted: count drops
+// duplicates after it), a worker is frozen past its Lease and resumed, the leader controller
+// is killed, and ytlocal itself is killed and restarted. The output must be exact: no loss,
+// no duplicate.
 func TestExactlyOnceUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e fault test")
@@ -46,12 +48,17 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	wc.StartPipeline(t)
 	ctrl := []*Proc{wc.Controller(t, "controller-a"), wc.Controller(t, "controller-b")}
 	workers := map[string]*Proc{}
+	var all []*Proc // every worker started, killed ones included, for their logs
 	next := 0
 	addWorker := func() *Proc {
 		name := fmt.Sprintf("worker-%d", next)
 		next++
-		p := wc.Worker(t, name)
+		// Every worker holds its push acknowledgements back for 300ms after commit (a slow
+		// network; see job/failpoint.go), so that a receiver killed while words flow has
+		// always committed messages its senders still hold.
+		p := Start(t, name, "worker", "--proxy", wc.C.Proxy, "--path", wc.Path, "--id", name, "--test-ack-delay", "300ms")
 		workers[name] = p
+		all = append(all, p)
 		return p
 	}
 	for range 3 {
@@ -109,6 +116,44 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		delete(workers, name)
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		addWorker()
+	}
+
+	// 1b. Kill the live worker running most count jobs (the receivers of split's words) while words
+	// flow: split must retransmit what the dead jobs had committed but not acknowledged, and
+	// the new count jobs must drop it by dedup (at most three tries: a kill can land between
+	// two pushes).
+	waitProgress(total * 7 / 24)
+	for try := 1; ; try++ {
+		var victim string
+		var killed map[string]string // partition → job id of the victim's count jobs
+		Eventually(t, time.Minute, func() (bool, string) {
+			supervise()
+			victim, killed = busiestLiveWorker(t, wc, "count", workers)
+			return victim != "", "no live worker runs a count job"
+		})
+		p := workers[victim]
+		t.Logf("kill -9 %s (runs count jobs %v) at %d counted", victim, killed, progress())
+		p.Kill()
+		delete(workers, victim)
+		addWorker()
+		// Only the jobs that take over the killed partitions count: they receive what split
+		// retransmits to those partitions.
+		grew := 0
+		for deadline := time.Now().Add(time.Minute); grew == 0 && time.Now().Before(deadline) && wc.State() != "completed"; {
+			supervise()
+			grew = 0
+			for _, p := range all {
+				grew += duplicatesOfSuccessors(p.Log(), "count", killed)
+			}
+			time.Sleep(250 * time.Millisecond) // a poll of the logs with its own deadline
+		}
+		if grew > 0 {
+			t.Logf("after the receiver restart split retransmitted, and the new jobs of the killed count partitions dropped %d duplicates", grew)
+			break
+		}
+		if try == 3 || wc.State() == "completed" {
+			t.Fatalf("count dropped no duplicate after %d restarts of its receivers (committed but unacknowledged words not retransmitted, or not deduplicated)", try)
+		}
 	}
 
 	// 2. Freeze a worker past its Lease, then resume it: its late commit must be refused.
@@ -173,15 +218,10 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		t.Logf("zombie %s after SIGCONT: %s", zname, m)
 	}
 	dups := 0
-	for _, p := range append(allProcs(workers), zombie) {
+	for _, p := range all {
 		dups += duplicatesDropped(p.Log())
 	}
 	t.Logf("duplicates dropped by dedup across workers: %d", dups)
-	// Killed receivers and the ytlocal restart usually leave committed-but-unacknowledged
-	// messages in the senders' outboxes, which are retransmitted and dropped by dedup (the
-	// exact output above proves none was applied twice). Whether a kill lands in that
-	// window is timing, so the count is reported here and asserted deterministically in
-	// job.TestWorkerDropsDuplicates.
 }
 
 // leaseLostRE matches a write of the zombie refused because its Lease or session was gone:
@@ -200,12 +240,81 @@ func duplicatesDropped(log string) int {
 	return n
 }
 
-func allProcs(m map[string]*Proc) []*Proc {
-	var out []*Proc
-	for _, p := range m {
-		out = append(out, p)
+// busiestLiveWorker returns the live worker (of workers) running most jobs of computation,
+// preferring one that runs no job of another computation (so that the senders survive), with
+// its jobs of computation (partition → job id); "" when no live worker runs one.
+func busiestLiveWorker(t *testing.T, wc *WordCount, computation string, workers map[string]*Proc) (string, map[string]string) {
+	jobs, err := wc.Store.Jobs(t.Context())
+	if err != nil {
+		return "", nil
 	}
-	return out
+	n, other := map[string]int{}, map[string]bool{}
+	for _, j := range jobs {
+		if p := workers[j.WorkerID]; p == nil || p.Exited() {
+			continue
+		}
+		if j.ComputationID == computation {
+			n[j.WorkerID]++
+		} else {
+			other[j.WorkerID] = true
+		}
+	}
+	best := ""
+	better := func(a, b string) bool { // a before b
+		if other[a] != other[b] {
+			return !other[a]
+		}
+		if n[a] != n[b] {
+			return n[a] > n[b]
+		}
+		return a < b
+	}
+	for w := range n {
+		if best == "" || better(w, best) {
+			best = w
+		}
+	}
+	mine := map[string]string{}
+	for _, j := range jobs {
+		if j.WorkerID == best && best != "" && j.ComputationID == computation {
+			mine[j.PartitionID] = j.JobID
+		}
+	}
+	return best, mine
+}
+
+var jobFieldsRE = regexp.MustCompile(`"partition":\s*"([^"]+)".*"job":\s*"([^"]+)"`)
+
+// duplicatesOfSuccessors sums the "duplicates dropped" counts that jobs of computation logged
+// in log for the partitions of killed (partition → job id), by jobs other than those.
+func duplicatesOfSuccessors(log, computation string, killed map[string]string) int {
+	n := 0
+	tag := fmt.Sprintf(`"computation": %q`, computation)
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, tag) {
+			continue
+		}
+		m := jobFieldsRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if old, ok := killed[m[1]]; ok && old != m[2] {
+			n += duplicatesDropped(line)
+		}
+	}
+	return n
+}
+
+// duplicatesOf sums the "duplicates dropped" counts that jobs of computation logged in log.
+func duplicatesOf(log, computation string) int {
+	n := 0
+	tag := fmt.Sprintf(`"computation": %q`, computation)
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, tag) {
+			n += duplicatesDropped(line)
+		}
+	}
+	return n
 }
 
 // leaderOf returns the controller process whose pid is in @leader_controller_address.

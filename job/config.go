@@ -42,6 +42,10 @@ type Config struct {
 	LeaseCheckPeriod time.Duration
 	// EmptyBatchBackoff overrides the spec's empty_batch_backoff when positive (tests).
 	EmptyBatchBackoff time.Duration
+	// TestAckDelay, when positive, holds every push reply that acknowledges messages for this
+	// long after they are committed (a slow network on the acknowledgement path). It is a
+	// testing aid for fault tests, see failpoint.go; exactly-once holds for any value.
+	TestAckDelay time.Duration
 }
 
 func (c Config) withDefaults() Config {

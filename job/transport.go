@@ -231,6 +231,7 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		return
 	}
 	reply := func(resp pushResponse) {
+		w.holdAck(req.Context(), len(resp.Acked)) // testing aid, off by default (failpoint.go)
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(resp)
 	}

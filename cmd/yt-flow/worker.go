@@ -32,6 +32,7 @@ func runWorker(ctx context.Context, env *environ, args []string) int {
 	id := fs.String("id", "", "worker id (default: a random id)")
 	poll := fs.Duration("poll-period", 200*time.Millisecond, "how often the layout is read")
 	verbose := fs.Bool("v", false, "debug logs")
+	ackDelay := fs.Duration("test-ack-delay", 0, "TESTING AID for fault tests: hold every push reply that acknowledges messages this long after they commit (a slow network; never needed in production)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,8 +63,11 @@ func runWorker(ctx context.Context, env *environ, args []string) int {
 	logger := ytzap.NewWithCore(zapcore.NewCore(enc, zapcore.AddSync(env.stderr), zap.NewAtomicLevelAt(level)))
 	w := job.NewWorker(job.Config{
 		Proxy: *proxy, Token: env.getenv("YT_TOKEN"), Path: *path, Listen: *listen, WorkerID: *id,
-		Logger: logger.Structured(), PollPeriod: *poll,
+		Logger: logger.Structured(), PollPeriod: *poll, TestAckDelay: *ackDelay,
 	})
+	if *ackDelay > 0 {
+		logger.Warn("testing aid on: push acknowledgements are held back", log.Duration("test_ack_delay", *ackDelay))
+	}
 	go func() {
 		select {
 		case <-w.Ready():

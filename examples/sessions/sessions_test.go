@@ -209,3 +209,109 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+func TestSumByUserEmitsRunning(t *testing.T) {
+	h := flowtest.New(t, "SumByUser", flowtest.Options{Parameters: flow.Row{"session_gap_seconds": int64(60), "emit_running": true}})
+	r := h.Run(flowtest.Epoch{Now: 30 * sec, Messages: []flow.Message{
+		event("alice", 5, 1*sec), event("bob", 7, 10*sec), event("alice", 3, 20*sec),
+	}})
+	assert.ElementsMatch(t, []flow.Row{
+		{"user": "alice", "total": int64(5), "events": int64(1)},
+		{"user": "alice", "total": int64(8), "events": int64(2)},
+		{"user": "bob", "total": int64(7), "events": int64(1)},
+	}, r.Payloads("running"))
+	var alice []int64
+	for _, o := range r.Outputs {
+		if o.StreamID == "running" && o.Payload["user"] == "alice" {
+			alice = append(alice, o.Payload["total"].(int64))
+			require.Len(t, o.ParentIDs, 1, "a running row descends from its event")
+		}
+	}
+	assert.Equal(t, []int64{5, 8}, alice, "a user's running rows follow its events in order")
+	assert.Empty(t, r.Payloads("totals"), "the session total still waits for the flush")
+
+	r = h.Run(flowtest.Epoch{Watermark: 1000 * sec})
+	assert.ElementsMatch(t, []flow.Row{
+		{"user": "alice", "total": int64(8), "events": int64(2)},
+		{"user": "bob", "total": int64(7), "events": int64(1)},
+	}, r.Payloads("totals"))
+	assert.Empty(t, r.Payloads("running"), "a flush is no event")
+}
+
+func TestSumByUserCountsPreAggregates(t *testing.T) {
+	h := flowtest.New(t, "SumByUser", params)
+	m := event("erin", 12, sec)
+	m.Payload["events"] = int64(3)
+	h.Run(flowtest.Epoch{Messages: []flow.Message{m, event("erin", 1, 2*sec)}})
+	s, _ := flowtest.Get[Session](h, key("erin"), "session")
+	assert.Equal(t, Session{Total: 13, Events: 4, LastEventTime: 2 * sec}, s, "a pre-aggregate counts as the events it sums")
+
+	for _, bad := range []any{int64(0), "3"} {
+		m := event("frank", 1, sec)
+		m.Payload["events"] = bad
+		_, err := h.TryRun(flowtest.Epoch{Messages: []flow.Message{m}})
+		assert.ErrorIs(t, err, flow.ErrColumn, "events = %v", bad)
+	}
+}
+
+// batch is a raw message of the single bucket key the batch tests use.
+func batch(data string) flow.Message {
+	return flowtest.Msg("raw", flow.Key{int64(0)}, flow.Row{"data": data})
+}
+
+func TestSumBatchByUser(t *testing.T) {
+	h := flowtest.New(t, "SumBatchByUser", flowtest.Options{})
+	in := []flow.Message{batch("alice 5"), batch("bob 1"), batch("garbage"), batch("alice 10"), batch("bob 2"), batch("carol 4"), batch("alice -1")}
+	r := h.Run(flowtest.Epoch{Messages: in})
+	assert.Equal(t, []flow.Row{
+		{"user": "alice", "amount": int64(14), "events": int64(3)},
+		{"user": "bob", "amount": int64(3), "events": int64(2)},
+		{"user": "carol", "amount": int64(4), "events": int64(1)},
+	}, r.Payloads("events"), "one pre-aggregate per user, in order of first appearance")
+	ids := func(idx ...int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, r.Invocations[0].Messages[i].MessageID)
+		}
+		return out
+	}
+	require.Len(t, r.Invocations, 1)
+	require.Len(t, r.Outputs, 3)
+	assert.ElementsMatch(t, ids(0, 3, 6), r.Outputs[0].ParentIDs, "an aggregate's parents are exactly the lines it sums")
+	assert.ElementsMatch(t, ids(1, 4), r.Outputs[1].ParentIDs)
+	assert.ElementsMatch(t, ids(5), r.Outputs[2].ParentIDs)
+	assert.Empty(t, h.Keys(), "stateless")
+	assert.Empty(t, h.PendingTimers())
+}
+
+// TestSumBatchByUserThenSum: however the lines are cut into batches, SumByUser over the
+// pre-aggregates ends with the totals of summing every line once.
+func TestSumBatchByUserThenSum(t *testing.T) {
+	lines := []string{"alice 5", "bob 1", "garbage", "alice 10", "bob 2", "alice -1", "carol 7", "bob 4"}
+	for _, cut := range [][]int{{8}, {1, 1, 1, 1, 1, 1, 1, 1}, {3, 5}, {2, 2, 4}} {
+		pre := flowtest.New(t, "SumBatchByUser", flowtest.Options{})
+		sum := flowtest.New(t, "SumByUser", params)
+		next := 0
+		for _, n := range cut {
+			var in []flow.Message
+			for _, l := range lines[next : next+n] {
+				in = append(in, batch(l))
+			}
+			next += n
+			r := pre.Run(flowtest.Epoch{Messages: in})
+			var events []flow.Message
+			for _, o := range r.Outputs {
+				m := event(o.Payload["user"].(string), o.Payload["amount"].(int64), sec)
+				m.Payload["events"] = o.Payload["events"]
+				events = append(events, m)
+			}
+			sum.Run(flowtest.Epoch{Messages: events})
+		}
+		r := sum.Run(flowtest.Epoch{Watermark: 3600 * sec})
+		assert.ElementsMatch(t, []flow.Row{
+			{"user": "alice", "total": int64(14), "events": int64(3)},
+			{"user": "bob", "total": int64(7), "events": int64(3)},
+			{"user": "carol", "total": int64(7), "events": int64(1)},
+		}, r.Payloads("totals"), "batches %v", cut)
+	}
+}
