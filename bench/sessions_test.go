@@ -1,0 +1,516 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// sessionsParams of a BenchmarkSessions run, from the environment (besides loadParams').
+type sessionsParams struct {
+	params
+	events, users int // BENCH_SESSIONS_EVENTS (20000), BENCH_SESSIONS_USERS (1000)
+}
+
+func loadSessionsParams() sessionsParams {
+	return sessionsParams{
+		params: loadParams(),
+		events: envInt("BENCH_SESSIONS_EVENTS", 20000),
+		users:  envInt("BENCH_SESSIONS_USERS", 1000),
+	}
+}
+
+func newSessions(tb testing.TB, proxy, name string, o SessionsOptions) *Sessions {
+	tb.Helper()
+	s, err := NewSessions(context.Background(), proxy, fmt.Sprintf("//home/bench/%s-%d", name, rand.IntN(1000000)), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// sessionsRun is the outcome of one finite sessions run.
+type sessionsRun struct {
+	elapsed, startup time.Duration // spec stored → completed with a checked output; → first seen working
+	extra            int64         // events counted more than once (at-least-once only)
+	fullDedup        int64         // rows of input_messages once completed
+	compactDedup     int64         // rows of compact_input_messages once completed
+}
+
+// sessionsFiniteRun runs a finite sessions pipeline over events with the in-process runtime
+// at runtimeProxy and times it from storing the spec (input already loaded) to
+// `completed` with an exact output queue (atLeastOnce: every user with at least its events).
+// When after is not nil it is called once the output is checked, before the runtime stops.
+func sessionsFiniteRun(tb testing.TB, s *Sessions, runtimeProxy string, workers int, events []Event, want map[string]Total, atLeastOnce bool, after func()) sessionsRun {
+	tb.Helper()
+	ctx := context.Background()
+	if err := s.Load(ctx, events); err != nil {
+		tb.Fatal(err)
+	}
+	var r sessionsRun
+	start := time.Now()
+	if err := s.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	rt := StartRuntime(runtimeProxy, s.Path, workers)
+	defer rt.Stop()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	err := rt.WaitUntil(wctx, func() (bool, error) {
+		st := s.State(wctx)
+		if r.startup == 0 && (st == ytstore.StateWorking || st == ytstore.StateCompleted) {
+			r.startup = time.Since(start)
+		}
+		return st == ytstore.StateCompleted, nil
+	})
+	if err == nil {
+		var last error // the last check's own verdict, not a cut-off call
+		err = rt.WaitUntil(wctx, func() (bool, error) {
+			var err error
+			if atLeastOnce {
+				r.extra, err = s.CheckAtLeast(wctx, want)
+			} else {
+				err = s.CheckExact(wctx, want)
+			}
+			if wctx.Err() == nil {
+				last = err
+			}
+			return err == nil, last
+		})
+		if err != nil {
+			err = fmt.Errorf("%w; output: %v", err, last)
+		}
+	}
+	r.elapsed = time.Since(start)
+	if err != nil {
+		tb.Fatalf("pipeline %s: %v (state %q)", s.Path, err, s.State(ctx))
+	}
+	if after != nil {
+		after()
+	}
+	if r.fullDedup, r.compactDedup, err = s.Store.DedupRowCounts(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// checkDedupIndex fails the benchmark or test when the dedup rows of a finite run are not in
+// the index its options ask for (the controller's collection keeps them for 30s below the
+// watermark, longer than a run).
+func checkDedupIndex(tb testing.TB, o SessionsOptions, r sessionsRun) {
+	tb.Helper()
+	switch {
+	case o.ProcessingMode != "":
+		if r.fullDedup+r.compactDedup != 0 {
+			tb.Errorf("%s: %d full and %d compact dedup rows, want none", o.ProcessingMode, r.fullDedup, r.compactDedup)
+		}
+	case o.Dedup == DedupFull:
+		if r.fullDedup == 0 || r.compactDedup != 0 {
+			tb.Errorf("full dedup index: %d full and %d compact dedup rows", r.fullDedup, r.compactDedup)
+		}
+	default:
+		if r.compactDedup == 0 || r.fullDedup != 0 {
+			tb.Errorf("compact dedup index: %d full and %d compact dedup rows", r.fullDedup, r.compactDedup)
+		}
+	}
+}
+
+// sessionsModes are the finite runs of BenchmarkSessions.
+var sessionsModes = []struct {
+	name string
+	opts SessionsOptions
+}{
+	{"exactly_once_compact", SessionsOptions{Dedup: DedupCompact}},
+	{"exactly_once_full", SessionsOptions{Dedup: DedupFull}},
+	{"at_least_once", SessionsOptions{ProcessingMode: "at_least_once_consistent"}},
+}
+
+// finiteOptions completes o with the shape every finite run shares: 2 input tablets, 2
+// partitions of parse and sum.
+func finiteOptions(o SessionsOptions) SessionsOptions {
+	o.Tablets, o.ParsePartitions, o.SumPartitions, o.Finite = 2, 2, 2, true
+	return o
+}
+
+// BenchmarkSessions measures, side by side in one run, the three-stage sessions pipeline
+// (queue source → swift map ParseEvents → keyed SumByUser with state and timers → async
+// queue sink): throughput with the compact and the full dedup index and in at-least-once
+// mode against a raw SDK baseline, latency at half of the exactly-once peak, and the rows
+// it writes to YTsaurus per event. Run it with -benchtime 1x or 2x (each iteration is a full
+// pipeline run); see BENCHMARKS.md "Three-stage pipeline" for the command and the knobs.
+func BenchmarkSessions(b *testing.B) {
+	pr := loadSessionsParams()
+	events, want := SessionEvents(pr.events, pr.users, 1)
+	rates := map[string]float64{}
+	b.Logf("input: %d events over %d users; durable server %v; %d in-process workers; load average %s",
+		pr.events, len(want), pr.durable, pr.workers, loadAvg())
+
+	b.Run("raw", func(b *testing.B) {
+		const rawPasses = 5 // as the word-count raw: one pass takes a fraction of a second
+		var total, cpu time.Duration
+		for i := range b.N {
+			srv := startServer(b, pr.durable)
+			for pass := range rawPasses {
+				s := newSessions(b, srv.Addr(), fmt.Sprintf("sraw%d-%d", i, pass), SessionsOptions{})
+				start, cpu0 := time.Now(), cpuTime()
+				if _, err := WriteRawSessions(context.Background(), s, events, 1000); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+				cpu += cpuTime() - cpu0
+				if err := checkRaw(context.Background(), s, want, len(events)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		n := float64(pr.events * b.N * rawPasses)
+		rates["raw"] = n / total.Seconds()
+		b.ReportMetric(rates["raw"], "msgs/s")
+		b.ReportMetric(cpu.Seconds()*1e6/n, "cpu_us/msg")
+		b.Logf("raw: %.0f msgs/s, %.1f cpu-µs/msg, load average %s", rates["raw"], cpu.Seconds()*1e6/n, loadAvg())
+	})
+
+	for _, mode := range sessionsModes {
+		b.Run(mode.name, func(b *testing.B) {
+			var total, startup, cpu time.Duration
+			var extra, full, compact int64
+			for i := range b.N {
+				cpu0 := cpuTime()
+				srv := startServer(b, pr.durable)
+				o := finiteOptions(mode.opts)
+				s := newSessions(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), o)
+				r := sessionsFiniteRun(b, s, srv.Addr(), pr.workers, events, want, o.ProcessingMode != "", nil)
+				cpu += cpuTime() - cpu0 // includes loading the input (a small part)
+				checkDedupIndex(b, o, r)
+				total, startup, extra = total+r.elapsed, startup+r.startup, extra+r.extra
+				full, compact = full+r.fullDedup, compact+r.compactDedup
+			}
+			n := float64(pr.events * b.N)
+			rates[mode.name] = n / total.Seconds()
+			b.ReportMetric(rates[mode.name], "msgs/s")
+			b.ReportMetric(startup.Seconds()/float64(b.N), "startup_s")
+			b.ReportMetric(n/(total-startup).Seconds(), "after_startup_msgs/s")
+			b.ReportMetric(cpu.Seconds()*1e6/n, "cpu_us/msg")
+			b.ReportMetric(float64(extra)/float64(b.N), "counted_twice")
+			b.ReportMetric(float64(full)/n, "full_dedup_rows/msg")
+			b.ReportMetric(float64(compact)/n, "compact_dedup_rows/msg")
+			if raw := rates["raw"]; raw > 0 {
+				b.ReportMetric(rates[mode.name]/raw, "x_raw")
+			}
+			b.Logf("%s: %.0f msgs/s (%.3f× raw), %.0f cpu-µs/msg, startup %.2fs, %d events counted more than once, dedup rows %d full + %d compact, load average %s",
+				mode.name, rates[mode.name], rates[mode.name]/max(rates["raw"], 1), cpu.Seconds()*1e6/n, startup.Seconds()/float64(b.N),
+				extra/int64(b.N), full/int64(b.N), compact/int64(b.N), loadAvg())
+		})
+	}
+
+	rate := pr.rate
+	if rate == 0 && rates["exactly_once_compact"] > 0 {
+		rate = rates["exactly_once_compact"] / 2
+	}
+	if rate == 0 {
+		rate = 200
+	}
+	b.Run("latency", func(b *testing.B) {
+		m := medians{}
+		for range b.N {
+			benchSessionsLatency(b, m, pr, rate)
+		}
+		m.report(b)
+	})
+
+	for _, mode := range []struct {
+		name string
+		opts SessionsOptions
+	}{
+		{"writes_exactly_once", SessionsOptions{}},
+		{"writes_at_least_once", SessionsOptions{ProcessingMode: "at_least_once_consistent"}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			m := medians{}
+			for i := range b.N {
+				benchSessionsWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), finiteOptions(mode.opts), events, want)
+			}
+			m.report(b)
+		})
+	}
+
+	if raw := rates["raw"]; raw > 0 {
+		b.Logf("ratios in this run: exactly_once_compact/raw = %.3f, exactly_once_full/raw = %.3f, at_least_once/raw = %.3f (raw %.0f msgs/s, exactly_once_compact %.0f, exactly_once_full %.0f, at_least_once %.0f)",
+			rates["exactly_once_compact"]/raw, rates["exactly_once_full"]/raw, rates["at_least_once"]/raw,
+			raw, rates["exactly_once_compact"], rates["exactly_once_full"], rates["at_least_once"])
+	}
+}
+
+// checkRaw checks a raw pass: the sorted table holds want, and the output queue holds one
+// running row per event whose last row per user is want's.
+func checkRaw(ctx context.Context, s *Sessions, want map[string]Total, events int) error {
+	got, err := s.RawTotalsOf(ctx)
+	if err != nil {
+		return err
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("raw: %w: table has %d users, want %d", ErrSessionsMismatch, len(got), len(want))
+	}
+	rows, err := s.AllOutput(ctx)
+	if err != nil {
+		return err
+	}
+	if len(rows) != events {
+		return fmt.Errorf("raw: %w: output has %d rows, want %d", ErrSessionsMismatch, len(rows), events)
+	}
+	last := map[string]Total{}
+	for _, r := range rows {
+		last[r.User] = r.Total
+	}
+	for u, w := range want {
+		if got[u] != w || last[u] != w {
+			return fmt.Errorf("raw: %w: %s: table %v, output %v, want %v", ErrSessionsMismatch, u, got[u], last[u], w)
+		}
+	}
+	return nil
+}
+
+// benchSessionsLatency runs an infinite exactly-once sessions pipeline fed at rate events/s
+// (over the run's users, amount 1 each) and reports the p50/p99/max latency from queue
+// write to the sum stage's commit (the user's state counts the event) for events written
+// after a 3s warm-up, and, when SumByUser emits running rows (EmitRunningParam), from queue
+// write to the output queue.
+func benchSessionsLatency(b *testing.B, m medians, pr sessionsParams, rate float64) {
+	ctx := context.Background()
+	srv := startServer(b, pr.durable)
+	batch := 100 * time.Millisecond
+	s := newSessions(b, srv.Addr(), "slatency", SessionsOptions{Tablets: 2, ParsePartitions: 2, SumPartitions: 2,
+		BatchDuration: batch, EmitRunning: true})
+	if err := s.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rt := StartRuntime(srv.Addr(), s.Path, pr.workers)
+	defer rt.Stop()
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := rt.WaitUntil(wctx, func() (bool, error) { return s.State(wctx) == ytstore.StateWorking, nil }); err != nil {
+		b.Fatal(err)
+	}
+	lctx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	loadStart := time.Now()
+	load, stopWriting := StartSessionsLoad(lctx, s, rate, pr.users)
+	defer load.Close()
+	warm := loadStart.Add(3 * time.Second)
+	end := warm.Add(time.Duration(pr.latencySeconds) * time.Second)
+	time.Sleep(time.Until(warm))
+	cpu0 := cpuTime()
+	time.Sleep(time.Until(end)) // the load runs for a fixed wall-clock time
+	busy := (cpuTime() - cpu0).Seconds() / time.Since(warm).Seconds()
+	stopWriting()
+	dctx, cancelD := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelD()
+	_ = rt.WaitUntil(dctx, func() (bool, error) {
+		return load.AllBeforeCommitted(end) || load.Err() != nil, nil
+	})
+	if err := load.Err(); err != nil {
+		b.Fatal(err)
+	}
+	lat, missing := load.SumLatencies(warm, end)
+	sent, _, outRows := load.Progress()
+	olat, omissing := load.OutputLatencies(warm, end)
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	p50, p99 := Percentile(lat, 0.5), Percentile(lat, 0.99)
+	out := "no running rows in the output queue (SumByUser without " + EmitRunningParam + ")"
+	if outRows > 0 {
+		out = fmt.Sprintf("output queue (running rows, %d seen, %d not yet) p50 %v, p99 %v, max %v",
+			len(olat), omissing, ms(Percentile(olat, 0.5)), ms(Percentile(olat, 0.99)), ms(Percentile(olat, 1)))
+	}
+	target := 2*batch + 100*time.Millisecond
+	b.Logf("latency at %.0f events/s (batch_duration %v): %d events measured, %d missing; sum-stage commit p50 %v, p99 %v, max %v (target p99 ≤ %v: %v); %s; process CPU %.2f cores busy; load average %s",
+		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, out, busy, loadAvg())
+	if missing > 0 {
+		b.Errorf("%d of the measured events were never committed at the sum stage", missing)
+	}
+	m.add(float64(sent)/end.Sub(loadStart).Seconds(), "offered_msgs/s")
+	m.add(rate, "target_msgs/s")
+	m.add(busy, "cpu_cores_busy")
+	m.add(float64(p50.Milliseconds()), "sum_p50_ms")
+	m.add(float64(p99.Milliseconds()), "sum_p99_ms")
+	m.add(float64(Percentile(lat, 1).Milliseconds()), "sum_max_ms")
+	if outRows > 0 {
+		m.add(float64(Percentile(olat, 0.5).Milliseconds()), "output_p50_ms")
+		m.add(float64(Percentile(olat, 0.99).Milliseconds()), "output_p99_ms")
+		m.add(float64(Percentile(olat, 1).Milliseconds()), "output_max_ms")
+	}
+}
+
+// benchSessionsWrites runs the finite pipeline with the runtime behind a counting proxy and
+// reports rows written to YTsaurus per input event, against Flow's budget of about 2 per
+// input message plus 1 per output.
+func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string, o SessionsOptions, events []Event, want map[string]Total) {
+	srv := startServer(b, pr.durable)
+	cp, err := StartCountingProxy(srv.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Close()
+	s := newSessions(b, srv.Addr(), name, o)
+	before := cp.Tally()
+	var d Tally
+	sessionsFiniteRun(b, s, cp.Addr(), pr.workers, events, want, o.ProcessingMode != "", func() { d = cp.Tally().Sub(before) })
+	rows, err := s.AllOutput(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	outputs := float64(len(rows))
+	n := float64(len(events))
+	if d.BadBodies > 0 {
+		b.Errorf("%d row-command bodies could not be decoded", d.BadBodies)
+	}
+	b.Logf("%s: %d events, %.0f outputs; %d rows written (%.2f/msg; budget 2/msg + 1/output = %.2f/msg); insert %.2f, delete %.2f, push %.2f per msg; %d requests (%.3f/msg)\n  %s",
+		name, len(events), outputs, d.WrittenRows(), float64(d.WrittenRows())/n, (2*n+outputs)/n,
+		float64(d.Rows["insert_rows"])/n, float64(d.Rows["delete_rows"])/n, float64(d.Rows["push_queue_producer"])/n,
+		d.Requests(), float64(d.Requests())/n, d)
+	m.add(float64(d.WrittenRows())/n, "rows/msg")
+	m.add((2*n+outputs)/n, "budget_rows/msg")
+	m.add(outputs/n, "outputs/msg")
+	m.add(float64(d.Rows["insert_rows"])/n, "insert/msg")
+	m.add(float64(d.Rows["delete_rows"])/n, "delete/msg")
+	m.add(float64(d.Rows["push_queue_producer"])/n, "push/msg")
+	m.add(float64(d.Requests())/n, "requests/msg")
+}
+
+// TestSessionsSpecs checks that every variant the benchmark runs is a valid spec and that
+// the dedup knob lands on the sum computation.
+func TestSessionsSpecs(t *testing.T) {
+	for _, c := range []struct {
+		o           SessionsOptions
+		compact     bool
+		atLeastOnce bool
+	}{
+		{SessionsOptions{}, true, false},
+		{SessionsOptions{Dedup: DedupCompact, Finite: true}, true, false},
+		{SessionsOptions{Dedup: DedupFull, Tablets: 2, SumPartitions: 3}, false, false},
+		{SessionsOptions{ProcessingMode: "at_least_once_consistent", EmitRunning: true}, true, true},
+	} {
+		s := &Sessions{Root: "//home/bench/specs", Path: "//home/bench/specs/pipeline", opts: c.o}
+		cfg, err := s.Config()
+		require.NoError(t, err, "%+v", c.o)
+		sum := cfg.Spec.Computations["sum"]
+		require.NotNil(t, sum)
+		assert.Equal(t, c.compact, sum.CompactDedup(), "%+v", c.o)
+		assert.Equal(t, c.atLeastOnce, sum.ProcessingMode != "exactly_once", "%+v: mode %s", c.o, sum.ProcessingMode)
+		assert.Equal(t, c.o.EmitRunning, sum.ProcessingFunctionParameters[EmitRunningParam] == true, "%+v", c.o)
+		assert.Contains(t, cfg.Spec.Computations, "parse")
+	}
+}
+
+// TestSessionsSmoke runs the harness end to end on a small input: the raw baseline, a
+// finite run per mode with its output checked and its dedup rows in the index asked for, a
+// second of the steady load with every event committed at the sum stage, and the counting
+// proxy seeing the runtime's writes.
+func TestSessionsSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pipelines")
+	}
+	ctx := context.Background()
+	srv := startServer(t, false)
+	events, want := SessionEvents(400, 30, 5)
+
+	raw := newSessions(t, srv.Addr(), "smoke-raw", SessionsOptions{})
+	totals, err := WriteRawSessions(ctx, raw, events, 64)
+	require.NoError(t, err)
+	assert.Equal(t, want, totals)
+	require.NoError(t, checkRaw(ctx, raw, want, len(events)))
+
+	for _, mode := range sessionsModes {
+		t.Run(mode.name, func(t *testing.T) {
+			o := finiteOptions(mode.opts)
+			s := newSessions(t, srv.Addr(), "smoke-"+mode.name, o)
+			cp, err := StartCountingProxy(srv.Addr())
+			require.NoError(t, err)
+			defer cp.Close()
+			var d Tally
+			r := sessionsFiniteRun(t, s, cp.Addr(), 2, events, want, o.ProcessingMode != "", func() { d = cp.Tally() })
+			checkDedupIndex(t, o, r)
+			assert.Zero(t, r.extra)
+			assert.Positive(t, r.startup)
+			assert.LessOrEqual(t, r.startup, r.elapsed)
+			require.NoError(t, s.CheckExact(ctx, want), "no fault: at-least-once is exact too")
+			assert.Zero(t, d.BadBodies)
+			assert.Equal(t, int64(len(want)), d.Rows["push_queue_producer"], "one flushed total per user pushed once")
+			assert.GreaterOrEqual(t, d.Rows["insert_rows"], int64(len(want)), "states at least")
+			states, err := s.SumStates(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, states, "completion flushed and cleared every session")
+		})
+	}
+
+	t.Run("load", func(t *testing.T) {
+		s := newSessions(t, srv.Addr(), "smoke-load", SessionsOptions{Tablets: 2, ParsePartitions: 2, SumPartitions: 2, EmitRunning: true})
+		require.NoError(t, s.Start(ctx))
+		rt := StartRuntime(srv.Addr(), s.Path, 2)
+		t.Cleanup(rt.Stop)
+		lctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(cancel)
+		load, stop := StartSessionsLoad(lctx, s, 200, 7)
+		t.Cleanup(load.Close)
+		start := time.Now()
+		wctx, cancelW := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancelW()
+		require.NoError(t, rt.WaitUntil(wctx, func() (bool, error) {
+			sent, _, _ := load.Progress()
+			return sent >= 200, load.Err()
+		}))
+		stop()
+		end := time.Now()
+		require.NoError(t, rt.WaitUntil(wctx, func() (bool, error) {
+			return load.AllBeforeCommitted(end) || load.Err() != nil, nil
+		}))
+		require.NoError(t, load.Err())
+		sent, atSum, _ := load.Progress()
+		assert.Equal(t, sent, atSum)
+		lat, missing := load.SumLatencies(start, end)
+		assert.Zero(t, missing)
+		assert.Len(t, lat, sent)
+		wantStates := map[string]Total{}
+		for i := range sent {
+			u := userName(i % 7)
+			w := wantStates[u]
+			wantStates[u] = Total{w.Total + 1, w.Events + 1}
+		}
+		states, err := s.SumStates(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, wantStates, states, "the sum stage counted every event once")
+	})
+}
+
+// TestSessionsCheckMismatch shows the output checks fail on a wrong total.
+func TestSessionsCheckMismatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	ctx := context.Background()
+	srv := startServer(t, false)
+	events, want := SessionEvents(50, 5, 9)
+	s := newSessions(t, srv.Addr(), "mismatch", SessionsOptions{})
+	_, err := WriteRawSessions(ctx, s, events, 50)
+	require.NoError(t, err)
+	// The raw output holds one running row per event: not the one-row-per-user a finite
+	// pipeline delivers.
+	assert.True(t, errors.Is(s.CheckExact(ctx, want), ErrSessionsMismatch))
+	extra, err := s.CheckAtLeast(ctx, want)
+	require.NoError(t, err, "the last running row per user reaches its events")
+	assert.Zero(t, extra)
+	bad := map[string]Total{}
+	for u, w := range want {
+		bad[u] = Total{w.Total, w.Events + 1}
+	}
+	_, err = s.CheckAtLeast(ctx, bad)
+	assert.True(t, errors.Is(err, ErrSessionsMismatch))
+}
