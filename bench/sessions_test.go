@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,10 @@ func newSessions(tb testing.TB, proxy, name string, o SessionsOptions) *Sessions
 // sessionsRun is the outcome of one finite sessions run.
 type sessionsRun struct {
 	elapsed, startup time.Duration // spec stored → completed with a checked output; → first seen working
+	completed        time.Duration // spec stored → first seen completed
+	// counted is spec stored → the sum stage's committed states first seen counting every
+	// event (0 when not seen: states are polled every 100ms and cleared at completion).
+	counted time.Duration
 	extra            int64         // events counted more than once (at-least-once only)
 	fullDedup        int64         // rows of input_messages once completed
 	compactDedup     int64         // rows of compact_input_messages once completed
@@ -65,14 +70,28 @@ func sessionsFiniteRun(tb testing.TB, s *Sessions, runtimeProxy string, workers 
 	defer rt.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
+	var polled time.Time
 	err := rt.WaitUntil(wctx, func() (bool, error) {
 		st := s.State(wctx)
 		if r.startup == 0 && (st == ytstore.StateWorking || st == ytstore.StateCompleted) {
 			r.startup = time.Since(start)
 		}
+		if r.counted == 0 && st != ytstore.StateCompleted && time.Since(polled) >= 100*time.Millisecond {
+			polled = time.Now()
+			if states, err := s.SumStates(wctx); err == nil {
+				var n int64
+				for _, t := range states {
+					n += t.Events
+				}
+				if n >= int64(len(events)) {
+					r.counted = time.Since(start)
+				}
+			}
+		}
 		return st == ytstore.StateCompleted, nil
 	})
 	if err == nil {
+		r.completed = time.Since(start)
 		var last error // the last check's own verdict, not a cut-off call
 		err = rt.WaitUntil(wctx, func() (bool, error) {
 			var err error
@@ -181,8 +200,9 @@ func BenchmarkSessions(b *testing.B) {
 
 	for _, mode := range sessionsModes {
 		b.Run(mode.name, func(b *testing.B) {
-			var total, startup, cpu time.Duration
+			var total, startup, counted, cpu time.Duration
 			var extra, full, compact int64
+			countedRuns := 0
 			for i := range b.N {
 				cpu0 := cpuTime()
 				srv := startServer(b, pr.durable)
@@ -192,6 +212,10 @@ func BenchmarkSessions(b *testing.B) {
 				cpu += cpuTime() - cpu0 // includes loading the input (a small part)
 				checkDedupIndex(b, o, r)
 				total, startup, extra = total+r.elapsed, startup+r.startup, extra+r.extra
+				if r.counted > 0 {
+					counted += r.counted
+					countedRuns++
+				}
 				full, compact = full+r.fullDedup, compact+r.compactDedup
 			}
 			n := float64(pr.events * b.N)
@@ -200,14 +224,20 @@ func BenchmarkSessions(b *testing.B) {
 			b.ReportMetric(startup.Seconds()/float64(b.N), "startup_s")
 			b.ReportMetric(n/(total-startup).Seconds(), "after_startup_msgs/s")
 			b.ReportMetric(cpu.Seconds()*1e6/n, "cpu_us/msg")
+			countedRate := 0.0
+			if countedRuns > 0 {
+				countedRate = float64(pr.events*countedRuns) / counted.Seconds()
+				b.ReportMetric(countedRate, "to_sum_commit_msgs/s")
+				b.ReportMetric((total.Seconds()-counted.Seconds()*float64(b.N)/float64(countedRuns))/float64(b.N), "completion_tail_s")
+			}
 			b.ReportMetric(float64(extra)/float64(b.N), "counted_twice")
 			b.ReportMetric(float64(full)/n, "full_dedup_rows/msg")
 			b.ReportMetric(float64(compact)/n, "compact_dedup_rows/msg")
 			if raw := rates["raw"]; raw > 0 {
 				b.ReportMetric(rates[mode.name]/raw, "x_raw")
 			}
-			b.Logf("%s: %.0f msgs/s (%.3f× raw), %.0f cpu-µs/msg, startup %.2fs, %d events counted more than once, dedup rows %d full + %d compact, load average %s",
-				mode.name, rates[mode.name], rates[mode.name]/max(rates["raw"], 1), cpu.Seconds()*1e6/n, startup.Seconds()/float64(b.N),
+			b.Logf("%s: %.0f msgs/s (%.3f× raw) to completed, %.0f msgs/s to every event counted at the sum stage (%d of %d runs seen), %.0f cpu-µs/msg, startup %.2fs, %d events counted more than once, dedup rows %d full + %d compact, load average %s",
+				mode.name, rates[mode.name], rates[mode.name]/max(rates["raw"], 1), countedRate, countedRuns, b.N, cpu.Seconds()*1e6/n, startup.Seconds()/float64(b.N),
 				extra/int64(b.N), full/int64(b.N), compact/int64(b.N), loadAvg())
 		})
 	}
@@ -359,10 +389,20 @@ func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string
 		b.Fatal(err)
 	}
 	defer cp.Close()
+	tc, err := StartTableCounter(cp.Addr()) // runtime → tc → cp → server
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tc.Close()
 	s := newSessions(b, srv.Addr(), name, o)
 	before := cp.Tally()
 	var d Tally
-	sessionsFiniteRun(b, s, cp.Addr(), pr.workers, events, want, o.ProcessingMode != "", func() { d = cp.Tally().Sub(before) })
+	var tables map[TableCommand]int64
+	var badTables int64
+	sessionsFiniteRun(b, s, tc.Addr(), pr.workers, events, want, o.ProcessingMode != "", func() {
+		d = cp.Tally().Sub(before)
+		tables, badTables = tc.Rows()
+	})
 	rows, err := s.AllOutput(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -376,6 +416,14 @@ func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string
 		name, len(events), outputs, d.WrittenRows(), float64(d.WrittenRows())/n, (2*n+outputs)/n,
 		float64(d.Rows["insert_rows"])/n, float64(d.Rows["delete_rows"])/n, float64(d.Rows["push_queue_producer"])/n,
 		d.Requests(), float64(d.Requests())/n, d)
+	b.Logf("%s rows per event by table: %s", name, FormatTableRows(tables, s.Root, n))
+	if badTables > 0 {
+		b.Errorf("%d write requests could not be attributed to a table", badTables)
+	}
+	short := map[string]string{"insert_rows": "ins", "delete_rows": "del", "push_queue_producer": "push"}
+	for k, v := range tables {
+		m.add(float64(v)/n, short[k.Command]+"_"+k.Path[strings.LastIndex(k.Path, "/")+1:]+"/msg")
+	}
 	m.add(float64(d.WrittenRows())/n, "rows/msg")
 	m.add((2*n+outputs)/n, "budget_rows/msg")
 	m.add(outputs/n, "outputs/msg")
@@ -435,14 +483,32 @@ func TestSessionsSmoke(t *testing.T) {
 			cp, err := StartCountingProxy(srv.Addr())
 			require.NoError(t, err)
 			defer cp.Close()
+			tc, err := StartTableCounter(cp.Addr())
+			require.NoError(t, err)
+			defer tc.Close()
 			var d Tally
-			r := sessionsFiniteRun(t, s, cp.Addr(), 2, events, want, o.ProcessingMode != "", func() { d = cp.Tally() })
+			var tables map[TableCommand]int64
+			var bad int64
+			r := sessionsFiniteRun(t, s, tc.Addr(), 2, events, want, o.ProcessingMode != "", func() {
+				d = cp.Tally()
+				tables, bad = tc.Rows()
+			})
 			checkDedupIndex(t, o, r)
+			t.Logf("%s: %v from spec to checked output (working after %v, every event counted at the sum stage after %v, completed after %v); dedup rows %d full, %d compact; writes: %s",
+				mode.name, r.elapsed.Round(time.Millisecond), r.startup.Round(time.Millisecond), r.counted.Round(time.Millisecond), r.completed.Round(time.Millisecond), r.fullDedup, r.compactDedup, d)
 			assert.Zero(t, r.extra)
 			assert.Positive(t, r.startup)
 			assert.LessOrEqual(t, r.startup, r.elapsed)
 			require.NoError(t, s.CheckExact(ctx, want), "no fault: at-least-once is exact too")
 			assert.Zero(t, d.BadBodies)
+			assert.Zero(t, bad)
+			t.Logf("rows per event by table: %s", FormatTableRows(tables, s.Root, float64(len(events))))
+			var byTable int64
+			for _, v := range tables {
+				byTable += v
+			}
+			assert.Equal(t, d.WrittenRows(), byTable, "every written row is attributed to a table")
+			assert.Equal(t, int64(len(want)), tables[TableCommand{"push_queue_producer", s.Output()}])
 			assert.Equal(t, int64(len(want)), d.Rows["push_queue_producer"], "one flushed total per user pushed once")
 			assert.GreaterOrEqual(t, d.Rows["insert_rows"], int64(len(want)), "states at least")
 			states, err := s.SumStates(ctx)
