@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,13 +21,13 @@ import (
 // sessionsParams of a BenchmarkSessions run, from the environment (besides loadParams').
 type sessionsParams struct {
 	params
-	events, users int // BENCH_SESSIONS_EVENTS (20000), BENCH_SESSIONS_USERS (1000)
+	events, users int // BENCH_SESSIONS_EVENTS (50000), BENCH_SESSIONS_USERS (1000)
 }
 
 func loadSessionsParams() sessionsParams {
 	return sessionsParams{
 		params: loadParams(),
-		events: envInt("BENCH_SESSIONS_EVENTS", 20000),
+		events: envInt("BENCH_SESSIONS_EVENTS", 50000),
 		users:  envInt("BENCH_SESSIONS_USERS", 1000),
 	}
 }
@@ -45,10 +48,10 @@ type sessionsRun struct {
 	completed        time.Duration // spec stored → first seen completed
 	// counted is spec stored → the sum stage's committed states first seen counting every
 	// event (0 when not seen: states are polled every 100ms and cleared at completion).
-	counted time.Duration
-	extra            int64         // events counted more than once (at-least-once only)
-	fullDedup        int64         // rows of input_messages once completed
-	compactDedup     int64         // rows of compact_input_messages once completed
+	counted      time.Duration
+	extra        int64 // events counted more than once (at-least-once only)
+	fullDedup    int64 // rows of input_messages once completed
+	compactDedup int64 // rows of compact_input_messages once completed
 }
 
 // sessionsFiniteRun runs a finite sessions pipeline over events with the in-process runtime
@@ -169,7 +172,9 @@ func finiteOptions(o SessionsOptions) SessionsOptions {
 func BenchmarkSessions(b *testing.B) {
 	pr := loadSessionsParams()
 	events, want := SessionEvents(pr.events, pr.users, 1)
-	rates := map[string]float64{}
+	rates := map[string]float64{} // to completed with a checked output
+	peaks := map[string]float64{} // to every event counted at the sum stage
+	var sum sessionsSummary
 	b.Logf("input: %d events over %d users; durable server %v; %d in-process workers; load average %s",
 		pr.events, len(want), pr.durable, pr.workers, loadAvg())
 
@@ -196,6 +201,7 @@ func BenchmarkSessions(b *testing.B) {
 		b.ReportMetric(rates["raw"], "msgs/s")
 		b.ReportMetric(cpu.Seconds()*1e6/n, "cpu_us/msg")
 		b.Logf("raw: %.0f msgs/s, %.1f cpu-µs/msg, load average %s", rates["raw"], cpu.Seconds()*1e6/n, loadAvg())
+		sum.raw = fmt.Sprintf("| `raw` (%d passes per iteration) | %.0f | 1 | — | — | %.1f | — | — |", rawPasses, rates["raw"], cpu.Seconds()*1e6/n)
 	})
 
 	for _, mode := range sessionsModes {
@@ -224,11 +230,13 @@ func BenchmarkSessions(b *testing.B) {
 			b.ReportMetric(startup.Seconds()/float64(b.N), "startup_s")
 			b.ReportMetric(n/(total-startup).Seconds(), "after_startup_msgs/s")
 			b.ReportMetric(cpu.Seconds()*1e6/n, "cpu_us/msg")
-			countedRate := 0.0
+			countedRate, tail := 0.0, 0.0
 			if countedRuns > 0 {
 				countedRate = float64(pr.events*countedRuns) / counted.Seconds()
+				tail = (total.Seconds() - counted.Seconds()*float64(b.N)/float64(countedRuns)) / float64(b.N)
+				peaks[mode.name] = countedRate
 				b.ReportMetric(countedRate, "to_sum_commit_msgs/s")
-				b.ReportMetric((total.Seconds()-counted.Seconds()*float64(b.N)/float64(countedRuns))/float64(b.N), "completion_tail_s")
+				b.ReportMetric(tail, "completion_tail_s")
 			}
 			b.ReportMetric(float64(extra)/float64(b.N), "counted_twice")
 			b.ReportMetric(float64(full)/n, "full_dedup_rows/msg")
@@ -239,23 +247,37 @@ func BenchmarkSessions(b *testing.B) {
 			b.Logf("%s: %.0f msgs/s (%.3f× raw) to completed, %.0f msgs/s to every event counted at the sum stage (%d of %d runs seen), %.0f cpu-µs/msg, startup %.2fs, %d events counted more than once, dedup rows %d full + %d compact, load average %s",
 				mode.name, rates[mode.name], rates[mode.name]/max(rates["raw"], 1), countedRate, countedRuns, b.N, cpu.Seconds()*1e6/n, startup.Seconds()/float64(b.N),
 				extra/int64(b.N), full/int64(b.N), compact/int64(b.N), loadAvg())
+			raw := max(rates["raw"], 1)
+			sum.finite = append(sum.finite, fmt.Sprintf("| `%s` | %.0f | %.3f | %.0f | %.3f | %.0f | %.1f | %.2f full + %.2f compact |",
+				mode.name, rates[mode.name], rates[mode.name]/raw, countedRate, countedRate/raw, cpu.Seconds()*1e6/n, tail, float64(full)/n, float64(compact)/n))
 		})
 	}
 
+	// The peak is the rate at which the sum stage commits a backlog (the completion tail is a
+	// fixed cost of a finite run, not a rate the pipeline sustains).
 	rate := pr.rate
-	if rate == 0 && rates["exactly_once_compact"] > 0 {
-		rate = rates["exactly_once_compact"] / 2
+	if rate == 0 {
+		rate = cmp.Or(peaks["exactly_once_compact"], rates["exactly_once_compact"]) / 2
 	}
 	if rate == 0 {
 		rate = 200
 	}
-	b.Run("latency", func(b *testing.B) {
-		m := medians{}
-		for range b.N {
-			benchSessionsLatency(b, m, pr, rate)
-		}
-		m.report(b)
-	})
+	low := float64(envInt("BENCH_LOW_RATE", 100))
+	for _, run := range []struct {
+		name string
+		rate float64
+	}{{"latency", rate}, {fmt.Sprintf("latency_%.0f", low), low}} {
+		b.Run(run.name, func(b *testing.B) {
+			m := medians{}
+			for range b.N {
+				benchSessionsLatency(b, m, pr, run.rate)
+			}
+			m.report(b)
+			sum.latency = append(sum.latency, fmt.Sprintf("| `%s` | %.0f | %.0f | %s | %s | %s | %s | %s | %.2f |",
+				run.name, m.median("target_msgs/s"), m.median("offered_msgs/s"), m.span("sum_p50_ms"), m.span("sum_p99_ms"), m.span("sum_max_ms"),
+				m.span("output_p50_ms"), m.span("output_p99_ms"), m.median("cpu_cores_busy")))
+		})
+	}
 
 	for _, mode := range []struct {
 		name string
@@ -266,18 +288,84 @@ func BenchmarkSessions(b *testing.B) {
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			m := medians{}
+			var byTable string
 			for i := range b.N {
-				benchSessionsWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), finiteOptions(mode.opts), events, want)
+				byTable = benchSessionsWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), finiteOptions(mode.opts), events, want)
 			}
 			m.report(b)
+			sum.writes = append(sum.writes, fmt.Sprintf("| `%s` | %s | %.2f | %.2f | %.3f | %.3f | %.2f | %.3f |",
+				mode.name, m.span("rows/msg"), m.median("insert/msg"), m.median("delete/msg"), m.median("push/msg"),
+				m.median("outputs/msg"), m.median("budget_rows/msg"), m.median("requests/msg")))
+			sum.tables = append(sum.tables, fmt.Sprintf("`%s` (last iteration): %s", mode.name, byTable))
 		})
 	}
 
 	if raw := rates["raw"]; raw > 0 {
-		b.Logf("ratios in this run: exactly_once_compact/raw = %.3f, exactly_once_full/raw = %.3f, at_least_once/raw = %.3f (raw %.0f msgs/s, exactly_once_compact %.0f, exactly_once_full %.0f, at_least_once %.0f)",
+		b.Logf("ratios in this run: to completed: exactly_once_compact/raw = %.3f, exactly_once_full/raw = %.3f, at_least_once/raw = %.3f; to every event counted at the sum stage: %.3f, %.3f, %.3f (raw %.0f msgs/s)",
 			rates["exactly_once_compact"]/raw, rates["exactly_once_full"]/raw, rates["at_least_once"]/raw,
-			raw, rates["exactly_once_compact"], rates["exactly_once_full"], rates["at_least_once"])
+			peaks["exactly_once_compact"]/raw, peaks["exactly_once_full"]/raw, peaks["at_least_once"]/raw, raw)
 	}
+	b.Logf("summary (the tables of BENCHMARKS.md \"Three-stage pipeline\"; commit %s, load average %s):\n%s", commitOf(), loadAvg(), sum.String())
+}
+
+// sessionsSummary collects, per sub-benchmark, the Markdown table rows BENCHMARKS.md shows
+// (the last time each sub-benchmark ran: the iterations of -benchtime Nx).
+type sessionsSummary struct {
+	raw                             string
+	finite, latency, writes, tables []string
+}
+
+func (s sessionsSummary) String() string {
+	var b strings.Builder
+	b.WriteString("| sub-benchmark | msgs/s to `completed` | × raw | msgs/s to sum commit | × raw | cpu µs/msg | completion tail s | dedup rows/msg |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range append([]string{s.raw}, s.finite...) {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("\n| run | target msgs/s | offered msgs/s | sum commit p50 ms | p99 ms | max ms | output p50 ms | output p99 ms | cores busy |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range s.latency {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("\n| mode | rows written / msg | insert | delete | push | outputs / msg | budget (2/msg + 1/output) | requests / msg |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range s.writes {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("\nrows per event by command and table:\n")
+	for _, r := range s.tables {
+		b.WriteString(r + "\n")
+	}
+	return b.String()
+}
+
+// median returns the median of unit's values (0 when none).
+func (m medians) median(unit string) float64 {
+	vs := slices.Clone(m[unit])
+	if len(vs) == 0 {
+		return 0
+	}
+	slices.Sort(vs)
+	return vs[len(vs)/2]
+}
+
+// span formats unit's median with the range over the iterations ("—" when none).
+func (m medians) span(unit string) string {
+	vs := slices.Clone(m[unit])
+	switch len(vs) {
+	case 0:
+		return "—"
+	case 1:
+		return fmt.Sprintf("%.4g", vs[0])
+	}
+	slices.Sort(vs)
+	return fmt.Sprintf("%.4g (%.4g–%.4g)", vs[len(vs)/2], vs[0], vs[len(vs)-1])
+}
+
+// commitOf is the checked-out commit of the working tree ("" when git is not available).
+func commitOf() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // checkRaw checks a raw pass: the sorted table holds want, and the output queue holds one
@@ -382,7 +470,7 @@ func benchSessionsLatency(b *testing.B, m medians, pr sessionsParams, rate float
 // benchSessionsWrites runs the finite pipeline with the runtime behind a counting proxy and
 // reports rows written to YTsaurus per input event, against Flow's budget of about 2 per
 // input message plus 1 per output.
-func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string, o SessionsOptions, events []Event, want map[string]Total) {
+func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string, o SessionsOptions, events []Event, want map[string]Total) (byTable string) {
 	srv := startServer(b, pr.durable)
 	cp, err := StartCountingProxy(srv.Addr())
 	if err != nil {
@@ -416,13 +504,10 @@ func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string
 		name, len(events), outputs, d.WrittenRows(), float64(d.WrittenRows())/n, (2*n+outputs)/n,
 		float64(d.Rows["insert_rows"])/n, float64(d.Rows["delete_rows"])/n, float64(d.Rows["push_queue_producer"])/n,
 		d.Requests(), float64(d.Requests())/n, d)
-	b.Logf("%s rows per event by table: %s", name, FormatTableRows(tables, s.Root, n))
+	byTable = FormatTableRows(tables, s.Root, n)
+	b.Logf("%s rows per event by table: %s", name, byTable)
 	if badTables > 0 {
 		b.Errorf("%d write requests could not be attributed to a table", badTables)
-	}
-	short := map[string]string{"insert_rows": "ins", "delete_rows": "del", "push_queue_producer": "push"}
-	for k, v := range tables {
-		m.add(float64(v)/n, short[k.Command]+"_"+k.Path[strings.LastIndex(k.Path, "/")+1:]+"/msg")
 	}
 	m.add(float64(d.WrittenRows())/n, "rows/msg")
 	m.add((2*n+outputs)/n, "budget_rows/msg")
@@ -431,6 +516,7 @@ func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string
 	m.add(float64(d.Rows["delete_rows"])/n, "delete/msg")
 	m.add(float64(d.Rows["push_queue_producer"])/n, "push/msg")
 	m.add(float64(d.Requests())/n, "requests/msg")
+	return byTable
 }
 
 // TestSessionsSpecs checks that every variant the benchmark runs is a valid spec and that
