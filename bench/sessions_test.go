@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os/exec"
 	"slices"
@@ -174,16 +175,17 @@ func BenchmarkSessions(b *testing.B) {
 	pr := loadSessionsParams()
 	events, want := SessionEvents(pr.events, pr.users, 1)
 	rates := map[string]float64{} // to completed with a checked output
-	peaks := map[string]float64{} // to every event counted at the sum stage
-	var sum sessionsSummary
+	sum := sessionsSummary{all: map[string]medians{}, tables: map[string]map[TableCommand]float64{}}
 	b.Logf("input: %d events over %d users; durable server %v; %d in-process workers; load average %s",
 		pr.events, len(want), pr.durable, pr.workers, loadAvg())
 
 	b.Run("raw", func(b *testing.B) {
 		const rawPasses = 5 // as the word-count raw: one pass takes a fraction of a second
 		var total, cpu time.Duration
+		m := medians{}
 		for i := range b.N {
 			srv := startServer(b, pr.durable)
+			total0, cpu0 := total, cpu
 			for pass := range rawPasses {
 				s := newSessions(b, srv.Addr(), fmt.Sprintf("sraw%d-%d", i, pass), SessionsOptions{})
 				start, cpu0 := time.Now(), cpuTime()
@@ -196,13 +198,15 @@ func BenchmarkSessions(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			m.add(float64(pr.events*rawPasses)/(total-total0).Seconds(), "msgs/s")
+			m.add((cpu-cpu0).Seconds()*1e6/float64(pr.events*rawPasses), "cpu_us/msg")
 		}
+		sum.collect("raw", m)
 		n := float64(pr.events * b.N * rawPasses)
 		rates["raw"] = n / total.Seconds()
 		b.ReportMetric(rates["raw"], "msgs/s")
 		b.ReportMetric(cpu.Seconds()*1e6/n, "cpu_us/msg")
 		b.Logf("raw: %.0f msgs/s, %.1f cpu-µs/msg, load average %s", rates["raw"], cpu.Seconds()*1e6/n, loadAvg())
-		sum.raw = fmt.Sprintf("| `raw` (%d passes per iteration) | %.0f | 1 | — | — | %.1f | — | — |", rawPasses, rates["raw"], cpu.Seconds()*1e6/n)
 	})
 
 	for _, mode := range sessionsModes {
@@ -210,6 +214,7 @@ func BenchmarkSessions(b *testing.B) {
 			var total, startup, counted, cpu time.Duration
 			var extra, full, compact int64
 			countedRuns := 0
+			m := medians{}
 			for i := range b.N {
 				cpu0 := cpuTime()
 				srv := startServer(b, pr.durable)
@@ -224,7 +229,19 @@ func BenchmarkSessions(b *testing.B) {
 					countedRuns++
 				}
 				full, compact = full+r.fullDedup, compact+r.compactDedup
+				n := float64(pr.events)
+				m.add(n/r.elapsed.Seconds(), "msgs/s")
+				if r.counted > 0 {
+					m.add(n/r.counted.Seconds(), "to_sum_commit_msgs/s")
+					m.add((r.elapsed - r.counted).Seconds(), "completion_tail_s")
+				}
+				m.add(r.startup.Seconds(), "startup_s")
+				m.add((cpuTime()-cpu0).Seconds()*1e6/n, "cpu_us/msg")
+				m.add(float64(r.extra), "counted_twice")
+				m.add(float64(r.fullDedup)/n, "full_dedup_rows/msg")
+				m.add(float64(r.compactDedup)/n, "compact_dedup_rows/msg")
 			}
+			sum.collect(mode.name, m)
 			n := float64(pr.events * b.N)
 			rates[mode.name] = n / total.Seconds()
 			b.ReportMetric(rates[mode.name], "msgs/s")
@@ -235,7 +252,6 @@ func BenchmarkSessions(b *testing.B) {
 			if countedRuns > 0 {
 				countedRate = float64(pr.events*countedRuns) / counted.Seconds()
 				tail = (total.Seconds() - counted.Seconds()*float64(b.N)/float64(countedRuns)) / float64(b.N)
-				peaks[mode.name] = countedRate
 				b.ReportMetric(countedRate, "to_sum_commit_msgs/s")
 				b.ReportMetric(tail, "completion_tail_s")
 			}
@@ -248,9 +264,6 @@ func BenchmarkSessions(b *testing.B) {
 			b.Logf("%s: %.0f msgs/s (%.3f× raw) to completed, %.0f msgs/s to every event counted at the sum stage (%d of %d runs seen), %.0f cpu-µs/msg, startup %.2fs, %d events counted more than once, dedup rows %d full + %d compact, load average %s",
 				mode.name, rates[mode.name], rates[mode.name]/max(rates["raw"], 1), countedRate, countedRuns, b.N, cpu.Seconds()*1e6/n, startup.Seconds()/float64(b.N),
 				extra/int64(b.N), full/int64(b.N), compact/int64(b.N), loadAvg())
-			raw := max(rates["raw"], 1)
-			sum.finite = append(sum.finite, fmt.Sprintf("| `%s` | %.0f | %.3f | %.0f | %.3f | %.0f | %.1f | %.2f full + %.2f compact |",
-				mode.name, rates[mode.name], rates[mode.name]/raw, countedRate, countedRate/raw, cpu.Seconds()*1e6/n, tail, float64(full)/n, float64(compact)/n))
 		})
 	}
 
@@ -258,7 +271,8 @@ func BenchmarkSessions(b *testing.B) {
 	// fixed cost of a finite run, not a rate the pipeline sustains).
 	rate := pr.rate
 	if rate == 0 {
-		rate = cmp.Or(peaks["exactly_once_compact"], rates["exactly_once_compact"]) / 2
+		eo := sum.all["exactly_once_compact"]
+		rate = cmp.Or(eo.median("to_sum_commit_msgs/s"), eo.median("msgs/s")) / 2
 	}
 	if rate == 0 {
 		rate = 200
@@ -273,10 +287,8 @@ func BenchmarkSessions(b *testing.B) {
 			for range b.N {
 				benchSessionsLatency(b, m, pr, run.rate)
 			}
+			sum.collect(run.name, m)
 			m.report(b)
-			sum.latency = append(sum.latency, fmt.Sprintf("| `%s` | %.0f | %.0f | %s | %s | %s | %s | %s | %.2f |",
-				run.name, m.median("target_msgs/s"), m.median("offered_msgs/s"), m.span("sum_p50_ms"), m.span("sum_p99_ms"), m.span("sum_max_ms"),
-				m.span("output_p50_ms"), m.span("output_p99_ms"), m.median("cpu_cores_busy")))
 		})
 	}
 
@@ -293,12 +305,9 @@ func BenchmarkSessions(b *testing.B) {
 			for i := range b.N {
 				byTable = benchSessionsWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), finiteOptions(mode.opts), events, want)
 			}
+			sum.collect(mode.name, m)
 			m.report(b)
-			sum.writes = append(sum.writes, fmt.Sprintf("| `%s` | %s | %.2f | %.2f | %.3f | %.3f | %.2f | %.3f |",
-				mode.name, m.span("rows/msg"), m.median("insert/msg"), m.median("delete/msg"), m.median("push/msg"),
-				m.median("outputs/msg"), m.median("budget_rows/msg"), m.median("requests/msg")))
-			sum.tableModes = append(sum.tableModes, mode.name)
-			sum.tables = append(sum.tables, byTable)
+			sum.tables[mode.name] = byTable
 		})
 	}
 
@@ -311,43 +320,84 @@ func BenchmarkSessions(b *testing.B) {
 			return
 		}
 		logged = true
-		b.Logf("input: %d events over %d users; durable server %v; %d in-process workers", pr.events, len(want), pr.durable, pr.workers)
-		if raw := rates["raw"]; raw > 0 {
-			b.Logf("ratios in this run: to completed: exactly_once_compact/raw = %.3f, exactly_once_full/raw = %.3f, at_least_once/raw = %.3f; to every event counted at the sum stage: %.3f, %.3f, %.3f (raw %.0f msgs/s)",
-				rates["exactly_once_compact"]/raw, rates["exactly_once_full"]/raw, rates["at_least_once"]/raw,
-				peaks["exactly_once_compact"]/raw, peaks["exactly_once_full"]/raw, peaks["at_least_once"]/raw, raw)
-		}
 		// Straight to stdout: the test framework keeps only 10 lines of a benchmark's log.
-		fmt.Printf("\n=== BenchmarkSessions: the tables of BENCHMARKS.md \"Three-stage pipeline\" (commit %s, %s UTC, load average %s)\n\n%s\n",
-			commitOf(), time.Now().UTC().Format("2006-01-02 15:04"), loadAvg(), sum.String())
+		fmt.Printf("\n=== BenchmarkSessions: the tables of BENCHMARKS.md \"Three-stage pipeline\" (commit %s, %s UTC, load average %s; %d events over %d users, durable server %v, %d in-process workers; figures are the median (min–max) over every iteration run)\n\n%s\n",
+			commitOf(), time.Now().UTC().Format("2006-01-02 15:04"), loadAvg(), pr.events, len(want), pr.durable, pr.workers, sum.String())
 	})
 }
 
-// sessionsSummary collects, per sub-benchmark, the Markdown table rows BENCHMARKS.md shows
-// (the last time each sub-benchmark ran: the iterations of -benchtime Nx).
+// sessionsSummary collects the figures of every iteration of every sub-benchmark (Go runs a
+// sub-benchmark once with b.N = 1 before -benchtime Nx) and renders BENCHMARKS.md's tables.
 type sessionsSummary struct {
-	raw                     string
-	finite, latency, writes []string
-	tableModes              []string                   // writes runs, in order
-	tables                  []map[TableCommand]float64 // per writes run: rows per event by command and table (its last iteration)
+	all    map[string]medians                  // by sub-benchmark name
+	tables map[string]map[TableCommand]float64 // by writes run: rows per event by command and table (its last iteration)
+}
+
+func (s sessionsSummary) collect(name string, m medians) {
+	a := s.all[name]
+	if a == nil {
+		a = medians{}
+		s.all[name] = a
+	}
+	for unit, vs := range m {
+		a[unit] = append(a[unit], vs...)
+	}
 }
 
 func (s sessionsSummary) String() string {
 	var b strings.Builder
-	b.WriteString("| sub-benchmark | msgs/s to `completed` | × raw | msgs/s to sum commit | × raw | cpu µs/msg | completion tail s | dedup rows/msg |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range append([]string{s.raw}, s.finite...) {
-		b.WriteString(r + "\n")
+	raw := s.all["raw"].median("msgs/s")
+	ratio := func(v float64) string {
+		if raw == 0 || v == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.3f", v/raw)
+	}
+	b.WriteString("| sub-benchmark | msgs/s to `completed` | × raw | msgs/s to sum commit | × raw | cpu µs/msg | completion tail s | dedup rows/msg (full + compact) |\n|---|---|---|---|---|---|---|---|\n")
+	if m := s.all["raw"]; m != nil {
+		fmt.Fprintf(&b, "| `raw` | %s | 1 | | | %s | | |\n", m.span("msgs/s"), m.span("cpu_us/msg"))
+	}
+	for _, mode := range sessionsModes {
+		m := s.all[mode.name]
+		if m == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %.2f + %.2f |\n", mode.name,
+			m.span("msgs/s"), ratio(m.median("msgs/s")), m.span("to_sum_commit_msgs/s"), ratio(m.median("to_sum_commit_msgs/s")),
+			m.span("cpu_us/msg"), m.span("completion_tail_s"), m.median("full_dedup_rows/msg"), m.median("compact_dedup_rows/msg"))
 	}
 	b.WriteString("\n| run | target msgs/s | offered msgs/s | sum commit p50 ms | p99 ms | max ms | output p50 ms | output p99 ms | cores busy |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range s.latency {
-		b.WriteString(r + "\n")
+	for _, name := range sortedNames(s.all, "latency") {
+		m := s.all[name]
+		fmt.Fprintf(&b, "| `%s` | %.0f | %.0f | %s | %s | %s | %s | %s | %s |\n", name, m.median("target_msgs/s"), m.median("offered_msgs/s"),
+			m.span("sum_p50_ms"), m.span("sum_p99_ms"), m.span("sum_max_ms"), m.span("output_p50_ms"), m.span("output_p99_ms"), m.span("cpu_cores_busy"))
 	}
 	b.WriteString("\n| mode | rows written / msg | insert | delete | push | outputs / msg | budget (2/msg + 1/output) | requests / msg |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range s.writes {
-		b.WriteString(r + "\n")
+	writes := sortedNames(s.all, "writes_")
+	slices.Reverse(writes) // exactly-once first
+	for _, name := range writes {
+		m := s.all[name]
+		fmt.Fprintf(&b, "| `%s` | %s | %.2f | %.2f | %.3f | %.3f | %.2f | %.3f |\n", name, m.span("rows/msg"), m.median("insert/msg"),
+			m.median("delete/msg"), m.median("push/msg"), m.median("outputs/msg"), m.median("budget_rows/msg"), m.median("requests/msg"))
 	}
-	b.WriteString("\n" + tableBreakdown(s.tableModes, s.tables))
+	per := make([]map[TableCommand]float64, len(writes))
+	for i, name := range writes {
+		per[i] = s.tables[name]
+	}
+	b.WriteString("\n" + tableBreakdown(writes, per))
 	return b.String()
+}
+
+// sortedNames returns the keys of m with the prefix, sorted.
+func sortedNames(m map[string]medians, prefix string) []string {
+	var out []string
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // tableBreakdown renders rows per event by table (rows) and mode × command (columns);
@@ -435,10 +485,23 @@ func (m medians) span(unit string) string {
 	case 0:
 		return "—"
 	case 1:
-		return fmt.Sprintf("%.4g", vs[0])
+		return num(vs[0])
 	}
 	slices.Sort(vs)
-	return fmt.Sprintf("%.4g (%.4g–%.4g)", vs[len(vs)/2], vs[0], vs[len(vs)-1])
+	return fmt.Sprintf("%s (%s–%s)", num(vs[len(vs)/2]), num(vs[0]), num(vs[len(vs)-1]))
+}
+
+// num formats a figure with the precision its size calls for.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
 }
 
 // commitOf is the checked-out commit of the working tree ("" when git is not available).
