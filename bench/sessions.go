@@ -29,9 +29,10 @@ const (
 )
 
 // EmitRunningParam is the SumByUser parameter that asks for a running {user; total; events}
-// row per event besides the flush rows. SessionsOptions.EmitRunning sets it; a SumByUser that
-// does not know it ignores it (unknown parameters are not an error), and then the only
-// per-event observable is the sum stage's committed state (SumStates).
+// row per event, on stream "running", besides the flush rows on "totals".
+// SessionsOptions.EmitRunning sets it and routes "running" to the output queue too; a
+// SumByUser that does not know it ignores it (unknown parameters are not an error), and
+// then the only per-event observable is the sum stage's committed state (SumStates).
 const EmitRunningParam = "emit_running"
 
 // ErrSessionsMismatch is wrapped by the checks of a sessions pipeline's output queue.
@@ -56,7 +57,8 @@ type SessionsOptions struct {
 	// SessionGapSeconds of SumByUser; 0 means 36000, so that no session is flushed before
 	// completion.
 	SessionGapSeconds int
-	// EmitRunning passes EmitRunningParam = %true to SumByUser.
+	// EmitRunning passes EmitRunningParam = %true to SumByUser and sends its stream
+	// "running" to the output queue along with "totals".
 	EmitRunning bool
 }
 
@@ -195,14 +197,21 @@ func (s *Sessions) SpecText() string {
 		sumParams += " use_compact_input_messages = %false;"
 	}
 	fnParams := fmt.Sprintf("session_gap_seconds = %d;", gap)
+	sumOut, running := `"totals"`, ""
 	if o.EmitRunning {
 		fnParams += " " + EmitRunningParam + " = %true;"
+		sumOut = `"totals"; "running"`
+		running = "running = " + totalsStream + ";"
 	}
-	return strings.NewReplacer("ROOT", s.Root, "FINITE", fmt.Sprintf("%%%t", o.Finite),
+	return strings.NewReplacer("ROOT", s.Root, "SUMOUT", sumOut, "RUNNING", running, "TOTALS", totalsStream, "FINITE", fmt.Sprintf("%%%t", o.Finite),
 		"BATCH", fmt.Sprint(batch.Milliseconds()), "SUMPARAMS", sumParams, "FNPARAMS", fnParams,
 		"READN", fmt.Sprint(max(o.Tablets, 1)), "PARSEN", fmt.Sprint(max(o.ParsePartitions, 1)),
 		"SUMN", fmt.Sprint(max(o.SumPartitions, 1))).Replace(sessionsSpec)
 }
+
+// totalsStream is the schema of the streams totals and running.
+const totalsStream = `{schema = [{name = "user"; type = "string"; required = %true}; {name = "total"; type = "int64"; required = %true};
+                {name = "events"; type = "int64"; required = %true}]}`
 
 const sessionsSpec = `{
     path = "ROOT/pipeline";
@@ -234,17 +243,17 @@ const sessionsSpec = `{
                     {name = "user"; type = "string"; required = %true};
                 ];
                 input_stream_ids = ["events"];
-                output_stream_ids = ["totals"];
+                output_stream_ids = [SUMOUT];
                 timer_streams = {flush = {time_type = "event_time"}};
-                sinks = {output = {sink_class_name = "NYT::NFlow::TAsyncQueueSink"; input_stream_ids = ["totals"];
+                sinks = {output = {sink_class_name = "NYT::NFlow::TAsyncQueueSink"; input_stream_ids = [SUMOUT];
                     parameters = {queue_path = "ROOT/output"; producer_path = "ROOT/producer"}}};
             };
         };
         streams = {
             raw = {schema = [{name = "data"; type = "string"; required = %true}]};
             events = {schema = [{name = "user"; type = "string"; required = %true}; {name = "amount"; type = "int64"; required = %true}]};
-            totals = {schema = [{name = "user"; type = "string"; required = %true}; {name = "total"; type = "int64"; required = %true};
-                {name = "events"; type = "int64"; required = %true}]};
+            totals = TOTALS;
+            RUNNING
         };
     };
     dynamic_spec = {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os/exec"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ytflow/yt-flow/examples/sessions"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -688,6 +690,8 @@ func TestSessionsSpecs(t *testing.T) {
 		assert.Equal(t, c.compact, sum.CompactDedup(), "%+v", c.o)
 		assert.Equal(t, c.atLeastOnce, sum.ProcessingMode != "exactly_once", "%+v: mode %s", c.o, sum.ProcessingMode)
 		assert.Equal(t, c.o.EmitRunning, sum.ProcessingFunctionParameters[EmitRunningParam] == true, "%+v", c.o)
+		assert.Equal(t, c.o.EmitRunning, slices.Contains(sum.OutputStreamIDs, "running"), "%+v", c.o)
+		assert.Equal(t, c.o.EmitRunning, slices.Contains(sum.Sinks["output"].InputStreamIDs, "running"), "%+v", c.o)
 		assert.Contains(t, cfg.Spec.Computations, "parse")
 	}
 }
@@ -787,7 +791,37 @@ func TestSessionsSmoke(t *testing.T) {
 		states, err := s.SumStates(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, wantStates, states, "the sum stage counted every event once")
+		if !emitsRunning() {
+			_, _, outRows := load.Progress()
+			assert.Zero(t, outRows, "no session closes, and SumByUser has no running rows")
+			return
+		}
+		// SumByUser emits running rows: each event is delivered once to the output queue.
+		require.NoError(t, rt.WaitUntil(wctx, func() (bool, error) {
+			_, missing := load.OutputLatencies(start, end)
+			return missing == 0 || load.Err() != nil, nil
+		}))
+		require.NoError(t, load.Err())
+		rows, err := s.AllOutput(ctx)
+		require.NoError(t, err)
+		assert.Len(t, rows, sent, "one running row per event")
+		seen := map[SessionsRow]bool{}
+		for _, r := range rows {
+			k := SessionsRow{User: r.User, Total: r.Total}
+			assert.False(t, seen[k], "running row %v delivered twice", k)
+			seen[k] = true
+		}
 	})
+}
+
+// emitsRunning reports whether the linked SumByUser knows EmitRunningParam.
+func emitsRunning() bool {
+	for f := range reflect.TypeFor[sessions.Params]().Fields() {
+		if strings.Split(f.Tag.Get("yson"), ",")[0] == EmitRunningParam {
+			return true
+		}
+	}
+	return false
 }
 
 // TestSessionsCheckMismatch shows the output checks fail on a wrong total.
