@@ -580,7 +580,9 @@ func benchSessionsLatency(b *testing.B, m medians, pr sessionsParams, rate float
 	dctx, cancelD := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelD()
 	_ = rt.WaitUntil(dctx, func() (bool, error) {
-		return load.AllBeforeCommitted(end) || load.Err() != nil, nil
+		_, _, outRows := load.Progress()
+		_, outMissing := load.OutputLatencies(warm, end)
+		return load.AllBeforeCommitted(end) && (outRows == 0 || outMissing == 0) || load.Err() != nil, nil
 	})
 	if err := load.Err(); err != nil {
 		b.Fatal(err)
@@ -600,6 +602,9 @@ func benchSessionsLatency(b *testing.B, m medians, pr sessionsParams, rate float
 		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, out, busy, loadAvg())
 	if missing > 0 {
 		b.Errorf("%d of the measured events were never committed at the sum stage", missing)
+	}
+	if outRows > 0 && omissing > 0 {
+		b.Errorf("%d of the measured events never reached the output queue as running rows", omissing)
 	}
 	m.add(float64(sent)/end.Sub(loadStart).Seconds(), "offered_msgs/s")
 	m.add(rate, "target_msgs/s")
