@@ -130,10 +130,14 @@ func sessionsFiniteRun(tb testing.TB, s *Sessions, runtimeProxy string, workers 
 }
 
 // checkDedupIndex fails the benchmark or test when the dedup rows of a finite run are not in
-// the index its options ask for (the controller's collection keeps them for 30s below the
-// watermark, longer than a run).
+// the index its options ask for. The controller's collection keeps rows for 30s below the
+// watermark: a run longer than 25s may have lost some, and is only logged.
 func checkDedupIndex(tb testing.TB, o SessionsOptions, r sessionsRun) {
 	tb.Helper()
+	if r.elapsed > 25*time.Second {
+		tb.Logf("dedup rows after a %v run (collection may have started): %d full, %d compact", r.elapsed, r.fullDedup, r.compactDedup)
+		return
+	}
 	switch {
 	case o.ProcessingMode != "":
 		if r.fullDedup+r.compactDedup != 0 {
