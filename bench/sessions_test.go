@@ -182,8 +182,6 @@ func BenchmarkSessions(b *testing.B) {
 	events, want := SessionEvents(pr.events, pr.users, 1)
 	rates := map[string]float64{} // to completed with a checked output
 	sum := sessionsSummary{all: map[string]medians{}, tables: map[string]map[TableCommand]float64{}}
-	b.Logf("input: %d events over %d users; durable server %v; %d in-process workers; load average %s",
-		pr.events, len(want), pr.durable, pr.workers, loadAvg())
 
 	b.Run("raw", func(b *testing.B) {
 		const rawPasses = 5 // as the word-count raw: one pass takes a fraction of a second
@@ -191,7 +189,7 @@ func BenchmarkSessions(b *testing.B) {
 		m := medians{}
 		for i := range b.N {
 			srv := startServer(b, pr.durable)
-			total0, cpu0 := total, cpu
+			totalBefore, cpuBefore := total, cpu
 			for pass := range rawPasses {
 				s := newSessions(b, srv.Addr(), fmt.Sprintf("sraw%d-%d", i, pass), SessionsOptions{})
 				start, cpu0 := time.Now(), cpuTime()
@@ -204,8 +202,8 @@ func BenchmarkSessions(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			m.add(float64(pr.events*rawPasses)/(total-total0).Seconds(), "msgs/s")
-			m.add((cpu-cpu0).Seconds()*1e6/float64(pr.events*rawPasses), "cpu_us/msg")
+			m.add(float64(pr.events*rawPasses)/(total-totalBefore).Seconds(), "msgs/s")
+			m.add((cpu-cpuBefore).Seconds()*1e6/float64(pr.events*rawPasses), "cpu_us/msg")
 		}
 		sum.collect("raw", m)
 		n := float64(pr.events * b.N * rawPasses)
