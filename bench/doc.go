@@ -12,4 +12,10 @@
 // workers in one process; Pipeline creates the word-count tables and spec; CountingProxy is
 // an HTTP reverse proxy in front of the server that tallies commands and the rows their
 // request bodies carry.
+//
+// BenchmarkSessions does the same for the three-stage sessions pipeline of
+// examples/sessions (queue source → swift map → keyed transform with state and timers →
+// async queue sink): Sessions creates its tables and spec (compact or full dedup index,
+// exactly-once or at-least-once), SessionsLoad feeds it at a steady rate and observes each
+// event's commit at the keyed stage, and TableCounter splits the written rows by table.
 package bench
