@@ -136,6 +136,7 @@ type runner struct {
 
 	inbox   *inbox
 	outbox  *outbox
+	order   *pushOrder
 	timers  *epoch.TimerSet
 	compact bool
 
@@ -222,7 +223,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		w: w, job: j, store: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
-		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(),
+		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),
 		compact:    comp.CompactDedup(),
 		syncSinks:  map[string]syncWriter{},
 		asyncSinks: map[string]*queue.AsyncSink{},

@@ -41,10 +41,13 @@ type sender struct {
 	wg   sync.WaitGroup
 
 	mu sync.Mutex
-	// inFlight holds, per destination, the ids of the rows carried by pushes in flight.
-	inFlight map[string]map[string]bool
+	// inFlight holds, per destination, the ids of the rows carried by pushes in flight and
+	// the reader job each was pushed to.
+	inFlight map[string]map[string]string
 	// pushes counts the pushes in flight per reader job.
 	pushes map[string]int
+	// streams is the push session towards each reader job (pushorder.go).
+	streams map[string]*senderStream
 	// delivering marks async sinks with a delivery in flight.
 	delivering map[string]bool
 	// retryAt and backoff delay the next attempt after a failure, per reader job (100ms
@@ -56,7 +59,7 @@ type sender struct {
 func newSender(r *runner) *sender {
 	return &sender{
 		r: r, client: &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}, wake: make(chan struct{}, 1),
-		inFlight: map[string]map[string]bool{}, pushes: map[string]int{}, delivering: map[string]bool{},
+		inFlight: map[string]map[string]string{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
 		retryAt: map[string]time.Time{}, backoff: map[string]time.Duration{},
 	}
 }
@@ -134,7 +137,7 @@ func (s *sender) round(ctx context.Context) {
 		}
 		flying := s.inFlight[dest]
 		if flying == nil {
-			flying = map[string]bool{}
+			flying = map[string]string{}
 			s.inFlight[dest] = flying
 		}
 		// Only the reader jobs with room in their window are served; rows in flight or of
@@ -142,20 +145,23 @@ func (s *sender) round(ctx context.Context) {
 		jobs := r.w.layout.jobsOf(dest)
 		open, anyOpen := make([]bool, len(jobs)), false
 		for i, rt := range jobs {
-			open[i] = s.pushes[rt.jobID] < pushWindow && !now.Before(s.retryAt[rt.jobID])
+			open[i] = s.pushes[rt.jobID] < pushWindow && !now.Before(s.retryAt[rt.jobID]) && s.sessionOpen(rt.jobID)
 			anyOpen = anyOpen || open[i]
 		}
 		if !anyOpen {
 			continue
 		}
+		// Invariant: a reader job gets no push while a push of rows of its keys to another
+		// job (the keys' previous owner) is in flight: those rows must reach the new owner
+		// before anything produced after them (TestSenderWaitsForPushesToPreviousOwner).
 		byJob := make([][]ytstore.OutputRow, len(jobs))
+		held := make([]bool, len(jobs))
 		r.outbox.each(dest, func(row *ytstore.OutputRow) {
-			if flying[row.MessageID] {
-				return
-			}
 			for i, rt := range jobs { // the first job owning the key, as layout.find
 				if epoch.InRange(row.KeyHash, rt.lower, rt.upper) {
-					if open[i] {
+					if to, ok := flying[row.MessageID]; ok {
+						held[i] = held[i] || to != rt.jobID
+					} else if open[i] {
 						byJob[i] = append(byJob[i], *row)
 					}
 					return
@@ -164,6 +170,9 @@ func (s *sender) round(ctx context.Context) {
 		})
 		for i, batch := range byJob {
 			rt := jobs[i]
+			if held[i] {
+				continue
+			}
 			sort.Slice(batch, func(i, j int) bool { return batch[i].MessageID < batch[j].MessageID })
 			batch = batch[:min(len(batch), (pushWindow-s.pushes[rt.jobID])*maxPushRows)]
 			for len(batch) > 0 {
@@ -175,18 +184,37 @@ func (s *sender) round(ctx context.Context) {
 	}
 }
 
+// sessionOpen reports whether new pushes to reader job jobID may start: its push session is
+// not broken, or it was and none of its pushes is in flight any more, so a new session (which
+// resends every unacknowledged row in production order) begins now. The lock must be held.
+func (s *sender) sessionOpen(jobID string) bool {
+	st := s.streams[jobID]
+	switch {
+	case st == nil:
+		s.streams[jobID] = &senderStream{session: 1}
+	case st.broken && s.pushes[jobID] > 0:
+		return false
+	case st.broken:
+		*st = senderStream{session: st.session + 1}
+	}
+	return true
+}
+
 // startPush pushes batch to the reader job of rt in the background; the lock must be held.
 func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []ytstore.OutputRow) {
 	r := s.r
 	flying := s.inFlight[dest]
 	for _, row := range batch {
-		flying[row.MessageID] = true
+		flying[row.MessageID] = rt.jobID
 	}
 	s.pushes[rt.jobID]++
+	st := s.streams[rt.jobID]
+	st.seq++
+	tag := pushTag{sender: r.job.JobID, session: st.session, seq: st.seq}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		acked, err := push(ctx, s.client, rt, dest, batch)
+		acked, reset, err := pushInSession(ctx, s.client, rt, dest, batch, tag)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))
@@ -200,6 +228,9 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []y
 		}
 		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
 			delete(s.pushes, rt.jobID)
+		}
+		if st := s.streams[rt.jobID]; (err != nil || reset) && st != nil && st.session == tag.session {
+			st.broken = true
 		}
 		if err != nil {
 			s.failed(rt.jobID, time.Second)

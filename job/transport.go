@@ -37,14 +37,23 @@ type pushRequest struct {
 	JobID       string        `json:"job_id"`
 	Computation string        `json:"computation"`
 	Messages    []wireMessage `json:"messages"`
+	// Sender, Session and Seq order the pushes of one sender (pushorder.go); Session 0 means
+	// unordered.
+	Sender  string `json:"sender,omitempty"`
+	Session uint64 `json:"session,omitempty"`
+	Seq     uint64 `json:"seq,omitempty"`
 }
 
 // pushResponse lists the ids the reader persisted (committed, or found already committed).
 // The sender retransmits every other id later.
 type pushResponse struct {
 	Acked []string `json:"acked"`
-	// Refused says why nothing was accepted (unknown job, full inbox), for logs.
+	// Refused says why nothing was accepted (unknown job, full inbox, out of sequence), for
+	// logs.
 	Refused string `json:"refused,omitempty"`
+	// Reset tells the sender its push session is broken (not every message was accepted):
+	// later pushes of the session will be refused, so it must start a new one.
+	Reset bool `json:"reset,omitempty"`
 }
 
 func toWire(r *ytstore.OutputRow) wireMessage {
@@ -256,11 +265,21 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		}
 		ins = append(ins, in)
 	}
-	waits := r.inbox.offer(ins)
-	if len(waits) == 0 && len(ins) > 0 {
-		reply(pushResponse{Refused: "inbox full"})
+	var waits map[string]<-chan struct{}
+	complete := false
+	if !r.order.offerInOrder(req.Context(), pr.Sender, pr.Session, pr.Seq, func() bool {
+		waits = r.inbox.offer(ins)
+		complete = len(waits) == len(ins)
+		return complete
+	}) {
+		reply(pushResponse{Refused: errOutOfOrder, Reset: true})
 		return
 	}
+	if len(waits) == 0 && len(ins) > 0 {
+		reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
+		return
+	}
+	reset := !complete && pr.Session != 0
 	deadline := time.NewTimer(w.cfg.PushTimeout)
 	defer deadline.Stop()
 	ids := make([]string, 0, len(waits))
@@ -282,13 +301,13 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 				default:
 				}
 			}
-			reply(pushResponse{Acked: acked})
+			reply(pushResponse{Acked: acked, Reset: reset})
 			return
 		case <-req.Context().Done():
 			return
 		}
 	}
-	reply(pushResponse{Acked: acked})
+	reply(pushResponse{Acked: acked, Reset: reset})
 }
 
 // outMsg is one output store row waiting for its reader or sink.
@@ -527,35 +546,49 @@ func (o *outbox) size() int {
 	return n
 }
 
-// push sends msgs to a reader job and returns the acknowledged ids.
+// push sends msgs to a reader job outside any push session and returns the acknowledged ids.
 func push(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow) ([]string, error) {
-	req := pushRequest{JobID: rt.jobID, Computation: computation, Messages: make([]wireMessage, len(rows))}
+	acked, _, err := pushInSession(ctx, client, rt, computation, rows, pushTag{})
+	return acked, err
+}
+
+// pushTag places a push in its sender's push session (pushorder.go).
+type pushTag struct {
+	sender       string
+	session, seq uint64
+}
+
+// pushInSession sends msgs to a reader job as push tag.seq of session tag.session and returns
+// the acknowledged ids and whether the session is broken (refused or partly accepted pushes).
+func pushInSession(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
+	req := pushRequest{JobID: rt.jobID, Computation: computation, Messages: make([]wireMessage, len(rows)),
+		Sender: tag.sender, Session: tag.session, Seq: tag.seq}
 	for i := range rows {
 		req.Messages[i] = toWire(&rows[i])
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("push to job %s at %s: encode: %w", rt.jobID, rt.address, err)
+		return nil, true, fmt.Errorf("push to job %s at %s: encode: %w", rt.jobID, rt.address, err)
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rt.address+"/push", bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
+		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
+		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("push to job %s at %s: HTTP %d", rt.jobID, rt.address, resp.StatusCode)
+		return nil, true, fmt.Errorf("push to job %s at %s: HTTP %d", rt.jobID, rt.address, resp.StatusCode)
 	}
 	var pr pushResponse
 	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
-		return nil, fmt.Errorf("push to job %s at %s: decode response: %w", rt.jobID, rt.address, err)
+		return nil, true, fmt.Errorf("push to job %s at %s: decode response: %w", rt.jobID, rt.address, err)
 	}
 	if pr.Refused != "" && len(pr.Acked) == 0 {
-		return nil, fmt.Errorf("push to job %s at %s: refused: %s", rt.jobID, rt.address, pr.Refused)
+		return nil, true, fmt.Errorf("push to job %s at %s: refused: %s", rt.jobID, rt.address, pr.Refused)
 	}
-	return pr.Acked, nil
+	return pr.Acked, pr.Reset, nil
 }
