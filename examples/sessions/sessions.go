@@ -134,9 +134,9 @@ func userOf(key flow.Key) (string, error) {
 
 // AddEvent is SumByUser's message handler: it adds the event's amount to the user's session,
 // moves the session's last event time forward (an event without event time counts at its
-// system time) and, when that moved the end of the session, sets a flush timer at last event
-// time + gap. Timers whose trigger a later event has overtaken are recognised as stale when
-// they fire. An events row with an events column stands for that many events (a
+// system time) and, when the event opens a session, sets a flush timer at its time + gap.
+// Later events only move the session's end in state: the timer is re-armed when it fires
+// early (see Flush), so a busy user costs one timer per session, not one per event. An events row with an events column stands for that many events (a
 // SumBatchByUser pre-aggregate); without it, for one. With emit_running it then emits the
 // session's running {user; total; events} to stream running.
 func AddEvent(ctx *flow.Context, msg *flow.Message) error {
@@ -165,10 +165,9 @@ func AddEvent(ctx *flow.Context, msg *flow.Message) error {
 	s, open := state.Get()
 	s.Total += amount
 	s.Events += events
-	moved := !open || at > s.LastEventTime
 	s.LastEventTime = max(s.LastEventTime, at)
 	state.Set(s)
-	if moved {
+	if !open {
 		ctx.AddTimer("flush", s.LastEventTime+gap, nil)
 	}
 	if p.EmitRunning {
@@ -181,9 +180,10 @@ func AddEvent(ctx *flow.Context, msg *flow.Message) error {
 	return nil
 }
 
-// Flush is SumByUser's timer handler: unless the timer is stale (the session was extended after
-// it was set) or the session is already flushed, it emits {user; total; events} to stream totals
-// and clears the session.
+// Flush is SumByUser's timer handler. A timer that fires before the session's end (events
+// extended it after the timer was set) is re-armed at the end; otherwise it emits
+// {user; total; events} to stream totals and clears the session. A timer of a session
+// already flushed does nothing.
 func Flush(ctx *flow.Context, t *flow.Timer) error {
 	_, gap, err := paramsOf(ctx)
 	if err != nil {
@@ -195,7 +195,11 @@ func Flush(ctx *flow.Context, t *flow.Timer) error {
 	}
 	state := flow.StateOf[Session](ctx, "session")
 	s, open := state.Get()
-	if !open || t.Trigger < s.LastEventTime+gap {
+	if !open {
+		return nil
+	}
+	if end := s.LastEventTime + gap; t.Trigger < end {
+		ctx.AddTimer("flush", end, nil)
 		return nil
 	}
 	ctx.AddMessage("totals", flow.Row{"user": user, "total": s.Total, "events": s.Events})
