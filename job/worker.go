@@ -237,10 +237,11 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			w.checkUpstreamDrained(ctx)
 			w.reportStatuses(ctx)
-			reported = w.statusMarks()
-		} else if marks := w.statusMarks(); marks != reported {
-			// A job completed, applied draining or drained since the last report: report
-			// it now, so completion and draining wait for fewer controller cycles.
+			reported, _ = w.statusMarks()
+		} else if marks, drained := w.statusMarks(); marks != reported || drained {
+			// A job completed, applied draining or drained since the last report, or a job
+			// is drained (the controller waits for a second, newer status of it): report
+			// now, so completion and draining wait for fewer controller cycles.
 			w.reportStatuses(ctx)
 			reported = marks
 		}
@@ -248,17 +249,21 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 }
 
 // statusMarks describes the status transitions the controller waits for, per job: loaded,
-// completed, draining applied, nothing in flight. Reports are written early when it changes.
-func (w *Worker) statusMarks() string {
+// completed, draining applied, nothing in flight; drained is set when some job has applied
+// draining and holds nothing. Statuses are reported at every poll while it changes or a job
+// is drained, else every StatusPeriod.
+func (w *Worker) statusMarks() (marks string, drained bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	marks := make([]string, 0, len(w.runners))
+	ms := make([]string, 0, len(w.runners))
 	for id, h := range w.runners {
 		r := h.r
-		marks = append(marks, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), r.applied.Load(), r.inFlight(int64(r.inbox.len())) == 0))
+		empty := r.inFlight(int64(r.inbox.len())) == 0
+		drained = drained || r.applied.Load() && empty
+		ms = append(ms, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), r.applied.Load(), empty))
 	}
-	sort.Strings(marks)
-	return strings.Join(marks, ";")
+	sort.Strings(ms)
+	return strings.Join(ms, ";"), drained
 }
 
 // closeStore stops the client, waiting at most a few seconds: the SDK waits for its
