@@ -249,18 +249,20 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 }
 
 // statusMarks describes the status transitions the controller waits for, per job: loaded,
-// completed, draining applied, nothing in flight; drained is set when some job has applied
-// draining and holds nothing. Statuses are reported at every poll while it changes or a job
-// is drained, else every StatusPeriod.
+// completed, draining applied, and drained (draining applied and nothing in flight; in_flight
+// alone is not a mark, it comes and goes in a running job); drained is set when some job is.
+// Statuses are reported at every poll while the marks change or a job is drained, else
+// every StatusPeriod.
 func (w *Worker) statusMarks() (marks string, drained bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ms := make([]string, 0, len(w.runners))
 	for id, h := range w.runners {
 		r := h.r
-		empty := r.inFlight(int64(r.inbox.len())) == 0
-		drained = drained || r.applied.Load() && empty
-		ms = append(ms, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), r.applied.Load(), empty))
+		applied := r.applied.Load()
+		empty := applied && r.inFlight(int64(r.inbox.len())) == 0
+		drained = drained || empty
+		ms = append(ms, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), applied, empty))
 	}
 	sort.Strings(ms)
 	return strings.Join(ms, ";"), drained
