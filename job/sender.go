@@ -173,7 +173,7 @@ func (s *sender) round(ctx context.Context) {
 			if held[i] {
 				continue
 			}
-			sort.Slice(batch, func(i, j int) bool { return batch[i].MessageID < batch[j].MessageID })
+			sort.Slice(batch, func(a, b int) bool { return batch[a].MessageID < batch[b].MessageID })
 			batch = batch[:min(len(batch), (pushWindow-s.pushes[rt.jobID])*maxPushRows)]
 			for len(batch) > 0 {
 				n := min(len(batch), maxPushRows)

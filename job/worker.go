@@ -237,10 +237,11 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			w.checkUpstreamDrained(ctx)
 			w.reportStatuses(ctx)
-			reported = w.statusMarks()
-		} else if marks := w.statusMarks(); marks != reported {
-			// A job completed, applied draining or drained since the last report: report
-			// it now, so completion and draining wait for fewer controller cycles.
+			reported, _ = w.statusMarks()
+		} else if marks, drained := w.statusMarks(); marks != reported || drained {
+			// A job completed, applied draining or drained since the last report, or a job
+			// is drained (the controller waits for a second, newer status of it): report
+			// now, so completion and draining wait for fewer controller cycles.
 			w.reportStatuses(ctx)
 			reported = marks
 		}
@@ -248,17 +249,23 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 }
 
 // statusMarks describes the status transitions the controller waits for, per job: loaded,
-// completed, draining applied, nothing in flight. Reports are written early when it changes.
-func (w *Worker) statusMarks() string {
+// completed, draining applied, and drained (draining applied and nothing in flight; in_flight
+// alone is not a mark, it comes and goes in a running job); drained is set when some job is.
+// Statuses are reported at every poll while the marks change or a job is drained, else
+// every StatusPeriod.
+func (w *Worker) statusMarks() (marks string, drained bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	marks := make([]string, 0, len(w.runners))
+	ms := make([]string, 0, len(w.runners))
 	for id, h := range w.runners {
 		r := h.r
-		marks = append(marks, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), r.applied.Load(), r.inFlight(int64(r.inbox.len())) == 0))
+		applied := r.applied.Load()
+		empty := applied && r.inFlight(int64(r.inbox.len())) == 0
+		drained = drained || empty
+		ms = append(ms, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), applied, empty))
 	}
-	sort.Strings(marks)
-	return strings.Join(marks, ";")
+	sort.Strings(ms)
+	return strings.Join(ms, ";"), drained
 }
 
 // closeStore stops the client, waiting at most a few seconds: the SDK waits for its
