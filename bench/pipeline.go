@@ -35,6 +35,8 @@ type Options struct {
 	// EmptyBatchBackoff of both computations (how long an idle source job waits before it
 	// polls its queue again); 0 keeps the default (250ms).
 	EmptyBatchBackoff time.Duration
+	// SwiftSource runs split as a swift source (no output store) instead of a transform source.
+	SwiftSource bool
 }
 
 // Pipeline is one word-count pipeline under Root: input queue and consumer, the result
@@ -128,7 +130,7 @@ func (p *Pipeline) Load(ctx context.Context, words []string) error {
 func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	o := p.opts
 	text := e2e.WordCountSpec(e2e.SpecParams{Root: p.Root, ProcessingMode: o.ProcessingMode, Finite: o.Finite,
-		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions})
+		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource})
 	if o.EmptyBatchBackoff > 0 {
 		text = strings.ReplaceAll(text, "batch_duration = ", fmt.Sprintf("empty_batch_backoff = %d; batch_duration = ", o.EmptyBatchBackoff.Milliseconds()))
 	}

@@ -226,9 +226,13 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Logf("raw: %.0f msgs/s, load average %s", rates["raw"], loadAvg())
 	})
 
-	for _, mode := range []struct{ name, processing string }{
-		{"exactly_once", ""},
-		{"at_least_once", "at_least_once_consistent"},
+	for _, mode := range []struct {
+		name, processing string
+		swift            bool
+	}{
+		{"exactly_once", "", false},
+		{"at_least_once", "at_least_once_consistent", false},
+		{"exactly_once_swift_source", "", true},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			var total, startup, counted, cpu time.Duration
@@ -237,7 +241,7 @@ func BenchmarkPipeline(b *testing.B) {
 				cpu0 := cpuTime()
 				srv := startServer(b, pr.durable)
 				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
-					Tablets: 2, CountPartitions: 2, ProcessingMode: mode.processing, Finite: true,
+					Tablets: 2, CountPartitions: 2, ProcessingMode: mode.processing, Finite: true, SwiftSource: mode.swift,
 				})
 				e, s, c, x := finiteRun(b, p, srv.Addr(), pr.workers, words, want, mode.processing != "", nil)
 				total, startup, counted, extra = total+e, startup+s, counted+c, extra+x
@@ -297,14 +301,18 @@ func BenchmarkPipeline(b *testing.B) {
 		m.report(b)
 	})
 
-	for _, mode := range []struct{ name, processing string }{
-		{"writes_exactly_once", ""},
-		{"writes_at_least_once", "at_least_once_consistent"},
+	for _, mode := range []struct {
+		name, processing string
+		swift            bool
+	}{
+		{"writes_exactly_once", "", false},
+		{"writes_at_least_once", "at_least_once_consistent", false},
+		{"writes_exactly_once_swift_source", "", true},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			m := medians{}
 			for i := range b.N {
-				benchWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), mode.processing, words, want)
+				benchWrites(b, m, pr, fmt.Sprintf("%s%d", mode.name, i), mode.processing, mode.swift, words, want)
 			}
 			m.report(b)
 		})
@@ -390,14 +398,14 @@ func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 // benchWrites runs the finite pipeline with the runtime behind a counting proxy and
 // reports rows written to YTsaurus per input message, against Flow's budget of about 2
 // per input message plus 1 per output.
-func benchWrites(b *testing.B, m medians, pr params, name, processing string, words []string, want map[string]int64) {
+func benchWrites(b *testing.B, m medians, pr params, name, processing string, swift bool, words []string, want map[string]int64) {
 	srv := startServer(b, pr.durable)
 	cp, err := StartCountingProxy(srv.Addr())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cp.Close()
-	p := newPipeline(b, srv.Addr(), name, Options{Tablets: 2, CountPartitions: 2, ProcessingMode: processing, Finite: true})
+	p := newPipeline(b, srv.Addr(), name, Options{Tablets: 2, CountPartitions: 2, ProcessingMode: processing, Finite: true, SwiftSource: swift})
 	before := cp.Tally()
 	var d Tally
 	_, _, _, _ = finiteRun(b, p, cp.Addr(), pr.workers, words, want, processing != "", func() { d = cp.Tally().Sub(before) })
