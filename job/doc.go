@@ -36,7 +36,8 @@
 // (epoch.SwiftOutputID), live in memory until delivered, and a parent is acknowledged
 // upstream only when all its outputs are; after a restart the upstream retransmits the
 // unacknowledged parents and the readers' dedup absorbs the recomputed outputs. A message
-// received again with another payload is reported (payload_mismatches).
+// received again with another payload is reported (payload_mismatches), whether its first copy
+// is still buffered or already committed (the dedup index keeps a payload fingerprint).
 //
 // A swift source job persists no outputs either: it reads rows ahead of its committed offset
 // into a window bounded by Config.OutboxLimit, gives each output an id derived from its row's

@@ -646,8 +646,15 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		return 0, true, nil
 	}
 	for i, f := range pre.found {
-		if f {
-			committedSet[b.Inputs[i].Message.MessageID] = true
+		if !f.Found {
+			continue
+		}
+		in := b.Inputs[i]
+		committedSet[in.Message.MessageID] = true
+		// Invariant: a copy of a committed message with another payload is reported, and the
+		// committed copy stands (TestCommittedPayloadMismatchReported).
+		if f.PayloadFingerprint != 0 && in.PayloadFingerprint != 0 && f.PayloadFingerprint != in.PayloadFingerprint {
+			r.inbox.reportCommittedMismatch(in, f.PayloadFingerprint)
 		}
 	}
 	if pre.statesErr != nil {
@@ -822,7 +829,7 @@ type prepared struct {
 	token    uint64
 	tokenErr error
 
-	found    []bool
+	found    []ytstore.DedupHit
 	dedupErr error
 
 	states    map[string]map[string][]byte
@@ -840,7 +847,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		for i, in := range b.Inputs {
 			keys[i] = r.dedupKey(in)
 		}
-		wg.Go(func() { pre.found, pre.dedupErr = r.store.LookupDedup(ctx, keys) })
+		wg.Go(func() { pre.found, pre.dedupErr = r.store.LookupDedupRows(ctx, keys) })
 	}
 	if !r.cfg.Source && !r.cfg.Swift {
 		seen := map[uint64]bool{}
@@ -952,7 +959,7 @@ func groupByDest(outs []epoch.Out) []destMsgs {
 func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.EpochWrite, []ytstore.OutputRow, map[string]int64, error) {
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, PartitionStates: map[string][]byte{}}
 	for _, in := range c.Register {
-		w.Dedup = append(w.Dedup, ytstore.DedupRow{DedupKey: r.dedupKey(in), SystemTimestamp: in.Message.SystemTimestamp})
+		w.Dedup = append(w.Dedup, ytstore.DedupRow{DedupKey: r.dedupKey(in), SystemTimestamp: in.Message.SystemTimestamp, PayloadFingerprint: in.PayloadFingerprint})
 	}
 	for _, s := range c.States {
 		if r.cfg.Source {

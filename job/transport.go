@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	farm "github.com/dgryski/go-farm"
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
@@ -71,7 +72,11 @@ func fromWire(m wireMessage) (epoch.Input, error) {
 			return epoch.Input{}, fmt.Errorf("message %s: payload: %w", m.ID, err)
 		}
 	}
-	return epoch.Input{Message: flow.Message{StreamID: m.Stream, MessageID: m.ID, Key: key, Payload: payload, EventTimestamp: m.EventTS, SystemTimestamp: m.SystemTS}}, nil
+	in := epoch.Input{Message: flow.Message{StreamID: m.Stream, MessageID: m.ID, Key: key, Payload: payload, EventTimestamp: m.EventTS, SystemTimestamp: m.SystemTS}}
+	if len(m.Payload) > 0 {
+		in.PayloadFingerprint = farm.Fingerprint64(m.Payload)
+	}
+	return in, nil
 }
 
 // pending is one buffered input of an inbox.
@@ -200,6 +205,17 @@ func (b *inbox) minSystemTS() uint64 {
 		}
 	}
 	return least
+}
+
+// reportCommittedMismatch records a message received again with another payload after its
+// first copy was committed (the dedup index's payload fingerprint differs).
+func (b *inbox) reportCommittedMismatch(in epoch.Input, registered uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mismatches++
+	b.lastMismatch = fmt.Sprintf("message %s on stream %s was received again with another payload "+
+		"(a nondeterministic swift computation?): the committed copy's payload fingerprint is %016x, this copy's %016x (payload %v); "+
+		"the committed copy stands", in.Message.MessageID, in.Message.StreamID, registered, in.PayloadFingerprint, in.Message.Payload)
 }
 
 // payloadMismatches returns the number of payload mismatches seen and the latest one.

@@ -582,3 +582,41 @@ func TestSourceRowErrorNamesQueueRow(t *testing.T) {
 		return false
 	})
 }
+
+// TestCommittedPayloadMismatchReported pushes again a message the reader committed long ago,
+// with another payload (what a nondeterministic swift recomputation produces): it is dropped as a
+// duplicate, the committed copy stands, and the mismatch is reported on /stats.
+func TestCommittedPayloadMismatchReported(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("same")
+	e.waitCounts(map[string]int64{"same": 1})
+
+	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
+	key := flow.Key{ytql.FarmHash("same"), "same"}
+	push := func(payload flow.Row) pushResponse {
+		b, err := yson.Marshal(payload)
+		require.NoError(t, err)
+		body, err := json.Marshal(pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
+			ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: b,
+		}}})
+		require.NoError(t, err)
+		resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		var pr pushResponse
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&pr))
+		return pr
+	}
+	assert.Equal(t, []string{id}, push(flow.Row{"word": "same"}).Acked, "an identical copy is a plain duplicate")
+	e.eventually("the identical copy to be dropped", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
+	assert.Zero(t, fetchStats(t, e.worker.Addr())["count-0"].PayloadMismatches, "an identical copy is no mismatch")
+
+	assert.Equal(t, []string{id}, push(flow.Row{"word": "same", "recomputed": int64(2)}).Acked, "a differing copy is dropped too")
+	e.eventually("the differing copy to be reported", func() bool {
+		return fetchStats(t, e.worker.Addr())["count-0"].PayloadMismatches == 1
+	})
+	e.write("next")
+	e.waitCounts(map[string]int64{"same": 1, "next": 1})
+}

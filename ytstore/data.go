@@ -49,6 +49,7 @@ func dataTables() []tableDef {
 				keyCol("key", schema.TypeBytes),
 				keyCol("message_id", schema.TypeBytes),
 				valCol("system_timestamp", schema.TypeUint64),
+				valCol("payload_fingerprint", schema.TypeUint64),
 			),
 		},
 		{
@@ -56,6 +57,7 @@ func dataTables() []tableDef {
 			schema: sorted(
 				keyCol("deduplication_message_key", schema.TypeBytes),
 				valCol("system_timestamp", schema.TypeUint64),
+				valCol("payload_fingerprint", schema.TypeUint64),
 			),
 		},
 		{

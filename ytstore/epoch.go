@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	farm "github.com/dgryski/go-farm"
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
 )
@@ -44,22 +46,41 @@ func (k DedupKey) compactKey() []byte {
 }
 
 type inputMessageRow struct {
-	ComputationID   string `yson:"computation_id"`
-	Key             []byte `yson:"key"`
-	MessageID       string `yson:"message_id"`
-	SystemTimestamp uint64 `yson:"system_timestamp,omitempty"`
+	ComputationID      string  `yson:"computation_id"`
+	Key                []byte  `yson:"key"`
+	MessageID          string  `yson:"message_id"`
+	SystemTimestamp    uint64  `yson:"system_timestamp,omitempty"`
+	PayloadFingerprint *uint64 `yson:"payload_fingerprint,omitempty"`
 }
 
 type compactInputMessageRow struct {
-	DedupKey        []byte `yson:"deduplication_message_key"`
-	SystemTimestamp uint64 `yson:"system_timestamp,omitempty"`
+	DedupKey           []byte  `yson:"deduplication_message_key"`
+	SystemTimestamp    uint64  `yson:"system_timestamp,omitempty"`
+	PayloadFingerprint *uint64 `yson:"payload_fingerprint,omitempty"`
 }
 
-func (k DedupKey) row(systemTimestamp uint64) any {
-	if k.Compact {
-		return compactInputMessageRow{DedupKey: k.compactKey(), SystemTimestamp: systemTimestamp}
+// fingerprintOf is the payload_fingerprint column value of fp: absent (null) for 0.
+func fingerprintOf(fp uint64) *uint64 {
+	if fp == 0 {
+		return nil
 	}
-	return inputMessageRow{ComputationID: k.ComputationID, Key: k.Key, MessageID: k.MessageID, SystemTimestamp: systemTimestamp}
+	return &fp
+}
+
+// fingerprintIn reads a payload_fingerprint column value (0 for null).
+func fingerprintIn(fp *uint64) uint64 {
+	if fp == nil {
+		return 0
+	}
+	return *fp
+}
+
+func (d DedupRow) row() any {
+	k := d.DedupKey
+	if k.Compact {
+		return compactInputMessageRow{DedupKey: k.compactKey(), SystemTimestamp: d.SystemTimestamp, PayloadFingerprint: fingerprintOf(d.PayloadFingerprint)}
+	}
+	return inputMessageRow{ComputationID: k.ComputationID, Key: k.Key, MessageID: k.MessageID, SystemTimestamp: d.SystemTimestamp, PayloadFingerprint: fingerprintOf(d.PayloadFingerprint)}
 }
 
 // DedupRow registers one processed input in the dedup index.
@@ -68,6 +89,10 @@ type DedupRow struct {
 	// SystemTimestamp is the message's system timestamp; rows below the system watermark
 	// are garbage-collected.
 	SystemTimestamp uint64
+	// PayloadFingerprint is the FarmHash fingerprint of the message's YSON payload (0: not
+	// known). A later copy of the message with another fingerprint is a nondeterministic
+	// recomputation, which the reader reports.
+	PayloadFingerprint uint64
 }
 
 // StateRow is one named state of one key; a nil State deletes the row when written.
@@ -191,13 +216,39 @@ func (s *Store) CommitEpoch(ctx context.Context, w *EpochWrite) error {
 	return nil
 }
 
+// dedupFingerprints reports whether the pipeline's dedup tables have the payload_fingerprint
+// column. A pipeline created before the column existed keeps working without it (copies of
+// committed messages are then not compared); a failed check counts as "no column".
+func (s *Store) dedupFingerprints(ctx context.Context) bool {
+	s.fingerprintsOnce.Do(func() {
+		var sc schema.Schema
+		if err := s.yc.GetNode(ctx, s.child(TableCompactInputMessages).Attr("schema"), &sc, nil); err != nil {
+			s.logger.Warn("dedup index schema unreadable: payload fingerprints are not stored", log.Error(err))
+			return
+		}
+		for _, c := range sc.Columns {
+			if c.Name == "payload_fingerprint" {
+				s.fingerprints = true
+			}
+		}
+		if !s.fingerprints {
+			s.logger.Warn("the dedup index has no payload_fingerprint column (pipeline created by an older version): payload fingerprints are not stored")
+		}
+	})
+	return s.fingerprints
+}
+
 func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) error {
 	var plain, compact []any
+	withFingerprints := len(w.Dedup) == 0 || s.dedupFingerprints(ctx)
 	for _, d := range w.Dedup {
+		if !withFingerprints {
+			d.PayloadFingerprint = 0 // omitted from the row
+		}
 		if d.Compact {
-			compact = append(compact, d.row(d.SystemTimestamp))
+			compact = append(compact, d.row())
 		} else {
-			plain = append(plain, d.row(d.SystemTimestamp))
+			plain = append(plain, d.row())
 		}
 	}
 	if err := tx.insert(ctx, TableInputMessages, plain); err != nil {
@@ -336,7 +387,28 @@ func lookup[T any](ctx context.Context, s *Store, table string, keys []any) ([]*
 
 // LookupDedup reports, for each key, whether it is in the dedup index (already processed).
 func (s *Store) LookupDedup(ctx context.Context, keys []DedupKey) ([]bool, error) {
-	found := make([]bool, len(keys))
+	hits, err := s.LookupDedupRows(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	found := make([]bool, len(hits))
+	for i, h := range hits {
+		found[i] = h.Found
+	}
+	return found, nil
+}
+
+// DedupHit is what the dedup index holds for one looked-up message.
+type DedupHit struct {
+	Found bool
+	// PayloadFingerprint is the fingerprint registered with the message (0: none).
+	PayloadFingerprint uint64
+}
+
+// LookupDedupRows reports, per key, whether the dedup index holds the message and the payload
+// fingerprint it was registered with.
+func (s *Store) LookupDedupRows(ctx context.Context, keys []DedupKey) ([]DedupHit, error) {
+	hits := make([]DedupHit, len(keys))
 	var plain, compact []any
 	var plainAt, compactAt []int
 	for i, k := range keys {
@@ -353,16 +425,20 @@ func (s *Store) LookupDedup(ctx context.Context, keys []DedupKey) ([]bool, error
 		return nil, err
 	}
 	for j, r := range rows {
-		found[plainAt[j]] = r != nil
+		if r != nil {
+			hits[plainAt[j]] = DedupHit{Found: true, PayloadFingerprint: fingerprintIn(r.PayloadFingerprint)}
+		}
 	}
 	crows, err := lookup[compactInputMessageRow](ctx, s, TableCompactInputMessages, compact)
 	if err != nil {
 		return nil, err
 	}
 	for j, r := range crows {
-		found[compactAt[j]] = r != nil
+		if r != nil {
+			hits[compactAt[j]] = DedupHit{Found: true, PayloadFingerprint: fingerprintIn(r.PayloadFingerprint)}
+		}
 	}
-	return found, nil
+	return hits, nil
 }
 
 // quote is a query-language string literal.

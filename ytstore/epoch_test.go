@@ -170,3 +170,50 @@ func TestQueueRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, out, 2, "a resend with the same sequence numbers is dropped by the queue")
 }
+
+// TestDedupPayloadFingerprint stores a payload fingerprint with each dedup row and reads it
+// back; on a pipeline whose dedup tables predate the column (recreated here with the old
+// schemas), commits still apply and lookups report no fingerprint.
+func TestDedupPayloadFingerprint(t *testing.T) {
+	keys := []DedupKey{
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "absent", Compact: true},
+	}
+	commit := func(s *Store, ctx context.Context) {
+		t.Helper()
+		lease, err := s.StartLease(ctx, "job-1", time.Minute)
+		require.NoError(t, err)
+		w := sampleEpoch("p1", lease, 100)
+		w.Dedup[0].PayloadFingerprint = 11
+		w.Dedup[1].PayloadFingerprint = 22
+		require.NoError(t, s.CommitEpoch(ctx, w))
+	}
+
+	s, ctx := epochStore(t)
+	commit(s, ctx)
+	hits, err := s.LookupDedupRows(ctx, keys)
+	require.NoError(t, err)
+	assert.Equal(t, []DedupHit{{Found: true, PayloadFingerprint: 11}, {Found: true, PayloadFingerprint: 22}, {}}, hits)
+
+	old, oldCtx := epochStore(t)
+	for _, td := range dataTables() {
+		if td.name != TableInputMessages && td.name != TableCompactInputMessages {
+			continue
+		}
+		var cols []schema.Column
+		for _, c := range td.schema.Columns {
+			if c.Name != "payload_fingerprint" {
+				cols = append(cols, c)
+			}
+		}
+		td.schema.Columns = cols
+		require.NoError(t, old.yc.RemoveNode(oldCtx, old.child(td.name), nil))
+		require.NoError(t, old.createTable(oldCtx, td))
+		require.NoError(t, old.mountTable(oldCtx, td))
+	}
+	commit(old, oldCtx)
+	hits, err = old.LookupDedupRows(oldCtx, keys)
+	require.NoError(t, err)
+	assert.Equal(t, []DedupHit{{Found: true}, {Found: true}, {}}, hits, "without the column: found, no fingerprint")
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -37,6 +38,11 @@ type Store struct {
 	yc     yt.Client
 	path   ypath.Path
 	logger log.Structured
+
+	// fingerprints records whether the dedup tables have the payload_fingerprint column
+	// (pipelines created before it do not); checked once, on the first epoch commit.
+	fingerprintsOnce sync.Once
+	fingerprints     bool
 }
 
 // Open connects to the cluster. It does not check that the pipeline exists

@@ -73,6 +73,10 @@ type Config struct {
 // Input is a message received from an upstream job, keyed for this computation.
 type Input struct {
 	Message flow.Message
+	// PayloadFingerprint is the FarmHash fingerprint of the payload as received (its YSON
+	// bytes); 0 when not known. The dedup index keeps it to recognise a copy with another
+	// payload.
+	PayloadFingerprint uint64
 }
 
 // DueTimer is a stored timer: its id (Timer.MessageID) and key hash identify its row.
