@@ -110,6 +110,30 @@ type runnerStats struct {
 	readAheads atomic.Int64
 	// mismatchesLogged is the payload mismatch count last logged.
 	mismatchesLogged atomic.Int64
+	// phases is where the job's wall time went, in Flow's epoch part names.
+	phases epochPhases
+}
+
+// epochPhases accumulates the wall time of epoch parts (nanoseconds) and the rows the epochs
+// took; a job logs them when it stops.
+type epochPhases struct {
+	fetch, prepare, process, commit, idle atomic.Int64
+	rows                                  atomic.Int64
+}
+
+func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
+	now := time.Now()
+	d.Add(int64(now.Sub(start)))
+	return now
+}
+
+func (p *epochPhases) fields() []log.Field {
+	ms := func(d *atomic.Int64) int64 { return d.Load() / int64(time.Millisecond) }
+	return []log.Field{
+		log.Int64("input_fetch_ms", ms(&p.fetch)), log.Int64("prepare_ms", ms(&p.prepare)),
+		log.Int64("process_ms", ms(&p.process)), log.Int64("commit_ms", ms(&p.commit)),
+		log.Int64("idle_ms", ms(&p.idle)), log.Int64("rows", p.rows.Load()),
+	}
 }
 
 // committer is what the commit loop needs of the store: commit, re-read the partition's
@@ -484,6 +508,9 @@ func (r *runner) run(ctx context.Context) error {
 	}()
 
 	r.log.Info("job started", log.Int("timers", r.timers.Len()), log.Int("outputs_pending", r.outbox.size()))
+	defer func() {
+		r.log.Info("job stopped", append([]log.Field{log.Int64("epochs", r.stats.epochs.Load())}, r.stats.phases.fields()...)...)
+	}()
 	lastCommit := uint64(0)
 	busy := false // the last epoch found work
 	for ctx.Err() == nil {
@@ -498,6 +525,7 @@ func (r *runner) run(ctx context.Context) error {
 			lastCommit = committed
 		}
 		if idle {
+			start := time.Now()
 			t := time.NewTimer(r.idleWait(busy))
 			select {
 			case <-ctx.Done():
@@ -505,6 +533,7 @@ func (r *runner) run(ctx context.Context) error {
 			case <-t.C:
 			}
 			t.Stop()
+			r.stats.phases.since(&r.stats.phases.idle, start)
 		}
 		busy = !idle
 	}
@@ -564,6 +593,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		limit = 1000
 	}
 	now := nowMicros()
+	phase := time.Now()
 	// While the epoch is open, its outputs will carry now as their system timestamp.
 	r.openEpoch.Store(now)
 	defer r.openEpoch.Store(0)
@@ -613,6 +643,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	r.updateCompleted()
 	empty := len(b.Inputs) == 0 && len(b.Timers) == 0 && len(b.Sources) == 0
+	phase = r.stats.phases.since(&r.stats.phases.fetch, phase)
+	r.stats.phases.rows.Add(int64(len(b.Inputs) + len(b.Timers) + len(b.Sources)))
 	done := r.outbox.takeDone()
 	if empty && len(done) == 0 && now-lastCommit < r.leaseCheckPeriod() {
 		return 0, true, nil
@@ -629,6 +661,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// the states of every key it may invoke (a superset of the plan's keys: duplicates are
 	// not known yet). They run concurrently.
 	pre := r.prepare(ctx, b)
+	phase = r.stats.phases.since(&r.stats.phases.prepare, phase)
 	if pre.tokenErr != nil {
 		abandon()
 		r.log.Warn("epoch: generate timestamp failed", log.Error(pre.tokenErr))
@@ -699,7 +732,10 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			}
 		}
 	}
-	if err := r.commit(ctx, w); err != nil {
+	phase = r.stats.phases.since(&r.stats.phases.process, phase)
+	err = r.commit(ctx, w)
+	r.stats.phases.since(&r.stats.phases.commit, phase)
+	if err != nil {
 		abandon()
 		if errors.Is(err, errNotApplied) && ctx.Err() == nil {
 			r.failures++
@@ -1004,6 +1040,8 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		}
 		w.OutputsAdd = append(w.OutputsAdd, row)
 	}
+	// One output store row per destination and epoch (split at ytstore.MaxChunkMessages).
+	ytstore.AssignChunks(w.OutputsAdd, token)
 	for id, n := range seq {
 		b, _ := yson.Marshal(n)
 		w.PartitionStates[seqStatePrefix+id] = b

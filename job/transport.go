@@ -331,6 +331,15 @@ type outMsg struct {
 	row ytstore.OutputRow
 }
 
+// chunkState counts the messages of one output store chunk that are not acknowledged yet;
+// minTS is the least system timestamp of all its messages. A chunk holds the system
+// watermark at minTS until it is deleted: its acknowledged messages are resent if the job
+// restarts before then, and their readers must still find them in the dedup index.
+type chunkState struct {
+	left  int
+	minTS uint64
+}
+
 // doneEntry is an acknowledged output whose output store row is not deleted yet.
 type doneEntry struct {
 	key      ytstore.OutputKey
@@ -352,10 +361,12 @@ type outbox struct {
 	// Swift outputs are in memory only: a finished one leaves at once.
 	children map[string]int
 	parentOf map[string][]string
+	// chunks tracks the stored chunks that still hold unacknowledged messages.
+	chunks map[ytstore.OutputKey]*chunkState
 }
 
 func newOutbox() *outbox {
-	return &outbox{notify: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}}
+	return &outbox{notify: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}, chunks: map[ytstore.OutputKey]*chunkState{}}
 }
 
 func (o *outbox) add(rows []ytstore.OutputRow) {
@@ -369,7 +380,22 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 			m = map[string]*outMsg{}
 			o.pending[r.Destination] = m
 		}
+		if _, have := m[r.MessageID]; have {
+			continue
+		}
 		m[r.MessageID] = &outMsg{row: r}
+		if r.Chunk.ID != 0 {
+			k := r.StoreKey()
+			c := o.chunks[k]
+			if c == nil {
+				c = &chunkState{minTS: r.SystemTimestamp}
+				o.chunks[k] = c
+			}
+			c.left++
+			if r.SystemTimestamp != 0 && (c.minTS == 0 || r.SystemTimestamp < c.minTS) {
+				c.minTS = r.SystemTimestamp
+			}
+		}
 	}
 	o.mu.Unlock()
 	select {
@@ -480,10 +506,22 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 				}
 				continue
 			}
-			o.done = append(o.done, doneEntry{
-				key:      ytstore.OutputKey{PartitionID: partitionID, Destination: destination, MessageID: id},
-				systemTS: m.row.SystemTimestamp,
-			})
+			if m.row.Chunk.ID == 0 {
+				o.done = append(o.done, doneEntry{
+					key:      ytstore.OutputKey{PartitionID: partitionID, Destination: destination, MessageID: id},
+					systemTS: m.row.SystemTimestamp,
+				})
+				continue
+			}
+			// Invariant: a chunk is deleted only once every message in it is acknowledged
+			// or delivered (TestOutboxDeletesChunkWhenAllAcked).
+			k := m.row.StoreKey()
+			if c := o.chunks[k]; c != nil {
+				if c.left--; c.left == 0 {
+					delete(o.chunks, k)
+					o.done = append(o.done, doneEntry{key: k, systemTS: c.minTS})
+				}
+			}
 		}
 	}
 	return parentsDone
@@ -533,6 +571,9 @@ func (o *outbox) minSystemTS() uint64 {
 		for _, r := range m {
 			consider(r.row.SystemTimestamp)
 		}
+	}
+	for _, c := range o.chunks {
+		consider(c.minTS)
 	}
 	for _, d := range o.done {
 		consider(d.systemTS)

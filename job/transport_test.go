@@ -121,6 +121,39 @@ func TestOutboxDoneGoesToNextCommit(t *testing.T) {
 	assert.Empty(t, o.takeDone())
 }
 
+// TestOutboxDeletesChunkWhenAllAcked: a stored chunk is deleted once every message in it is
+// acknowledged, and until then holds the system watermark at its oldest message, acknowledged
+// or not (a restart resends the whole chunk; its readers must still find those in the dedup
+// index).
+func TestOutboxDeletesChunkWhenAllAcked(t *testing.T) {
+	r := &runner{inbox: newInbox(10), outbox: newOutbox()}
+	rows := []ytstore.OutputRow{
+		{PartitionID: "p", Destination: "d", MessageID: "a", SystemTimestamp: 10},
+		{PartitionID: "p", Destination: "d", MessageID: "b", SystemTimestamp: 20},
+		{PartitionID: "p", Destination: "e", MessageID: "c", SystemTimestamp: 30},
+	}
+	ytstore.AssignChunks(rows, 77)
+	r.outbox.add(rows)
+	r.outbox.add(rows[:1]) // a row added twice is counted once
+
+	r.outbox.finish("p", "d", []string{"a"})
+	assert.Empty(t, r.outbox.takeDone(), "b is not acknowledged yet")
+	assert.Equal(t, uint64(10), r.systemWatermark(), "the chunk holds the watermark at its acknowledged message")
+	r.outbox.committed()
+
+	r.outbox.finish("p", "d", []string{"b", "a"})
+	done := r.outbox.takeDone()
+	assert.Equal(t, []ytstore.OutputKey{{PartitionID: "p", Destination: "d", Chunk: ytstore.OutputChunk{ID: 77}}}, done)
+	assert.Equal(t, uint64(10), r.systemWatermark(), "being deleted")
+	r.outbox.committed()
+	assert.Equal(t, uint64(30), r.systemWatermark(), "only the chunk of e is left")
+	r.outbox.finish("p", "e", []string{"c"})
+	assert.Len(t, r.outbox.takeDone(), 1)
+	r.outbox.committed()
+	assert.Zero(t, r.systemWatermark())
+	assert.Zero(t, r.outbox.held())
+}
+
 func TestSystemWatermarkCoversOutbox(t *testing.T) {
 	r := &runner{inbox: newInbox(10), outbox: newOutbox()}
 	assert.Zero(t, r.systemWatermark(), "holds nothing")

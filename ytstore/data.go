@@ -9,7 +9,8 @@ const (
 	TableInputMessages = "input_messages"
 	// TableCompactInputMessages is the compact dedup index (one binary key per message).
 	TableCompactInputMessages = "compact_input_messages"
-	// TableOutputMessages is the output store: the transactional outbox of every partition.
+	// TableOutputMessages is the per-message output store of earlier versions: runtimes
+	// still deliver and delete rows found there, and write new outputs to TableOutputChunks.
 	TableOutputMessages = "output_messages"
 	// TableStates holds per-key user states.
 	TableStates = "states"
@@ -61,9 +62,9 @@ func dataTables() []tableDef {
 			),
 		},
 		{
-			// One row per (producing partition, destination, message): destination is the
-			// reading computation id or the sink id. A row is deleted once that destination
-			// has acknowledged (computations) or delivered (async sinks) the message.
+			// Earlier versions' output store, one row per (producing partition, destination,
+			// message): destination is the reading computation id or the sink id. New outputs
+			// go to TableOutputChunks; rows left here are delivered and deleted as before.
 			name: TableOutputMessages,
 			schema: sorted(
 				keyCol("partition_id", schema.TypeBytes),
@@ -76,6 +77,20 @@ func dataTables() []tableDef {
 				valCol("event_timestamp", schema.TypeUint64),
 				valCol("system_timestamp", schema.TypeUint64),
 				valCol("sequence_number", schema.TypeInt64),
+			),
+		},
+		{
+			// One row per (producing partition, destination, epoch, part): the epoch's outputs
+			// to that destination, encoded as in chunks.go. A chunk is deleted once every
+			// message in it is acknowledged (computations) or delivered (async sinks).
+			name: TableOutputChunks,
+			schema: sorted(
+				keyCol("partition_id", schema.TypeBytes),
+				keyCol("destination", schema.TypeBytes),
+				keyCol("chunk_id", schema.TypeUint64),
+				keyCol("part", schema.TypeInt64),
+				valCol("message_count", schema.TypeInt64),
+				valCol("data", schema.TypeBytes),
 			),
 		},
 		{

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -139,14 +140,30 @@ type OutputRow struct {
 	SystemTimestamp uint64 `yson:"system_timestamp"`
 	// SequenceNumber orders rows for asynchronous queue sinks (producer seqNo); 0 otherwise.
 	SequenceNumber int64 `yson:"sequence_number"`
+	// Chunk is the output store chunk holding the message (AssignChunks); zero for a row
+	// of the per-message table output_messages written by an earlier version.
+	Chunk OutputChunk `yson:"-"`
 }
 
-// OutputKey identifies an output store row.
+// OutputKey identifies an output store row: a chunk (Chunk set, MessageID empty) or a
+// per-message row of output_messages (zero Chunk).
 type OutputKey struct {
 	PartitionID, Destination, MessageID string
+	Chunk                               OutputChunk
+}
+
+// StoreKey is the output store row that holds r.
+func (r *OutputRow) StoreKey() OutputKey {
+	if r.Chunk.ID != 0 {
+		return OutputKey{PartitionID: r.PartitionID, Destination: r.Destination, Chunk: r.Chunk}
+	}
+	return OutputKey{PartitionID: r.PartitionID, Destination: r.Destination, MessageID: r.MessageID}
 }
 
 func (k OutputKey) key() any {
+	if k.Chunk.ID != 0 {
+		return map[string]any{"partition_id": k.PartitionID, "destination": k.Destination, "chunk_id": k.Chunk.ID, "part": k.Chunk.Part}
+	}
 	return map[string]any{"partition_id": k.PartitionID, "destination": k.Destination, "message_id": k.MessageID}
 }
 
@@ -183,7 +200,9 @@ type EpochWrite struct {
 	States []StateRow
 	// TimersFired are deleted, TimersSet inserted.
 	TimersFired, TimersSet []TimerRow
-	// OutputsAdd are inserted into the output store, OutputsDone deleted from it.
+	// OutputsAdd are inserted into the output store, one chunk row per destination and part
+	// (rows not stamped by AssignChunks are stamped with Token in place); OutputsDone are
+	// deleted from it (chunk keys, or message keys of output_messages).
 	OutputsAdd  []OutputRow
 	OutputsDone []OutputKey
 	// PartitionStates: name to new YSON bytes; nil deletes.
@@ -281,14 +300,28 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 	if err := tx.insert(ctx, TableTimers, toAny(w.TimersSet)); err != nil {
 		return err
 	}
-	var doneKeys []any
+	var doneChunks, doneLegacy []any
 	for _, k := range w.OutputsDone {
-		doneKeys = append(doneKeys, k.key())
+		if k.Chunk.ID != 0 {
+			doneChunks = append(doneChunks, k.key())
+		} else {
+			doneLegacy = append(doneLegacy, k.key())
+		}
 	}
-	if err := tx.delete(ctx, TableOutputMessages, doneKeys); err != nil {
+	if err := tx.delete(ctx, TableOutputChunks, doneChunks); err != nil {
 		return err
 	}
-	if err := tx.insert(ctx, TableOutputMessages, toAny(w.OutputsAdd)); err != nil {
+	if err := tx.delete(ctx, TableOutputMessages, doneLegacy); err != nil {
+		return err
+	}
+	if len(w.OutputsAdd) > 0 && w.OutputsAdd[0].Chunk.ID == 0 {
+		AssignChunks(w.OutputsAdd, w.Token)
+	}
+	chunks, err := chunkRows(w.OutputsAdd)
+	if err != nil {
+		return err
+	}
+	if err := tx.insert(ctx, TableOutputChunks, chunks); err != nil {
 		return err
 	}
 	var putPS, delPS []any
@@ -494,5 +527,32 @@ func (s *Store) LoadPartitionStates(ctx context.Context, partitionID string) (ma
 // LoadOutputs reads the output store rows of a partition (messages not yet acknowledged or
 // delivered), ordered by destination then message id.
 func (s *Store) LoadOutputs(ctx context.Context, partitionID string) ([]OutputRow, error) {
-	return selectAll[OutputRow](ctx, s, TableOutputMessages, "partition_id = "+quote(partitionID))
+	// Rows of output_messages were written by earlier versions (one per message); they are
+	// delivered and deleted like chunked ones.
+	rows, err := selectAll[OutputRow](ctx, s, TableOutputMessages, "partition_id = "+quote(partitionID))
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := selectAll[outputChunkRow](ctx, s, TableOutputChunks, "partition_id = "+quote(partitionID))
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(chunks, func(i, j int) bool {
+		a, b := chunks[i], chunks[j]
+		if a.Destination != b.Destination {
+			return a.Destination < b.Destination
+		}
+		if a.ChunkID != b.ChunkID {
+			return a.ChunkID < b.ChunkID
+		}
+		return a.Part < b.Part
+	})
+	for _, c := range chunks {
+		msgs, err := decodeChunk(c.Data, c.MessageCount, c.PartitionID, c.Destination, OutputChunk{ID: c.ChunkID, Part: c.Part})
+		if err != nil {
+			return nil, fmt.Errorf("ytstore: read %s: %w", s.child(TableOutputChunks), err)
+		}
+		rows = append(rows, msgs...)
+	}
+	return rows, nil
 }

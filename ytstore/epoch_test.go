@@ -81,6 +81,7 @@ func TestCommitEpochAtomic(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, outs, 1)
 	assert.Equal(t, "o1", outs[0].MessageID)
+	assert.Equal(t, OutputChunk{ID: 100}, outs[0].Chunk, "an epoch's outputs are stored in a chunk named by its token")
 
 	ps, err := s.LoadPartitionStates(ctx, "p1")
 	require.NoError(t, err)
@@ -90,7 +91,7 @@ func TestCommitEpochAtomic(t *testing.T) {
 	next := &EpochWrite{PartitionID: "p1", Lease: lease, Token: 101,
 		States:          []StateRow{{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), Name: "count"}},
 		TimersFired:     timers,
-		OutputsDone:     []OutputKey{{PartitionID: "p1", Destination: "down", MessageID: "o1"}},
+		OutputsDone:     []OutputKey{outs[0].StoreKey()},
 		PartitionStates: map[string][]byte{"offset/lines": nil},
 	}
 	require.NoError(t, s.CommitEpoch(ctx, next))

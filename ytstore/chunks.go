@@ -1,0 +1,197 @@
+package ytstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// TableOutputChunks is the output store (the transactional outbox): the outputs of transform
+// computations and the rows of asynchronous sinks, chunked per partition, destination and
+// epoch. Flow calls the same mechanism compact_partition_output_messages: one row holds many
+// messages, so an epoch writes one row per destination instead of one per message, and a
+// chunk is deleted with one row once every message in it is acknowledged or delivered.
+const TableOutputChunks = "compact_partition_output_messages"
+
+// Chunk limits: an epoch's outputs to one destination are cut into parts of at most
+// MaxChunkMessages messages and about MaxChunkBytes bytes (dynamic table values are limited
+// to 16 MiB).
+const (
+	MaxChunkMessages = 1024
+	MaxChunkBytes    = 4 << 20
+)
+
+// ErrBadChunk marks an output chunk whose data cannot be decoded.
+var ErrBadChunk = errors.New("malformed output chunk")
+
+// OutputChunk identifies the chunk of the output store that holds a message: the epoch that
+// wrote it (its token) and the part within that epoch's outputs to one destination. The zero
+// value marks a row of the per-message table output_messages, written by earlier versions.
+type OutputChunk struct {
+	ID   uint64
+	Part int64
+}
+
+// AssignChunks stamps rows (one epoch's outputs, in order) with their chunks: chunk id is the
+// epoch's token; the rows of each destination are cut into parts of at most MaxChunkMessages
+// messages and MaxChunkBytes bytes.
+func AssignChunks(rows []OutputRow, token uint64) {
+	type acc struct {
+		part         int64
+		count, bytes int
+	}
+	per := map[string]*acc{}
+	for i := range rows {
+		r := &rows[i]
+		a := per[r.Destination]
+		if a == nil {
+			a = &acc{}
+			per[r.Destination] = a
+		}
+		size := encodedSize(r)
+		if a.count > 0 && (a.count >= MaxChunkMessages || a.bytes+size > MaxChunkBytes) {
+			a.part++
+			a.count, a.bytes = 0, 0
+		}
+		a.count++
+		a.bytes += size
+		r.Chunk = OutputChunk{ID: token, Part: a.part}
+	}
+}
+
+type outputChunkRow struct {
+	PartitionID  string `yson:"partition_id"`
+	Destination  string `yson:"destination"`
+	ChunkID      uint64 `yson:"chunk_id"`
+	Part         int64  `yson:"part"`
+	MessageCount int64  `yson:"message_count"`
+	Data         []byte `yson:"data"`
+}
+
+// chunkRows groups stamped output rows into chunk rows, in first-seen order.
+func chunkRows(rows []OutputRow) ([]any, error) {
+	type ck struct {
+		partition, dest string
+		chunk           OutputChunk
+	}
+	index := map[ck]int{}
+	var out []*outputChunkRow
+	for i := range rows {
+		r := &rows[i]
+		if r.Chunk.ID == 0 {
+			return nil, fmt.Errorf("ytstore: output %s to %s has no chunk (AssignChunks not called)", r.MessageID, r.Destination)
+		}
+		k := ck{r.PartitionID, r.Destination, r.Chunk}
+		j, ok := index[k]
+		if !ok {
+			j = len(out)
+			index[k] = j
+			out = append(out, &outputChunkRow{PartitionID: r.PartitionID, Destination: r.Destination, ChunkID: r.Chunk.ID, Part: r.Chunk.Part, Data: []byte{chunkFormat}})
+		}
+		c := out[j]
+		c.MessageCount++
+		c.Data = appendMessage(c.Data, r)
+	}
+	res := make([]any, len(out))
+	for i, c := range out {
+		res[i] = c
+	}
+	return res, nil
+}
+
+// chunkFormat is the first byte of a chunk's data: the version of the encoding below.
+const chunkFormat = 1
+
+// A chunk's data is chunkFormat followed by one record per message:
+// message_id, stream_id, key, payload as uvarint length + bytes; key_hash, event_timestamp,
+// system_timestamp as uvarints; sequence_number as a varint.
+func appendMessage(b []byte, r *OutputRow) []byte {
+	b = appendBytes(b, []byte(r.MessageID))
+	b = appendBytes(b, []byte(r.StreamID))
+	b = appendBytes(b, r.Key)
+	b = appendBytes(b, r.Payload)
+	b = binary.AppendUvarint(b, r.KeyHash)
+	b = binary.AppendUvarint(b, r.EventTimestamp)
+	b = binary.AppendUvarint(b, r.SystemTimestamp)
+	return binary.AppendVarint(b, r.SequenceNumber)
+}
+
+func encodedSize(r *OutputRow) int {
+	return len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 4*binary.MaxVarintLen32 + 4*binary.MaxVarintLen64
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// decodeChunk decodes a chunk's data into rows of partition and destination; count is the
+// row's message_count. Errors wrap ErrBadChunk.
+func decodeChunk(data []byte, count int64, partition, destination string, chunk OutputChunk) ([]OutputRow, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: partition %s, destination %s, chunk %d part %d: %s", ErrBadChunk, partition, destination, chunk.ID, chunk.Part, fmt.Sprintf(format, args...))
+	}
+	if len(data) == 0 || data[0] != chunkFormat {
+		return nil, bad("unknown format")
+	}
+	d := chunkDecoder{b: data[1:]}
+	var rows []OutputRow
+	for len(d.b) > 0 {
+		r := OutputRow{PartitionID: partition, Destination: destination, Chunk: chunk}
+		r.MessageID = string(d.bytes())
+		r.StreamID = string(d.bytes())
+		r.Key = d.bytes()
+		r.Payload = d.bytes()
+		r.KeyHash = d.uvarint()
+		r.EventTimestamp = d.uvarint()
+		r.SystemTimestamp = d.uvarint()
+		r.SequenceNumber = d.varint()
+		if d.err {
+			return nil, bad("message %d truncated", len(rows))
+		}
+		rows = append(rows, r)
+	}
+	if int64(len(rows)) != count {
+		return nil, bad("%d messages, message_count says %d", len(rows), count)
+	}
+	return rows, nil
+}
+
+type chunkDecoder struct {
+	b   []byte
+	err bool
+}
+
+func (d *chunkDecoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err, d.b = true, nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *chunkDecoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err, d.b = true, nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *chunkDecoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err || n > uint64(len(d.b)) {
+		d.err, d.b = true, nil
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
