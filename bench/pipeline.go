@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"go.uber.org/zap/zapcore"
+	"go.ytsaurus.tech/library/go/core/log"
+	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 	"context"
 	"errors"
 	"fmt"
@@ -317,6 +320,15 @@ type Runtime struct {
 	errs   []error
 }
 
+// workerLogger is nil (logs discarded) unless BENCH_WORKER_LOG=1, which sends the workers'
+// info logs to stderr (e.g. the epoch phase times each job logs when it stops).
+func workerLogger() log.Structured {
+	if os.Getenv("BENCH_WORKER_LOG") != "1" {
+		return nil
+	}
+	return logzap.NewWithCore(zapcore.NewCore(zapcore.NewConsoleEncoder(logzap.ConsoleConfig(log.InfoLevel).EncoderConfig), zapcore.AddSync(os.Stderr), logzap.ZapifyLevel(log.InfoLevel)))
+}
+
 // StartRuntime runs controller.Run and n job workers for the pipeline at path until Stop.
 func StartRuntime(proxy, path string, n int) *Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -332,7 +344,7 @@ func StartRuntime(proxy, path string, n int) *Runtime {
 		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Path: path}))
 	})
 	for i := range n {
-		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i)})
+		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger()})
 		r.wg.Go(func() { fail(w.Run(ctx)) })
 	}
 	return r

@@ -35,6 +35,9 @@ type Config struct {
 	// system watermark at the published one until it committed this many rows past its start
 	// offset (or caught up with the source): keep it equal on all workers.
 	OutboxLimit int
+	// StateCacheKeys bounds the key hashes whose committed states a keyed job keeps in
+	// memory (statecache.go); default 100000; negative disables the cache.
+	StateCacheKeys int
 	// PushTimeout bounds how long a push request waits for its messages to commit before
 	// answering with what committed so far; default 3s.
 	PushTimeout time.Duration
@@ -66,6 +69,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OutboxLimit <= 0 {
 		c.OutboxLimit = 100000
+	}
+	if c.StateCacheKeys == 0 {
+		c.StateCacheKeys = 100000
 	}
 	if c.PushTimeout <= 0 {
 		c.PushTimeout = 3 * time.Second

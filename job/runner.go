@@ -172,6 +172,8 @@ type runner struct {
 	// partState is the user state of a source job (per partition; invocations have a nil
 	// key), kept in partition_states under userStatePrefix.
 	partState map[string][]byte
+	// stateCache holds the committed states of the job's keys (statecache.go).
+	stateCache *stateCache
 
 	stats     runnerStats
 	completed atomic.Bool
@@ -254,6 +256,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		bestEffort: map[string]*queue.BestEffort{},
 		seq:        map[string]int64{},
 		partState:  map[string][]byte{},
+		stateCache: newStateCache(w.cfg.StateCacheKeys),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
 	if comp.Passthrough {
@@ -750,6 +753,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.failures = 0
 	r.problem.Store(nil)
 	r.outbox.committed()
+	if !r.cfg.Source {
+		r.stateCache.committed(w.States)
+	}
 
 	// After the commit: the epoch is durable.
 	r.inbox.ack(c.Acks)
@@ -870,6 +876,9 @@ type prepared struct {
 
 	states    map[string]map[string][]byte
 	statesErr error
+	// loadedHashes are the key hashes read from the table (not cached), with their rows.
+	loadedHashes []uint64
+	loadedRows   []ytstore.StateRow
 }
 
 // prepare draws the epoch's token, looks its inputs up in the dedup index and loads the
@@ -900,9 +909,15 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		for _, in := range b.Inputs {
 			add(epoch.KeyHash(in.Message.Key))
 		}
-		if len(hashes) > 0 {
+		missing := hashes[:0:0]
+		for _, h := range hashes {
+			if !r.stateCache.get(h, pre.states) {
+				missing = append(missing, h)
+			}
+		}
+		if len(missing) > 0 {
 			wg.Go(func() {
-				rows, err := r.store.LoadStates(ctx, r.comp.ID, hashes)
+				rows, err := r.store.LoadStates(ctx, r.comp.ID, missing)
 				if err != nil {
 					pre.statesErr = err
 					return
@@ -914,10 +929,14 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 					}
 					pre.states[k][row.Name] = row.State
 				}
+				pre.loadedHashes, pre.loadedRows = missing, rows
 			})
 		}
 	}
 	wg.Wait()
+	if pre.statesErr == nil {
+		r.stateCache.loaded(pre.loadedHashes, pre.loadedRows)
+	}
 	return pre
 }
 

@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -43,7 +42,7 @@ type sender struct {
 	mu sync.Mutex
 	// inFlight holds, per destination, the ids of the rows carried by pushes in flight and
 	// the reader job each was pushed to.
-	inFlight map[string]map[string]string
+	inFlight map[string]map[string]flight
 	// pushes counts the pushes in flight per reader job.
 	pushes map[string]int
 	// streams is the push session towards each reader job (pushorder.go).
@@ -59,7 +58,7 @@ type sender struct {
 func newSender(r *runner) *sender {
 	return &sender{
 		r: r, client: &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}, wake: make(chan struct{}, 1),
-		inFlight: map[string]map[string]string{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
+		inFlight: map[string]map[string]flight{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
 		retryAt: map[string]time.Time{}, backoff: map[string]time.Duration{},
 	}
 }
@@ -103,6 +102,12 @@ func (s *sender) signal() {
 	}
 }
 
+// flight is a row in a push in flight: the reader job it went to and its key hash.
+type flight struct {
+	jobID   string
+	keyHash uint64
+}
+
 // round starts the pushes and deliveries the window allows.
 func (s *sender) round(ctx context.Context) {
 	r := s.r
@@ -137,47 +142,56 @@ func (s *sender) round(ctx context.Context) {
 		}
 		flying := s.inFlight[dest]
 		if flying == nil {
-			flying = map[string]string{}
+			flying = map[string]flight{}
 			s.inFlight[dest] = flying
 		}
-		// Only the reader jobs with room in their window are served; rows in flight or of
-		// other jobs are left out before sorting (a round runs after every push).
+		// Only the reader jobs with room in their window are served.
 		jobs := r.w.layout.jobsOf(dest)
-		open, anyOpen := make([]bool, len(jobs)), false
+		room, want := make([]int, len(jobs)), 0
 		for i, rt := range jobs {
-			open[i] = s.pushes[rt.jobID] < pushWindow && !now.Before(s.retryAt[rt.jobID]) && s.sessionOpen(rt.jobID)
-			anyOpen = anyOpen || open[i]
+			if s.pushes[rt.jobID] < pushWindow && !now.Before(s.retryAt[rt.jobID]) && s.sessionOpen(rt.jobID) {
+				room[i] = (pushWindow - s.pushes[rt.jobID]) * maxPushRows
+			}
 		}
-		if !anyOpen {
-			continue
+		owner := func(keyHash uint64) int { // the first job owning the key, as layout.find
+			for i, rt := range jobs {
+				if epoch.InRange(keyHash, rt.lower, rt.upper) {
+					return i
+				}
+			}
+			return -1
 		}
 		// Invariant: a reader job gets no push while a push of rows of its keys to another
 		// job (the keys' previous owner) is in flight: those rows must reach the new owner
 		// before anything produced after them (TestSenderWaitsForPushesToPreviousOwner).
-		byJob := make([][]ytstore.OutputRow, len(jobs))
-		held := make([]bool, len(jobs))
-		r.outbox.each(dest, func(row *ytstore.OutputRow) {
-			for i, rt := range jobs { // the first job owning the key, as layout.find
-				if epoch.InRange(row.KeyHash, rt.lower, rt.upper) {
-					if to, ok := flying[row.MessageID]; ok {
-						held[i] = held[i] || to != rt.jobID
-					} else if open[i] {
-						byJob[i] = append(byJob[i], *row)
-					}
-					return
-				}
+		for _, f := range flying {
+			if i := owner(f.keyHash); i >= 0 && jobs[i].jobID != f.jobID {
+				room[i] = 0
 			}
+		}
+		for _, n := range room {
+			want += n
+		}
+		if want == 0 {
+			continue
+		}
+		// The oldest rows first, in id (production) order; the scan ends once every open job
+		// has a full window.
+		byJob := make([][]ytstore.OutputRow, len(jobs))
+		r.outbox.inOrder(dest, func(row *ytstore.OutputRow) bool {
+			if _, ok := flying[row.MessageID]; ok {
+				return true
+			}
+			if i := owner(row.KeyHash); i >= 0 && len(byJob[i]) < room[i] {
+				byJob[i] = append(byJob[i], *row)
+				want--
+			}
+			return want > 0
 		})
 		for i, batch := range byJob {
-			rt := jobs[i]
-			if held[i] {
-				continue
-			}
-			sort.Slice(batch, func(a, b int) bool { return batch[a].MessageID < batch[b].MessageID })
-			batch = batch[:min(len(batch), (pushWindow-s.pushes[rt.jobID])*maxPushRows)]
 			for len(batch) > 0 {
 				n := min(len(batch), maxPushRows)
-				s.startPush(ctx, rt, dest, batch[:n:n])
+				s.startPush(ctx, jobs[i], dest, batch[:n:n])
 				batch = batch[n:]
 			}
 		}
@@ -205,7 +219,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []y
 	r := s.r
 	flying := s.inFlight[dest]
 	for _, row := range batch {
-		flying[row.MessageID] = rt.jobID
+		flying[row.MessageID] = flight{jobID: rt.jobID, keyHash: row.KeyHash}
 	}
 	s.pushes[rt.jobID]++
 	st := s.streams[rt.jobID]

@@ -329,6 +329,48 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 // outMsg is one output store row waiting for its reader or sink.
 type outMsg struct {
 	row ytstore.OutputRow
+	// gone marks a row acknowledged or delivered: it stays in its destQueue until skipped.
+	gone bool
+}
+
+// destQueue lists a destination's pending rows in message id (production) order, so a sender
+// round reads the oldest rows first and stops once its pushes are full instead of sorting
+// everything pending. Finished rows are marked gone and dropped lazily.
+type destQueue struct {
+	rows     []*outMsg
+	unsorted bool // a row was added out of id order: sort before the next read
+	gone     int  // rows marked gone still in rows
+}
+
+func (q *destQueue) push(m *outMsg) {
+	if n := len(q.rows); n > 0 && q.rows[n-1].row.MessageID > m.row.MessageID {
+		q.unsorted = true
+	}
+	q.rows = append(q.rows, m)
+}
+
+// compact drops gone rows and restores id order when needed.
+func (q *destQueue) compact() {
+	if q.gone > 0 && (q.unsorted || q.gone > len(q.rows)/2) {
+		kept := q.rows[:0]
+		for _, m := range q.rows {
+			if !m.gone {
+				kept = append(kept, m)
+			}
+		}
+		clear(q.rows[len(kept):])
+		q.rows, q.gone = kept, 0
+	}
+	if q.unsorted {
+		sort.Slice(q.rows, func(i, j int) bool { return q.rows[i].row.MessageID < q.rows[j].row.MessageID })
+		q.unsorted = false
+	}
+	// Rows at the head are acknowledged first, most of the time.
+	for len(q.rows) > 0 && q.rows[0].gone {
+		q.rows[0] = nil
+		q.rows = q.rows[1:]
+		q.gone--
+	}
 }
 
 // chunkState counts the messages of one output store chunk that are not acknowledged yet;
@@ -354,6 +396,7 @@ type outbox struct {
 
 	mu       sync.Mutex
 	pending  map[string]map[string]*outMsg // destination -> message id -> row
+	queues   map[string]*destQueue         // destination -> the same rows in id order
 	done     []doneEntry
 	deleting []doneEntry
 	// children counts, per parent input of a swift computation, its outputs not yet
@@ -366,7 +409,7 @@ type outbox struct {
 }
 
 func newOutbox() *outbox {
-	return &outbox{notify: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}, chunks: map[ytstore.OutputKey]*chunkState{}}
+	return &outbox{notify: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}, queues: map[string]*destQueue{}, chunks: map[ytstore.OutputKey]*chunkState{}}
 }
 
 func (o *outbox) add(rows []ytstore.OutputRow) {
@@ -383,7 +426,9 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		if _, have := m[r.MessageID]; have {
 			continue
 		}
-		m[r.MessageID] = &outMsg{row: r}
+		msg := &outMsg{row: r}
+		m[r.MessageID] = msg
+		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
 			k := r.StoreKey()
 			c := o.chunks[k]
@@ -422,7 +467,9 @@ func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents [][]st
 		if _, dup := o.parentOf[k]; dup {
 			continue
 		}
-		m[r.MessageID] = &outMsg{row: r}
+		msg := &outMsg{row: r}
+		m[r.MessageID] = msg
+		o.queue(r.Destination).push(msg)
 		o.parentOf[k] = parents[i]
 		for _, p := range parents[i] {
 			o.children[p]++
@@ -449,25 +496,45 @@ func (o *outbox) undelivered(parent string) bool {
 	return o.children[parent] > 0
 }
 
+func (o *outbox) queue(destination string) *destQueue {
+	q := o.queues[destination]
+	if q == nil {
+		q = &destQueue{}
+		o.queues[destination] = q
+	}
+	return q
+}
+
 // snapshot returns the pending rows of destination ordered by message id.
 func (o *outbox) snapshot(destination string) []ytstore.OutputRow {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	rows := make([]ytstore.OutputRow, 0, len(o.pending[destination]))
-	for _, m := range o.pending[destination] {
-		rows = append(rows, m.row)
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].MessageID < rows[j].MessageID })
+	rows := make([]ytstore.OutputRow, 0, o.sizeOf(destination))
+	o.inOrder(destination, func(row *ytstore.OutputRow) bool {
+		rows = append(rows, *row)
+		return true
+	})
 	return rows
 }
 
-// each calls f for every pending row of destination, in no order, with the outbox locked:
-// f must not call the outbox.
-func (o *outbox) each(destination string, f func(row *ytstore.OutputRow)) {
+func (o *outbox) sizeOf(destination string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, m := range o.pending[destination] {
-		f(&m.row)
+	return len(o.pending[destination])
+}
+
+// inOrder calls f for the pending rows of destination in message id order until f returns
+// false, with the outbox locked: f must not call the outbox.
+func (o *outbox) inOrder(destination string, f func(row *ytstore.OutputRow) bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.queues[destination]
+	if q == nil {
+		return
+	}
+	q.compact()
+	for _, m := range q.rows {
+		if !m.gone && !f(&m.row) {
+			return
+		}
 	}
 }
 
@@ -496,6 +563,8 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 	for _, id := range ids {
 		if m, ok := o.pending[destination][id]; ok {
 			delete(o.pending[destination], id)
+			m.gone = true
+			o.queues[destination].gone++
 			if parents, swift := o.parentOf[destination+"\x00"+id]; swift {
 				delete(o.parentOf, destination+"\x00"+id)
 				for _, parent := range parents {

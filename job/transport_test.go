@@ -199,3 +199,34 @@ func TestKeyerComputesFarmHash(t *testing.T) {
 	_, err = keyer("nope", flow.Row{})
 	assert.Error(t, err)
 }
+
+// TestOutboxInOrder: a sender reads pending rows in id order (rows added out of order are
+// sorted), without the finished ones, and may stop early.
+func TestOutboxInOrder(t *testing.T) {
+	o := newOutbox()
+	var rows []ytstore.OutputRow
+	for _, id := range []string{"c", "a", "e", "b", "d", "f"} {
+		rows = append(rows, ytstore.OutputRow{Destination: "d", MessageID: id})
+	}
+	o.add(rows[:3])
+	o.add(rows[3:])
+	o.finish("p", "d", []string{"a", "d"})
+	var seen []string
+	o.inOrder("d", func(r *ytstore.OutputRow) bool { seen = append(seen, r.MessageID); return true })
+	assert.Equal(t, []string{"b", "c", "e", "f"}, seen)
+	seen = nil
+	o.inOrder("d", func(r *ytstore.OutputRow) bool { seen = append(seen, r.MessageID); return len(seen) < 2 })
+	assert.Equal(t, []string{"b", "c"}, seen, "stops when told")
+	o.finish("p", "d", []string{"b", "c", "e"})
+	o.add([]ytstore.OutputRow{{Destination: "d", MessageID: "g"}})
+	assert.Equal(t, []string{"f", "g"}, ids(o.snapshot("d")))
+	assert.Equal(t, 2, o.size())
+}
+
+func ids(rows []ytstore.OutputRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.MessageID
+	}
+	return out
+}

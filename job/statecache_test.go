@@ -1,0 +1,57 @@
+package job
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+func TestStateCacheFollowsCommits(t *testing.T) {
+	c := newStateCache(10)
+	states := map[string]map[string][]byte{}
+	assert.False(t, c.get(7, states), "nothing cached yet")
+
+	c.loaded([]uint64{7, 8}, []ytstore.StateRow{{KeyHash: 7, Key: []byte("a"), Name: "count", State: []byte("1")}})
+	assert.True(t, c.get(8, states), "a hash loaded without rows is known to have none")
+	assert.Empty(t, states)
+	assert.True(t, c.get(7, states))
+	assert.Equal(t, map[string]map[string][]byte{"a": {"count": []byte("1")}}, states)
+	states["a"]["count"] = []byte("changed by user code")
+	fresh := map[string]map[string][]byte{}
+	c.get(7, fresh)
+	assert.Equal(t, []byte("1"), fresh["a"]["count"], "callers get copies")
+
+	c.committed([]ytstore.StateRow{
+		{KeyHash: 7, Key: []byte("a"), Name: "count", State: []byte("2")},
+		{KeyHash: 8, Key: []byte("b"), Name: "count", State: []byte("5")},
+		{KeyHash: 9, Key: []byte("c"), Name: "count", State: []byte("9")},
+	})
+	got := map[string]map[string][]byte{}
+	c.get(7, got)
+	c.get(8, got)
+	assert.Equal(t, map[string]map[string][]byte{"a": {"count": []byte("2")}, "b": {"count": []byte("5")}}, got)
+	assert.False(t, c.get(9, got), "a commit does not make an uncached hash cached")
+
+	c.committed([]ytstore.StateRow{{KeyHash: 7, Key: []byte("a"), Name: "count"}})
+	got = map[string]map[string][]byte{}
+	assert.True(t, c.get(7, got))
+	assert.Empty(t, got, "a nil state deletes")
+
+	many := make([]uint64, 12)
+	for i := range many {
+		many[i] = uint64(100 + i)
+	}
+	c.loaded(many[:9], nil)
+	assert.LessOrEqual(t, len(c.byHash), 10, "bounded")
+	c.loaded(many, nil)
+	assert.LessOrEqual(t, len(c.byHash), 10, "more hashes than the limit are not cached")
+
+	c.drop()
+	assert.False(t, c.get(8, got))
+	var off *stateCache = newStateCache(-1)
+	off.loaded([]uint64{1}, nil)
+	off.committed([]ytstore.StateRow{{KeyHash: 1}})
+	assert.False(t, off.get(1, got), "disabled")
+}
