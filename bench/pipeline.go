@@ -1,12 +1,12 @@
 package bench
 
 import (
-	"go.uber.org/zap/zapcore"
-	"go.ytsaurus.tech/library/go/core/log"
-	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 	"context"
 	"errors"
 	"fmt"
+	"go.uber.org/zap/zapcore"
+	"go.ytsaurus.tech/library/go/core/log"
+	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 	"os"
 	"strings"
 	"sync"
