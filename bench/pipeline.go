@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.uber.org/zap/zapcore"
-	"go.ytsaurus.tech/library/go/core/log"
-	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+	"go.ytsaurus.tech/library/go/core/log"
+	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/yson"
 
