@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -29,8 +30,13 @@ func newRecordingReader(t *testing.T, hold bool) (*recordingReader, string) {
 		rr.hold = make(chan struct{})
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
-		var pr pushRequest
-		if err := json.NewDecoder(req.Body).Decode(&pr); err != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		pr, err := decodePush(body)
+		if err != nil {
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -93,7 +99,11 @@ func TestSenderWaitsForPushesToPreviousOwner(t *testing.T) {
 	setRoute("count#old", oldAddr)
 	r.outbox.add(rows("m1", "m2"))
 	s.round(ctx)
-	<-oldReader.arrived // the push to the old owner hangs
+	select { // the push to the old owner hangs
+	case <-oldReader.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push reached the old owner")
+	}
 
 	setRoute("count#new", newAddr)
 	r.outbox.add(rows("m3", "m4"))

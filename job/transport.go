@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"sort"
@@ -55,10 +56,6 @@ type pushResponse struct {
 	// Reset tells the sender its push session is broken (not every message was accepted):
 	// later pushes of the session will be refused, so it must start a new one.
 	Reset bool `json:"reset,omitempty"`
-}
-
-func toWire(r *ytstore.OutputRow) wireMessage {
-	return wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp}
 }
 
 func fromWire(m wireMessage) (epoch.Input, error) {
@@ -249,9 +246,18 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, "push: POST only", http.StatusMethodNotAllowed)
 		return
 	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxPushBytes))
+	if err != nil {
+		http.Error(rw, "push: read request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	var pr pushRequest
-	body := http.MaxBytesReader(rw, req.Body, maxPushBytes)
-	if err := json.NewDecoder(body).Decode(&pr); err != nil {
+	if req.Header.Get("Content-Type") == pushContentType {
+		pr, err = decodePush(body)
+	} else {
+		err = json.Unmarshal(body, &pr) // senders of earlier versions
+	}
+	if err != nil {
 		http.Error(rw, "push: bad request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -687,20 +693,12 @@ type pushTag struct {
 // pushInSession sends msgs to a reader job as push tag.seq of session tag.session and returns
 // the acknowledged ids and whether the session is broken (refused or partly accepted pushes).
 func pushInSession(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
-	req := pushRequest{JobID: rt.jobID, Computation: computation, Messages: make([]wireMessage, len(rows)),
-		Sender: tag.sender, Session: tag.session, Seq: tag.seq}
-	for i := range rows {
-		req.Messages[i] = toWire(&rows[i])
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, true, fmt.Errorf("push to job %s at %s: encode: %w", rt.jobID, rt.address, err)
-	}
+	body := encodePush(rt.jobID, computation, tag, rows)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rt.address+"/push", bytes.NewReader(body))
 	if err != nil {
 		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Content-Type", pushContentType)
 	resp, err := client.Do(hreq)
 	if err != nil {
 		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)

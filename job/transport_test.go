@@ -230,3 +230,28 @@ func ids(rows []ytstore.OutputRow) []string {
 	}
 	return out
 }
+
+func TestPushBodyRoundTripAndErrors(t *testing.T) {
+	rows := []ytstore.OutputRow{
+		{MessageID: "m1", StreamID: "s", Key: epoch.EncodeKey(flow.Key{uint64(5), "w"}), KeyHash: 5, Payload: []byte("{word=w}"), EventTimestamp: 3, SystemTimestamp: 4},
+		{MessageID: "m2", KeyHash: 1 << 63},
+	}
+	body := encodePush("job-1", "count", pushTag{sender: "split/0", session: 3, seq: 9}, rows)
+	pr, err := decodePush(body)
+	require.NoError(t, err)
+	assert.Equal(t, pushRequest{JobID: "job-1", Computation: "count", Sender: "split/0", Session: 3, Seq: 9, Messages: []wireMessage{
+		{ID: "m1", Stream: "s", Key: rows[0].Key, KeyHash: 5, Payload: rows[0].Payload, EventTS: 3, SystemTS: 4},
+		{ID: "m2", KeyHash: 1 << 63},
+	}}, pr)
+	for name, b := range map[string][]byte{
+		"empty":     nil,
+		"format":    append([]byte{9}, body[1:]...),
+		"truncated": body[:len(body)-2],
+		"trailing":  append(append([]byte{}, body...), 0),
+	} {
+		_, err := decodePush(b)
+		assert.ErrorIs(t, err, errBadPush, name)
+	}
+	_, err = decodePush(body[:len(body)-2])
+	assert.Contains(t, err.Error(), "job job-1: message 1 of 2 truncated")
+}

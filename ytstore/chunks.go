@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/ytflow/yt-flow/internal/varbin"
 )
 
 // TableOutputChunks is the output store (the transactional outbox): the outputs of transform
@@ -106,23 +108,18 @@ const chunkFormat = 1
 // message_id, stream_id, key, payload as uvarint length + bytes; key_hash, event_timestamp,
 // system_timestamp as uvarints; sequence_number as a varint.
 func appendMessage(b []byte, r *OutputRow) []byte {
-	b = appendBytes(b, []byte(r.MessageID))
-	b = appendBytes(b, []byte(r.StreamID))
-	b = appendBytes(b, r.Key)
-	b = appendBytes(b, r.Payload)
-	b = binary.AppendUvarint(b, r.KeyHash)
-	b = binary.AppendUvarint(b, r.EventTimestamp)
-	b = binary.AppendUvarint(b, r.SystemTimestamp)
-	return binary.AppendVarint(b, r.SequenceNumber)
+	b = varbin.AppendString(b, r.MessageID)
+	b = varbin.AppendString(b, r.StreamID)
+	b = varbin.AppendBytes(b, r.Key)
+	b = varbin.AppendBytes(b, r.Payload)
+	b = varbin.AppendUvarint(b, r.KeyHash)
+	b = varbin.AppendUvarint(b, r.EventTimestamp)
+	b = varbin.AppendUvarint(b, r.SystemTimestamp)
+	return varbin.AppendVarint(b, r.SequenceNumber)
 }
 
 func encodedSize(r *OutputRow) int {
 	return len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 4*binary.MaxVarintLen32 + 4*binary.MaxVarintLen64
-}
-
-func appendBytes(b, v []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(v)))
-	return append(b, v...)
 }
 
 // decodeChunk decodes a chunk's data into rows of partition and destination; count is the
@@ -134,19 +131,19 @@ func decodeChunk(data []byte, count int64, partition, destination string, chunk 
 	if len(data) == 0 || data[0] != chunkFormat {
 		return nil, bad("unknown format")
 	}
-	d := chunkDecoder{b: data[1:]}
+	d := varbin.NewReader(data[1:])
 	var rows []OutputRow
-	for len(d.b) > 0 {
+	for d.Len() > 0 {
 		r := OutputRow{PartitionID: partition, Destination: destination, Chunk: chunk}
-		r.MessageID = string(d.bytes())
-		r.StreamID = string(d.bytes())
-		r.Key = d.bytes()
-		r.Payload = d.bytes()
-		r.KeyHash = d.uvarint()
-		r.EventTimestamp = d.uvarint()
-		r.SystemTimestamp = d.uvarint()
-		r.SequenceNumber = d.varint()
-		if d.err {
+		r.MessageID = d.String()
+		r.StreamID = d.String()
+		r.Key = d.Bytes()
+		r.Payload = d.Bytes()
+		r.KeyHash = d.Uvarint()
+		r.EventTimestamp = d.Uvarint()
+		r.SystemTimestamp = d.Uvarint()
+		r.SequenceNumber = d.Varint()
+		if d.Failed() {
 			return nil, bad("message %d truncated", len(rows))
 		}
 		rows = append(rows, r)
@@ -155,43 +152,4 @@ func decodeChunk(data []byte, count int64, partition, destination string, chunk 
 		return nil, bad("%d messages, message_count says %d", len(rows), count)
 	}
 	return rows, nil
-}
-
-type chunkDecoder struct {
-	b   []byte
-	err bool
-}
-
-func (d *chunkDecoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err, d.b = true, nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *chunkDecoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err, d.b = true, nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *chunkDecoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err || n > uint64(len(d.b)) {
-		d.err, d.b = true, nil
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
 }

@@ -1,0 +1,90 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ytflow/yt-flow/internal/varbin"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// pushContentType marks the binary push body that senders use; a body of another type is
+// read as the JSON pushRequest of earlier versions.
+const pushContentType = "application/x-yt-flow-push"
+
+// pushFormat is the first byte of a binary push body.
+const pushFormat = 1
+
+// errBadPush marks a push body that cannot be decoded.
+var errBadPush = errors.New("malformed push body")
+
+// encodePush writes a binary push body: pushFormat; job id, computation, sender as
+// length-prefixed strings; session, seq and the message count as uvarints; then per message
+// id, stream, key, payload (length-prefixed) and key hash, event and system timestamps
+// (uvarints). Unlike JSON it needs no base64 for the YSON key and payload bytes.
+func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow) []byte {
+	size := 64 + len(jobID) + len(computation) + len(tag.sender)
+	for i := range rows {
+		r := &rows[i]
+		size += len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 40
+	}
+	b := make([]byte, 0, size)
+	b = append(b, pushFormat)
+	b = varbin.AppendString(b, jobID)
+	b = varbin.AppendString(b, computation)
+	b = varbin.AppendString(b, tag.sender)
+	b = varbin.AppendUvarint(b, tag.session)
+	b = varbin.AppendUvarint(b, tag.seq)
+	b = varbin.AppendUvarint(b, uint64(len(rows)))
+	for i := range rows {
+		r := &rows[i]
+		b = varbin.AppendString(b, r.MessageID)
+		b = varbin.AppendString(b, r.StreamID)
+		b = varbin.AppendBytes(b, r.Key)
+		b = varbin.AppendBytes(b, r.Payload)
+		b = varbin.AppendUvarint(b, r.KeyHash)
+		b = varbin.AppendUvarint(b, r.EventTimestamp)
+		b = varbin.AppendUvarint(b, r.SystemTimestamp)
+	}
+	return b
+}
+
+// decodePush reads a binary push body. Errors wrap errBadPush and say where it broke.
+func decodePush(body []byte) (pushRequest, error) {
+	var pr pushRequest
+	if len(body) == 0 || body[0] != pushFormat {
+		return pr, fmt.Errorf("%w: unknown format", errBadPush)
+	}
+	d := varbin.NewReader(body[1:])
+	pr.JobID = d.String()
+	pr.Computation = d.String()
+	pr.Sender = d.String()
+	pr.Session = d.Uvarint()
+	pr.Seq = d.Uvarint()
+	n := d.Uvarint()
+	if d.Failed() {
+		return pr, fmt.Errorf("%w: header truncated", errBadPush)
+	}
+	// Every message takes at least 7 bytes: a count beyond that is a lie, not an allocation.
+	if n > uint64(d.Len()/7) {
+		return pr, fmt.Errorf("%w: %d messages in %d bytes", errBadPush, n, d.Len())
+	}
+	pr.Messages = make([]wireMessage, n)
+	for i := range pr.Messages {
+		m := &pr.Messages[i]
+		m.ID = d.String()
+		m.Stream = d.String()
+		m.Key = d.Bytes()
+		m.Payload = d.Bytes()
+		m.KeyHash = d.Uvarint()
+		m.EventTS = d.Uvarint()
+		m.SystemTS = d.Uvarint()
+		if d.Failed() {
+			return pr, fmt.Errorf("%w: job %s: message %d of %d truncated", errBadPush, pr.JobID, i, n)
+		}
+	}
+	if d.Len() != 0 {
+		return pr, fmt.Errorf("%w: job %s: %d bytes after the last message", errBadPush, pr.JobID, d.Len())
+	}
+	return pr, nil
+}
