@@ -83,13 +83,13 @@ func BenchmarkCycleOnYtlocal(b *testing.B) {
 	c := &cycler{st: st, cfg: Config{LeaseTimeout: 30 * time.Second}.withDefaults(), sess: sess, sched: &Scheduler{}}
 	c.lg = c.cfg.Logger
 	for range 2 { // create partitions and jobs
-		if err := c.cycle(ctx); err != nil {
+		if _, err := c.cycle(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if err := c.cycle(ctx); err != nil {
+		if _, err := c.cycle(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

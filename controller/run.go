@@ -140,10 +140,12 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		return fmt.Errorf("publish leader address: %w", err)
 	}
 	c.log(termCtx, "controller "+cfg.Address+" became leader")
-	ticker := time.NewTicker(cfg.Period)
-	defer ticker.Stop()
+	timer := time.NewTimer(cfg.Period)
+	defer timer.Stop()
 	for {
-		if err := c.cycle(termCtx); err != nil {
+		start := time.Now()
+		transition, err := c.cycle(termCtx)
+		if err != nil {
 			if errors.Is(err, ytstore.ErrLeaseLost) {
 				return fmt.Errorf("lost leadership: %w", err)
 			}
@@ -151,12 +153,19 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 				lg.Warn("scheduling cycle failed", log.Error(err))
 			}
 		}
+		// During a transition (completing, draining, pausing) the next cycle comes sooner:
+		// finishing it takes a few observations of the workers' statuses.
+		next := cfg.Period
+		if transition {
+			next = max(cfg.Period/5, 20*time.Millisecond)
+		}
+		timer.Reset(max(next-time.Since(start), 0))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-sess.Done():
 			return errors.New("lost leadership: session ended")
-		case <-ticker.C:
+		case <-timer.C:
 		}
 	}
 }
@@ -184,24 +193,25 @@ type cycler struct {
 	specErr                 error
 }
 
-// cycle observes the pipeline, decides and applies the decision.
-func (c *cycler) cycle(ctx context.Context) error {
+// cycle observes the pipeline, decides and applies the decision; transition reports that
+// the pipeline is on its way to another state.
+func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 	in, attrs, err := c.observe(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	d := c.sched.Step(in)
 	if err := c.apply(ctx, d); err != nil {
-		return err
+		return false, err
 	}
 	if d.PipelineState != "" && d.PipelineState != attrs.PipelineState {
 		if err := c.st.SetControllerAttributes(ctx, c.sess, d.PipelineState, ""); err != nil {
-			return err
+			return d.Transition, err
 		}
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
 	}
-	return c.advanceWatermark(ctx, in, attrs)
+	return d.Transition, c.advanceWatermark(ctx, in, attrs)
 }
 
 // advanceWatermark folds the cycle's observation into the SystemWatermark,

@@ -56,6 +56,9 @@ type Decision struct {
 	Layout ytstore.LayoutChange
 	// Events describe what changed, for logs.
 	Events []string
+	// Transition says the pipeline is on its way to another state (completing, draining,
+	// pausing): the next observation may finish it, so the controller looks again sooner.
+	Transition bool
 }
 
 // Scheduler makes scheduling decisions. It keeps the little memory decisions
@@ -160,6 +163,7 @@ func (s *Scheduler) Step(in *Input) *Decision {
 			state = ytstore.StatePaused
 		}
 		d.PipelineState = state
+		d.Transition = state == ytstore.StatePausing
 		return d
 	}
 
@@ -174,9 +178,11 @@ func (s *Scheduler) Step(in *Input) *Decision {
 
 	finishing := state == ytstore.StateDraining || (state == ytstore.StateWorking && allSourcesDone)
 	p.setFlags(state == ytstore.StateDraining || allSourcesDone)
+	d.Transition = finishing
 	if !finishing {
 		s.drain = nil
 	} else if s.drained(p, statuses) {
+		d.Transition = false
 		for _, pid := range sortedKeys(p.jobs) {
 			p.removeJob(p.jobs[pid], "pipeline drained")
 		}

@@ -349,11 +349,13 @@ func TestPauseRemovesAllJobs(t *testing.T) {
 func TestDrainNeedsTwoObservations(t *testing.T) {
 	w := newWorld("w1", "w2")
 	var s Scheduler
-	w.step(t, &s)
+	if d, _ := w.step(t, &s); d.Transition {
+		t.Errorf("working is not a transition")
+	}
 	w.target = ytstore.TargetStopped
 	d, _ := w.step(t, &s)
-	if d.PipelineState != ytstore.StateDraining {
-		t.Fatalf("state %q, want draining", d.PipelineState)
+	if d.PipelineState != ytstore.StateDraining || !d.Transition {
+		t.Fatalf("state %q (transition %v), want draining, a transition", d.PipelineState, d.Transition)
 	}
 	for _, j := range w.jobs {
 		if !j.Draining {
@@ -410,6 +412,9 @@ func TestFiniteSourcesComplete(t *testing.T) {
 	if d.PipelineState != ytstore.StateWorking {
 		t.Fatalf("state %q, want working until drained", d.PipelineState)
 	}
+	if !d.Transition {
+		t.Errorf("completing is a transition: the controller should look again sooner")
+	}
 	for _, j := range w.jobs {
 		if !j.Draining {
 			t.Errorf("job %s not draining once all sources completed", j.JobID)
@@ -424,10 +429,13 @@ func TestFiniteSourcesComplete(t *testing.T) {
 				w.statuses[id] = st
 			}
 		}
-		w.step(t, &s)
+		d, _ = w.step(t, &s)
 	}
 	if w.state != ytstore.StateCompleted || len(w.jobs) != 0 {
 		t.Fatalf("state %q with %d jobs, want completed with none", w.state, len(w.jobs))
+	}
+	if d.Transition {
+		t.Errorf("completed is not a transition")
 	}
 	w.target = ytstore.TargetStopped
 	if d, _ := w.step(t, &s); d.PipelineState != ytstore.StateCompleted {
