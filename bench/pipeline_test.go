@@ -32,6 +32,7 @@ type params struct {
 	latencySeconds  int     // BENCH_LATENCY_SECONDS: measured part of the latency run
 	rate            float64 // BENCH_RATE: msgs/s of latency and recovery runs (default half of exactly_once); BENCH_LOW_RATE: a second latency run (100)
 	workers         int     // BENCH_WORKERS: in-process workers
+	partitions      int     // BENCH_PARTITIONS: input queue tablets = count partitions
 }
 
 func loadParams() params {
@@ -42,6 +43,7 @@ func loadParams() params {
 		latencySeconds: envInt("BENCH_LATENCY_SECONDS", 15),
 		rate:           float64(envInt("BENCH_RATE", 0)),
 		workers:        envInt("BENCH_WORKERS", 2),
+		partitions:     envInt("BENCH_PARTITIONS", 2),
 	}
 }
 
@@ -241,7 +243,7 @@ func BenchmarkPipeline(b *testing.B) {
 				cpu0 := cpuTime()
 				srv := startServer(b, pr.durable)
 				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
-					Tablets: 2, CountPartitions: 2, ProcessingMode: mode.processing, Finite: true, SwiftSource: mode.swift,
+					Tablets: pr.partitions, CountPartitions: pr.partitions, ProcessingMode: mode.processing, Finite: true, SwiftSource: mode.swift,
 				})
 				e, s, c, x := finiteRun(b, p, srv.Addr(), pr.workers, words, want, mode.processing != "", nil)
 				total, startup, counted, extra = total+e, startup+s, counted+c, extra+x
@@ -341,7 +343,7 @@ func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	batch := 100 * time.Millisecond
 	// A user who wants low latency sets the smallest empty_batch_backoff the spec allows:
 	// it bounds how long an idle source job waits before it polls its queue again.
-	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: 2, CountPartitions: 2, BatchDuration: batch, EmptyBatchBackoff: 100 * time.Millisecond})
+	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: pr.partitions, CountPartitions: pr.partitions, BatchDuration: batch, EmptyBatchBackoff: 100 * time.Millisecond})
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -405,7 +407,7 @@ func benchWrites(b *testing.B, m medians, pr params, name, processing string, sw
 		b.Fatal(err)
 	}
 	defer cp.Close()
-	p := newPipeline(b, srv.Addr(), name, Options{Tablets: 2, CountPartitions: 2, ProcessingMode: processing, Finite: true, SwiftSource: swift})
+	p := newPipeline(b, srv.Addr(), name, Options{Tablets: pr.partitions, CountPartitions: pr.partitions, ProcessingMode: processing, Finite: true, SwiftSource: swift})
 	before := cp.Tally()
 	var d Tally
 	_, _, _, _ = finiteRun(b, p, cp.Addr(), pr.workers, words, want, processing != "", func() { d = cp.Tally().Sub(before) })
