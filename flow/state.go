@@ -46,7 +46,9 @@ func (s State[T]) Get() (T, bool) {
 	if slot.cur == nil {
 		return v, false
 	}
-	if err := yson.Unmarshal(slot.cur, &v); err != nil {
+	if unmarshalScalar(slot.cur, &v) {
+		// decoded without the SDK
+	} else if err := yson.Unmarshal(slot.cur, &v); err != nil {
 		s.ctx.fail(fmt.Errorf("state %q of key %v: decode as %T: %w: %w", s.name, s.ctx.inv.Key, v, ErrBadState, err))
 		var zero T
 		return zero, false
@@ -114,7 +116,11 @@ type stateSlot struct {
 // flush drops a cached value, encoding it into cur first if it was Set.
 func (c *Context) flush(name string, slot *stateSlot) {
 	if slot.val != nil && slot.dirty {
-		b, err := yson.Marshal(slot.val)
+		b, ok := marshalScalar(slot.val)
+		var err error
+		if !ok {
+			b, err = yson.Marshal(slot.val)
+		}
 		if err != nil {
 			c.fail(fmt.Errorf("state %q of key %v: encode %T: %w: %w", name, c.inv.Key, slot.val, ErrBadState, err))
 			b = slot.orig // the invocation fails anyway
