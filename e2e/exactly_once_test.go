@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // messages is the input size of the fault tests; E2E_MESSAGES overrides it.
@@ -160,24 +162,9 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	waitProgress(total / 3)
 	zname, zombie := randomWorker()
 	t.Logf("SIGSTOP %s (pid %d)", zname, zombie.Pid())
-	if err := zombie.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	delete(workers, zname)
-	addWorker()
-	// The controller notices the dead session, aborts the zombie's leases and moves its
-	// jobs; wait until no job is assigned to it any more.
-	Eventually(t, 2*time.Minute, func() (bool, string) {
-		jobs, err := wc.Store.Jobs(t.Context())
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, j := range jobs {
-			if j.WorkerID == zname {
-				return false, "job " + j.JobID + " still on the frozen worker"
-			}
-		}
-		return true, ""
+	freezeUntilFenced(t, wc.Store, zname, zombie, func() {
+		delete(workers, zname)
+		addWorker()
 	})
 	t.Logf("SIGCONT %s", zname)
 	if err := zombie.Resume(); err != nil {
@@ -329,4 +316,48 @@ func leaderOf(t *testing.T, wc *WordCount, ctrl []*Proc) *Proc {
 		}
 	}
 	return nil
+}
+
+// freezeUntilFenced freezes the worker process p (SIGSTOP), calls replace (start a
+// replacement worker) and returns once the frozen worker is fenced: the session it held is
+// gone and no job is assigned to it. The jobs alone do not tell: during a repartition a live
+// worker may hold no job for a moment, and resuming it then would not make a zombie.
+func freezeUntilFenced(t *testing.T, st *ytstore.Store, name string, p *Proc, replace func()) {
+	t.Helper()
+	var session string
+	workers, err := st.Workers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range workers {
+		if w.WorkerID == name {
+			session = w.SessionTx
+		}
+	}
+	if session == "" {
+		t.Fatalf("worker %s is not registered", name)
+	}
+	if err := p.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	replace()
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		alive, err := st.TxAlive(t.Context(), session)
+		if err != nil {
+			return false, err.Error()
+		}
+		if alive {
+			return false, "the frozen worker's session " + session + " is alive"
+		}
+		jobs, err := st.Jobs(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, j := range jobs {
+			if j.WorkerID == name {
+				return false, "job " + j.JobID + " still on the frozen worker"
+			}
+		}
+		return true, ""
+	})
 }

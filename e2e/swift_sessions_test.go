@@ -474,22 +474,9 @@ func TestSwiftSessionsUnderFaults(t *testing.T) {
 	}
 	zombie := s.workers[zname]
 	t.Logf("SIGSTOP %s at %d applied", zname, s.applied(t))
-	if err := zombie.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	delete(s.workers, zname)
-	s.addWorker(t)
-	Eventually(t, 2*time.Minute, func() (bool, string) {
-		jobs, err := s.Store.Jobs(t.Context())
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, j := range jobs {
-			if j.WorkerID == zname {
-				return false, "job " + j.JobID + " still on the frozen worker"
-			}
-		}
-		return true, ""
+	freezeUntilFenced(t, s.Store, zname, zombie, func() {
+		delete(s.workers, zname)
+		s.addWorker(t)
 	})
 	t.Logf("SIGCONT %s", zname)
 	if err := zombie.Resume(); err != nil {

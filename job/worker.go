@@ -203,11 +203,18 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	}
 	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
 
-	poll := time.NewTicker(w.cfg.PollPeriod)
+	poll := time.NewTimer(w.cfg.PollPeriod)
 	defer poll.Stop()
 	lastStatus := time.Time{}
 	reported := ""
 	for {
+		// While a job applies draining (the pipeline completes or stops) the controller waits
+		// for its statuses: poll and report four times as often.
+		next := w.cfg.PollPeriod
+		if w.anyDraining() {
+			next = max(w.cfg.PollPeriod/4, 10*time.Millisecond)
+		}
+		poll.Reset(next)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -246,6 +253,18 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			reported = marks
 		}
 	}
+}
+
+// anyDraining reports whether some job of the worker has applied draining.
+func (w *Worker) anyDraining() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.runners {
+		if h.r.applied.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // statusMarks describes the status transitions the controller waits for, per job: loaded,
