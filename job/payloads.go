@@ -1,59 +1,54 @@
 package job
 
 import (
-	"fmt"
-
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
-// marshalPayloads encodes payloads as yson.Marshal encodes each of them (text YSON), in one
-// encoder pass: yson.Marshal allocates a 4 KiB write buffer per call, which made most of an
-// epoch's allocations when it stores thousands of outputs. The results share one buffer.
-// When a payload does not encode, bad is its index (else -1).
+// marshalPayloads encodes payloads: a payload of scalars as binary YSON with the fast
+// encoder (internal/ybin; the bytes are the SDK's binary encoding), any other as yson.Marshal
+// encodes it (text YSON). The choice depends only on the payload, so a recomputed payload
+// encodes to the same bytes (payload fingerprints compare them). The fast payloads share one
+// buffer. When a payload does not encode, bad is its index (else -1).
 func marshalPayloads(payloads []flow.Row) (out [][]byte, bad int, err error) {
 	if len(payloads) == 0 {
 		return nil, -1, nil
 	}
-	list := make([]any, len(payloads))
+	arena := make([]byte, 0, 64*len(payloads))
+	bounds := make([]int, len(payloads)+1) // payload i is arena[bounds[i]:bounds[i+1]] unless out[i] is set
+	out = make([][]byte, len(payloads))
 	for i, p := range payloads {
-		list[i] = map[string]any(p)
-	}
-	b, err := yson.Marshal(list)
-	if err != nil {
-		// Name the payload that does not encode.
-		for i, p := range payloads {
-			if _, perr := yson.Marshal(p); perr != nil {
-				return nil, i, perr
-			}
-		}
-		return nil, -1, err
-	}
-	r := yson.NewReaderFromBytes(b)
-	if ev, err := r.Next(false); err != nil || ev != yson.EventBeginList {
-		return nil, -1, fmt.Errorf("encode payloads: not a list (%v)", err)
-	}
-	arena := make([]byte, 0, len(b))
-	out = make([][]byte, 0, len(payloads))
-	for {
-		ok, err := r.NextListItem()
-		if err != nil {
-			return nil, -1, fmt.Errorf("encode payloads: %w", err)
+		bounds[i] = len(arena)
+		var ok bool
+		if p != nil {
+			arena, ok = ybin.AppendMap(arena, p)
 		}
 		if !ok {
-			break
+			b, err := yson.Marshal(p)
+			if err != nil {
+				return nil, i, err
+			}
+			out[i] = b
 		}
-		raw, err := r.NextRawValue()
-		if err != nil {
-			return nil, -1, fmt.Errorf("encode payloads: %w", err)
-		}
-		start := len(arena)
-		arena = append(arena, raw...)
-		out = append(out, arena[start:len(arena):len(arena)])
+		bounds[i+1] = len(arena)
 	}
-	if len(out) != len(payloads) {
-		return nil, -1, fmt.Errorf("encode payloads: %d values for %d payloads", len(out), len(payloads))
+	for i := range out {
+		if out[i] == nil {
+			out[i] = arena[bounds[i]:bounds[i+1]:bounds[i+1]]
+		}
 	}
 	return out, -1, nil
+}
+
+// decodePayload decodes a stored or received payload: binary payloads of scalars with the
+// fast decoder, anything else with the SDK.
+func decodePayload(b []byte) (map[string]any, error) {
+	if m, ok := ybin.DecodeMap(b); ok {
+		return m, nil
+	}
+	var m map[string]any
+	err := yson.Unmarshal(b, &m)
+	return m, err
 }

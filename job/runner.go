@@ -462,7 +462,8 @@ func timerFromRow(row ytstore.TimerRow) (epoch.DueTimer, error) {
 	}
 	var payload flow.Row
 	if len(row.Payload) > 0 {
-		if err := yson.Unmarshal(row.Payload, &payload); err != nil {
+		var err error
+		if payload, err = decodePayload(row.Payload); err != nil {
 			return epoch.DueTimer{}, fmt.Errorf("timer %s: payload: %w", row.MessageID, err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
-	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/connectors/queue"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -260,8 +259,8 @@ func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string
 	ds := make([]queue.Delivery, 0, len(rows))
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
-		var payload map[string]any
-		if err := yson.Unmarshal(row.Payload, &payload); err != nil {
+		payload, err := decodePayload(row.Payload)
+		if err != nil {
 			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
 			continue
 		}

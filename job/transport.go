@@ -13,7 +13,6 @@ import (
 	"time"
 
 	farm "github.com/dgryski/go-farm"
-	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -65,7 +64,8 @@ func fromWire(m wireMessage) (epoch.Input, error) {
 	}
 	var payload flow.Row
 	if len(m.Payload) > 0 {
-		if err := yson.Unmarshal(m.Payload, &payload); err != nil {
+		var err error
+		if payload, err = decodePayload(m.Payload); err != nil {
 			return epoch.Input{}, fmt.Errorf("message %s: payload: %w", m.ID, err)
 		}
 	}

@@ -596,8 +596,9 @@ func TestCommittedPayloadMismatchReported(t *testing.T) {
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
 	key := flow.Key{ytql.FarmHash("same"), "same"}
 	push := func(payload flow.Row) pushResponse {
-		b, err := yson.Marshal(payload)
+		enc, _, err := marshalPayloads([]flow.Row{payload}) // as the producer encodes it
 		require.NoError(t, err)
+		b := enc[0]
 		body, err := json.Marshal(pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
 			ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: b,
 		}}})

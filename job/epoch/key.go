@@ -9,6 +9,7 @@ import (
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
 // EncodeKey is the canonical byte form of a key: binary YSON of the list of its values.
@@ -70,6 +71,9 @@ func appendKey(b []byte, k flow.Key) ([]byte, bool) {
 
 // DecodeKey is the inverse of EncodeKey.
 func DecodeKey(b []byte) (flow.Key, error) {
+	if vals, ok := ybin.DecodeList(b); ok {
+		return flow.Key(vals), nil
+	}
 	var vals []any
 	if err := yson.Unmarshal(b, &vals); err != nil {
 		return nil, err

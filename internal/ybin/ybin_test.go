@@ -1,0 +1,123 @@
+package ybin
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"go.ytsaurus.tech/yt/go/yson"
+)
+
+var samples = []map[string]any{
+	{},
+	{"word": "hello", "n": int64(-3), "u": uint64(math.MaxUint64), "f": 1.25, "t": true, "z": false, "e": nil},
+	{"": "", "b": []byte{0, 1}, "i": 7, "i32": int32(-2), "u32": uint32(9), "long": string(make([]byte, 300))},
+}
+
+// TestMatchesSDK: the encoding is the SDK's binary encoding, and decoding agrees with the
+// SDK's (with []byte and narrow integers read back as the SDK reads them).
+func TestMatchesSDK(t *testing.T) {
+	for _, m := range samples {
+		got, ok := AppendMap(nil, m)
+		if !ok {
+			t.Fatalf("%v not encoded", m)
+		}
+		want, err := yson.MarshalFormat(m, yson.FormatBinary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("map %v:\n got %q\nwant %q", m, got, want)
+		}
+		dec, ok := DecodeMap(got)
+		if !ok {
+			t.Fatalf("%q not decoded", got)
+		}
+		var sdk map[string]any
+		if err := yson.Unmarshal(got, &sdk); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(dec, sdk) {
+			t.Fatalf("decoded %#v, SDK %#v", dec, sdk)
+		}
+		list := make([]any, 0, len(m))
+		for _, v := range m {
+			list = append(list, v)
+		}
+		lb := []byte{'['}
+		for _, v := range list {
+			lb, _ = AppendScalar(lb, v)
+			lb = append(lb, ';')
+		}
+		lb = append(lb, ']')
+		want, _ = yson.MarshalFormat(list, yson.FormatBinary)
+		if string(lb) != string(want) {
+			t.Fatalf("list %v:\n got %q\nwant %q", list, lb, want)
+		}
+		vals, ok := DecodeList(lb)
+		var sdkList []any
+		if err := yson.Unmarshal(lb, &sdkList); err != nil || !ok {
+			t.Fatalf("list decode: %v %v", ok, err)
+		}
+		if len(vals) != 0 || len(sdkList) != 0 {
+			if !reflect.DeepEqual(vals, sdkList) {
+				t.Fatalf("decoded %#v, SDK %#v", vals, sdkList)
+			}
+		}
+	}
+	if _, ok := AppendMap(nil, map[string]any{"nested": map[string]any{}}); ok {
+		t.Fatal("a nested map is not a scalar map")
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := AppendMap(nil, map[string]any{"a": int64(1), "b": "x"})
+	text, _ := yson.Marshal(map[string]any{"a": int64(1)})
+	dupKey := []byte("{\x01\x02a=\x02\x02;\x01\x02a=\x02\x04;}")
+	for name, b := range map[string][]byte{
+		"text":      text,
+		"truncated": good[:len(good)-1],
+		"trailing":  append(append([]byte{}, good...), ' '),
+		"dup key":   dupKey,
+		"nested":    []byte("{\x01\x02a={};}"),
+		"empty":     nil,
+	} {
+		if _, ok := DecodeMap(b); ok {
+			t.Errorf("%s: decoded %q", name, b)
+		}
+	}
+	for name, b := range map[string][]byte{"text": []byte("[1;2]"), "open": []byte("[\x02\x02;"), "no sep": []byte("[\x02\x02]")} {
+		if _, ok := DecodeList(b); ok {
+			t.Errorf("%s: decoded %q", name, b)
+		}
+	}
+}
+
+// FuzzDecode: whatever the fast decoders accept, the SDK decodes to the same values.
+func FuzzDecode(f *testing.F) {
+	for _, m := range samples {
+		b, _ := AppendMap(nil, m)
+		f.Add(b)
+	}
+	f.Add([]byte("[\x02\x02;\x01\x02ab;]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if m, ok := DecodeMap(b); ok {
+			var sdk map[string]any
+			if err := yson.Unmarshal(b, &sdk); err != nil {
+				t.Fatalf("fast decoder accepted %q, SDK refused: %v", b, err)
+			}
+			if !reflect.DeepEqual(m, sdk) {
+				t.Fatalf("%q: fast %#v, SDK %#v", b, m, sdk)
+			}
+		}
+		if l, ok := DecodeList(b); ok {
+			var sdk []any
+			if err := yson.Unmarshal(b, &sdk); err != nil {
+				t.Fatalf("fast decoder accepted %q, SDK refused: %v", b, err)
+			}
+			if (len(l) != 0 || len(sdk) != 0) && !reflect.DeepEqual(l, sdk) {
+				t.Fatalf("%q: fast %#v, SDK %#v", b, l, sdk)
+			}
+		}
+	})
+}
