@@ -37,7 +37,7 @@ type params struct {
 
 func loadParams() params {
 	return params{
-		messages:       envInt("BENCH_MESSAGES", 20000),
+		messages:       envInt("BENCH_MESSAGES", 100000),
 		words:          envInt("BENCH_WORDS", 1000),
 		durable:        os.Getenv("BENCH_MEMORY") != "1",
 		latencySeconds: envInt("BENCH_LATENCY_SECONDS", 15),
