@@ -83,7 +83,8 @@ func (m medians) report(b *testing.B) {
 }
 
 // startServer starts an in-process ytlocal (durable in a temp dir unless BENCH_MEMORY=1),
-// closed when the benchmark ends.
+// closed when the benchmark ends at the latest; iterations close theirs when they end, so
+// that the data of earlier iterations (kept in memory) does not slow later ones down.
 func startServer(tb testing.TB, durable bool) *ytlocal.Server {
 	tb.Helper()
 	cfg := ytlocal.Config{}
@@ -96,6 +97,11 @@ func startServer(tb testing.TB, durable bool) *ytlocal.Server {
 	}
 	tb.Cleanup(func() { _ = srv.Close() })
 	return srv
+}
+
+// closeAtReturn is for defer: it closes srv when the iteration's function returns.
+func closeAtReturn(srv *ytlocal.Server) func() {
+	return func() { _ = srv.Close() }
 }
 
 // inputWords returns n words drawn from a vocabulary of size words, and their counts.
@@ -221,6 +227,7 @@ func BenchmarkPipeline(b *testing.B) {
 					}
 				}
 			}
+			_ = srv.Close() // an iteration's data must not weigh on the next (GC scans it)
 		}
 		rates["raw"] = float64(pr.messages*b.N*rawPasses) / total.Seconds()
 		b.ReportMetric(rates["raw"], "msgs/s")
@@ -249,6 +256,7 @@ func BenchmarkPipeline(b *testing.B) {
 				total, startup, counted, extra = total+e, startup+s, counted+c, extra+x
 				cpu += cpuTime() - cpu0 // includes loading the input (a small part)
 				b.Logf("%s iteration %d: counted after %v, completed with exact sinks after %v", mode.name, i, c.Round(time.Millisecond), e.Round(time.Millisecond))
+				_ = srv.Close()
 			}
 			rates[mode.name] = float64(pr.messages*b.N) / total.Seconds()
 			b.ReportMetric(rates[mode.name], "msgs/s")
@@ -340,6 +348,7 @@ func BenchmarkPipeline(b *testing.B) {
 func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	ctx := context.Background()
 	srv := startServer(b, pr.durable)
+	defer closeAtReturn(srv)()
 	batch := 100 * time.Millisecond
 	// A user who wants low latency sets the smallest empty_batch_backoff the spec allows:
 	// it bounds how long an idle source job waits before it polls its queue again.
@@ -402,6 +411,7 @@ func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 // per input message plus 1 per output.
 func benchWrites(b *testing.B, m medians, pr params, name, processing string, swift bool, words []string, want map[string]int64) {
 	srv := startServer(b, pr.durable)
+	defer closeAtReturn(srv)()
 	cp, err := StartCountingProxy(srv.Addr())
 	if err != nil {
 		b.Fatal(err)

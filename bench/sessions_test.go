@@ -204,6 +204,7 @@ func BenchmarkSessions(b *testing.B) {
 			}
 			m.add(float64(pr.events*rawPasses)/(total-totalBefore).Seconds(), "msgs/s")
 			m.add((cpu-cpuBefore).Seconds()*1e6/float64(pr.events*rawPasses), "cpu_us/msg")
+			_ = srv.Close()
 		}
 		sum.collect("raw", m)
 		n := float64(pr.events * b.N * rawPasses)
@@ -244,6 +245,7 @@ func BenchmarkSessions(b *testing.B) {
 				m.add(float64(r.extra), "counted_twice")
 				m.add(float64(r.fullDedup)/n, "full_dedup_rows/msg")
 				m.add(float64(r.compactDedup)/n, "compact_dedup_rows/msg")
+				_ = srv.Close()
 			}
 			sum.collect(mode.name, m)
 			n := float64(pr.events * b.N)
@@ -554,6 +556,7 @@ func checkRaw(ctx context.Context, s *Sessions, want map[string]Total, events in
 func benchSessionsLatency(b *testing.B, m medians, pr sessionsParams, rate float64) {
 	ctx := context.Background()
 	srv := startServer(b, pr.durable)
+	defer closeAtReturn(srv)()
 	batch := 100 * time.Millisecond
 	s := newSessions(b, srv.Addr(), "slatency", SessionsOptions{Tablets: 2, ParsePartitions: 2, SumPartitions: 2,
 		BatchDuration: batch, EmitRunning: true})
@@ -626,6 +629,7 @@ func benchSessionsLatency(b *testing.B, m medians, pr sessionsParams, rate float
 // input message plus 1 per output.
 func benchSessionsWrites(b *testing.B, m medians, pr sessionsParams, name string, o SessionsOptions, events []Event, want map[string]Total) (byTable map[TableCommand]float64) {
 	srv := startServer(b, pr.durable)
+	defer closeAtReturn(srv)()
 	cp, err := StartCountingProxy(srv.Addr())
 	if err != nil {
 		b.Fatal(err)

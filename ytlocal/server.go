@@ -173,6 +173,9 @@ func (s *Server) Close() error {
 		if rerr := s.release(); err == nil {
 			err = rerr
 		}
+		// Every command checks closed first: drop the state so that a closed server kept
+		// referenced (by a test's cleanup, say) does not keep its tables in memory.
+		s.exts, s.extOrder, s.tree, s.txs, s.mutations = nil, nil, nil, nil, nil
 		s.mu.Unlock()
 		s.closeErr = err
 		s.log.Info("ytlocal stopped", log.String("addr", s.Addr()))
