@@ -19,14 +19,14 @@ const pushFormat = 1
 var errBadPush = errors.New("malformed push body")
 
 // encodePush writes a binary push body: pushFormat; job id, computation, sender as
-// length-prefixed strings; session, seq and the message count as uvarints; then per message
-// id, stream, key, payload (length-prefixed) and key hash, event and system timestamps
-// (uvarints). Unlike JSON it needs no base64 for the YSON key and payload bytes.
+// length-prefixed strings; session, seq and the message count as uvarints; then one message
+// record per message (ytstore.AppendMessage, as in output chunks). Unlike JSON it needs no
+// base64 for the YSON key and payload bytes.
 func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow) []byte {
 	size := 64 + len(jobID) + len(computation) + len(tag.sender)
 	for i := range rows {
 		r := &rows[i]
-		size += len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 40
+		size += len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 48
 	}
 	b := make([]byte, 0, size)
 	b = append(b, pushFormat)
@@ -37,14 +37,7 @@ func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow
 	b = varbin.AppendUvarint(b, tag.seq)
 	b = varbin.AppendUvarint(b, uint64(len(rows)))
 	for i := range rows {
-		r := &rows[i]
-		b = varbin.AppendString(b, r.MessageID)
-		b = varbin.AppendString(b, r.StreamID)
-		b = varbin.AppendBytes(b, r.Key)
-		b = varbin.AppendBytes(b, r.Payload)
-		b = varbin.AppendUvarint(b, r.KeyHash)
-		b = varbin.AppendUvarint(b, r.EventTimestamp)
-		b = varbin.AppendUvarint(b, r.SystemTimestamp)
+		b = ytstore.AppendMessage(b, &rows[i])
 	}
 	return b
 }
@@ -65,20 +58,15 @@ func decodePush(body []byte) (pushRequest, error) {
 	if d.Failed() {
 		return pr, fmt.Errorf("%w: header truncated", errBadPush)
 	}
-	// Every message takes at least 7 bytes: a count beyond that is a lie, not an allocation.
-	if n > uint64(d.Len()/7) {
+	// Every message takes at least 8 bytes: a count beyond that is a lie, not an allocation.
+	if n > uint64(d.Len()/8) {
 		return pr, fmt.Errorf("%w: %d messages in %d bytes", errBadPush, n, d.Len())
 	}
 	pr.Messages = make([]wireMessage, n)
 	for i := range pr.Messages {
-		m := &pr.Messages[i]
-		m.ID = d.String()
-		m.Stream = d.String()
-		m.Key = d.Bytes()
-		m.Payload = d.Bytes()
-		m.KeyHash = d.Uvarint()
-		m.EventTS = d.Uvarint()
-		m.SystemTS = d.Uvarint()
+		var r ytstore.OutputRow
+		ytstore.ReadMessage(d, &r)
+		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp}
 		if d.Failed() {
 			return pr, fmt.Errorf("%w: job %s: message %d of %d truncated", errBadPush, pr.JobID, i, n)
 		}

@@ -92,7 +92,7 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 		}
 		c := out[j]
 		c.MessageCount++
-		c.Data = appendMessage(c.Data, r)
+		c.Data = AppendMessage(c.Data, r)
 	}
 	res := make([]any, len(out))
 	for i, c := range out {
@@ -104,10 +104,12 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 // chunkFormat is the first byte of a chunk's data: the version of the encoding below.
 const chunkFormat = 1
 
-// A chunk's data is chunkFormat followed by one record per message:
-// message_id, stream_id, key, payload as uvarint length + bytes; key_hash, event_timestamp,
-// system_timestamp as uvarints; sequence_number as a varint.
-func appendMessage(b []byte, r *OutputRow) []byte {
+// A chunk's data is chunkFormat followed by one message record (AppendMessage) per message.
+
+// AppendMessage appends r's message record: message_id, stream_id, key, payload as uvarint
+// length + bytes; key_hash, event_timestamp, system_timestamp as uvarints; sequence_number
+// as a varint. Output chunks and the inter-job push body (job/wire.go) use it.
+func AppendMessage(b []byte, r *OutputRow) []byte {
 	b = varbin.AppendString(b, r.MessageID)
 	b = varbin.AppendString(b, r.StreamID)
 	b = varbin.AppendBytes(b, r.Key)
@@ -116,6 +118,19 @@ func appendMessage(b []byte, r *OutputRow) []byte {
 	b = varbin.AppendUvarint(b, r.EventTimestamp)
 	b = varbin.AppendUvarint(b, r.SystemTimestamp)
 	return varbin.AppendVarint(b, r.SequenceNumber)
+}
+
+// ReadMessage reads a record written by AppendMessage into r's message fields; d.Failed()
+// tells whether it was whole. Byte fields share d's memory.
+func ReadMessage(d *varbin.Reader, r *OutputRow) {
+	r.MessageID = d.String()
+	r.StreamID = d.String()
+	r.Key = d.Bytes()
+	r.Payload = d.Bytes()
+	r.KeyHash = d.Uvarint()
+	r.EventTimestamp = d.Uvarint()
+	r.SystemTimestamp = d.Uvarint()
+	r.SequenceNumber = d.Varint()
 }
 
 func encodedSize(r *OutputRow) int {
@@ -135,14 +150,7 @@ func decodeChunk(data []byte, count int64, partition, destination string, chunk 
 	var rows []OutputRow
 	for d.Len() > 0 {
 		r := OutputRow{PartitionID: partition, Destination: destination, Chunk: chunk}
-		r.MessageID = d.String()
-		r.StreamID = d.String()
-		r.Key = d.Bytes()
-		r.Payload = d.Bytes()
-		r.KeyHash = d.Uvarint()
-		r.EventTimestamp = d.Uvarint()
-		r.SystemTimestamp = d.Uvarint()
-		r.SequenceNumber = d.Varint()
+		ReadMessage(d, &r)
 		if d.Failed() {
 			return nil, bad("message %d truncated", len(rows))
 		}
