@@ -343,14 +343,14 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	}
 	outs := make([]ytstore.OutputRow, 0, len(c.Stored))
 	parents := make([][]string, 0, len(c.Stored))
-	for _, o := range c.Stored {
-		payload, err := yson.Marshal(o.Message.Payload)
-		if err != nil {
-			return 0, false, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.Message.MessageID, o.Message.StreamID, err)
-		}
+	payloads, err := r.storedPayloads(c.Stored)
+	if err != nil {
+		return 0, false, err
+	}
+	for i, o := range c.Stored {
 		outs = append(outs, ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
-			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payload,
+			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payloads[i],
 			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		})
 		parents = append(parents, o.Parents)

@@ -332,6 +332,9 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 	reply(pushResponse{Acked: acked, Reset: reset})
 }
 
+// swiftOutput names an in-memory output of a swift computation: its destination and id.
+type swiftOutput struct{ dest, id string }
+
 // outMsg is one output store row waiting for its reader or sink.
 type outMsg struct {
 	row ytstore.OutputRow
@@ -406,10 +409,11 @@ type outbox struct {
 	done     []doneEntry
 	deleting []doneEntry
 	// children counts, per parent input of a swift computation, its outputs not yet
-	// delivered (one per destination); parentOf maps destination+"\x00"+id to the parent.
+	// delivered (one per destination); parentOf maps an output (destination, id) to its
+	// parents.
 	// Swift outputs are in memory only: a finished one leaves at once.
 	children map[string]int
-	parentOf map[string][]string
+	parentOf map[swiftOutput][]string
 	// chunks tracks the stored chunks that still hold unacknowledged messages.
 	chunks map[ytstore.OutputKey]*chunkState
 }
@@ -461,7 +465,7 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents [][]string) (childless []string) {
 	o.mu.Lock()
 	if o.children == nil {
-		o.children, o.parentOf = map[string]int{}, map[string][]string{}
+		o.children, o.parentOf = map[string]int{}, map[swiftOutput][]string{}
 	}
 	for i, r := range rows {
 		m := o.pending[r.Destination]
@@ -469,7 +473,7 @@ func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents [][]st
 			m = map[string]*outMsg{}
 			o.pending[r.Destination] = m
 		}
-		k := r.Destination + "\x00" + r.MessageID
+		k := swiftOutput{r.Destination, r.MessageID}
 		if _, dup := o.parentOf[k]; dup {
 			continue
 		}
@@ -571,8 +575,8 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 			delete(o.pending[destination], id)
 			m.gone = true
 			o.queues[destination].gone++
-			if parents, swift := o.parentOf[destination+"\x00"+id]; swift {
-				delete(o.parentOf, destination+"\x00"+id)
+			if parents, swift := o.parentOf[swiftOutput{destination, id}]; swift {
+				delete(o.parentOf, swiftOutput{destination, id})
 				for _, parent := range parents {
 					if o.children[parent]--; o.children[parent] == 0 {
 						delete(o.children, parent)
