@@ -659,6 +659,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 
 	if r.cfg.Swift {
+		defer r.stats.phases.since(&r.stats.phases.process, phase) // a swift map only processes
 		return r.swiftEpoch(ctx, b, now)
 	}
 	// The epoch's three reads are independent: its token, the dedup lookup of its inputs and

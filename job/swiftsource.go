@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/yt/go/yson"
@@ -209,6 +210,9 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	draining := r.draining.Load()
 	r.applied.Store(draining)
 
+	// The reads include processing the rows (swiftRead runs the process function): both
+	// count as input_fetch in the phase times.
+	phase := time.Now()
 	read := 0
 	caughtUp := map[*swiftSource]bool{}
 	for _, s := range r.swiftSrc {
@@ -222,6 +226,8 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		caughtUp[s] = atEnd
 		read += n
 	}
+	r.stats.phases.since(&r.stats.phases.fetch, phase)
+	r.stats.phases.rows.Add(int64(read))
 
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, PartitionStates: map[string][]byte{}}
 	advanced := map[*swiftSource]int64{}
@@ -250,7 +256,10 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		return 0, true, nil
 	}
 	w.Token = token
-	if err := r.commit(ctx, w); err != nil {
+	phase = time.Now()
+	err = r.commit(ctx, w)
+	r.stats.phases.since(&r.stats.phases.commit, phase)
+	if err != nil {
 		r.outbox.giveBack()
 		if errors.Is(err, errNotApplied) && ctx.Err() == nil {
 			r.failures++
