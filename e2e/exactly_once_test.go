@@ -230,9 +230,12 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 }
 
 // leaseLostRE matches a write of the zombie refused because its Lease or session was gone:
-// an epoch commit ("lease lost: job stops", job/runner.go) or a fenced status/heartbeat write
-// (ytstore maps the prerequisite failure, code 1000, to "lease lost").
-var leaseLostRE = regexp.MustCompile(`[^\n]*lease lost[^\n]*`)
+// an epoch commit ("lease lost: job stops", job/runner.go), a fenced status/heartbeat write
+// (ytstore maps the prerequisite failure, code 1000, to "lease lost"), or the server's
+// refusal itself as the client logs it ("prerequisite check failed: transaction … is
+// missing") — when the worker stops the job at the same moment (it found its session gone),
+// the runner drops the failed commit's error with the cancelled job and logs nothing more.
+var leaseLostRE = regexp.MustCompile(`[^\n]*(lease lost|prerequisite check failed)[^\n]*`)
 
 var dupRE = regexp.MustCompile(`duplicates dropped.*"count":\s*([0-9]+)`)
 
