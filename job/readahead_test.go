@@ -127,4 +127,15 @@ func TestIdleWait(t *testing.T) {
 		r.dyn.EmptyBatchBackoff, r.dyn.BatchDuration = 250*time.Millisecond, tc.batch
 		require.Equal(t, tc.want, r.idleWait(tc.busy), tc.name)
 	}
+
+	// A swift source job: busy like a source; idle but holding rows not committed past, it
+	// comes back soon to commit its offset once their outputs are delivered.
+	w.cfg.EmptyBatchBackoff = 0
+	sw := &swiftSource{}
+	r := &runner{w: w, swiftSrc: []*swiftSource{sw}}
+	r.dyn.EmptyBatchBackoff, r.dyn.BatchDuration = 250*time.Millisecond, 100*time.Millisecond
+	require.Equal(t, 50*time.Millisecond, r.idleWait(true), "busy swift source")
+	require.Equal(t, 250*time.Millisecond, r.idleWait(false), "idle swift source holding nothing")
+	sw.appendRows([]swiftRow{{offset: 0, id: "r0", ts: 1}}, 1)
+	require.Equal(t, 50*time.Millisecond, r.idleWait(false), "idle swift source holding a row")
 }

@@ -545,15 +545,17 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 // idleWait is how long an idle job waits before its next epoch unless an input arrives:
-// empty_batch_backoff, or, for a source job whose previous epoch read rows, at most half of
-// batch_duration (at least 10ms): a source that is being written to is polled again soon,
-// an idle one at the backoff.
+// empty_batch_backoff, or, for a source job whose previous epoch read rows and for a swift
+// source job that holds rows its offset has not passed, at most half of batch_duration (at
+// least 10ms): a source that is being written to is polled again soon, a swift source commits
+// its offset soon after its outputs are delivered, an idle one waits the backoff.
 func (r *runner) idleWait(busy bool) time.Duration {
 	backoff := r.dyn.EmptyBatchBackoff
 	if r.w.cfg.EmptyBatchBackoff > 0 {
 		backoff = r.w.cfg.EmptyBatchBackoff
 	}
-	if busy && len(r.sources) > 0 && r.dyn.BatchDuration > 0 {
+	soon := busy && (len(r.sources) > 0 || len(r.swiftSrc) > 0) || r.swiftSourceHeld() > 0
+	if soon && r.dyn.BatchDuration > 0 {
 		backoff = min(backoff, max(r.dyn.BatchDuration/2, 10*time.Millisecond))
 	}
 	return backoff
