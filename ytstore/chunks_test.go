@@ -144,3 +144,22 @@ func TestOutputChunksAndLegacyRows(t *testing.T) {
 	require.Len(t, outs, 1, "the legacy row, the first part of down and the sink chunk are gone")
 	assert.Equal(t, OutputChunk{ID: 200, Part: 1}, outs[0].Chunk)
 }
+
+// TestCreateAddsChunkTable: a pipeline created before the chunked output store has no chunk
+// table; CreatePipeline (what `yt-flow create` and `yt-flow start` run) adds it, and epochs
+// with outputs commit again.
+func TestCreateAddsChunkTable(t *testing.T) {
+	s, ctx := epochStore(t)
+	require.NoError(t, s.yc.RemoveNode(ctx, s.child(TableOutputChunks), nil))
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+	w := &EpochWrite{PartitionID: "p1", Lease: lease, Token: 300, OutputsAdd: chunkSample(2, "down")}
+	require.Error(t, s.CommitEpoch(ctx, w), "no chunk table: the epoch does not apply")
+
+	require.NoError(t, s.CreatePipeline(ctx))
+	w = &EpochWrite{PartitionID: "p1", Lease: lease, Token: 301, OutputsAdd: chunkSample(2, "down")}
+	require.NoError(t, s.CommitEpoch(ctx, w))
+	outs, err := s.LoadOutputs(ctx, "p1")
+	require.NoError(t, err)
+	assert.Len(t, outs, 2)
+}
