@@ -136,20 +136,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 			}
 			// Only jobs that are committing have committed words whose acknowledgements are
 			// held back; a job that just took over a partition may have none yet.
-			sts, err := wc.Store.JobStatuses(t.Context())
-			if err != nil {
-				return false, err.Error()
-			}
-			epochs := map[string]int64{}
-			for _, st := range sts {
-				epochs[st.JobID] = st.Epoch
-			}
-			for _, id := range killed {
-				if epochs[id] < 3 {
-					return false, "count job " + id + " of " + victim + " has committed fewer than 3 epochs"
-				}
-			}
-			return true, ""
+			return jobsBusy(t, wc.Store, killed)
 		})
 		p := workers[victim]
 		t.Logf("kill -9 %s (runs count jobs %v) at %d counted", victim, killed, progress())
@@ -289,6 +276,25 @@ func busiestLiveWorker(t *testing.T, wc *WordCount, computation string, workers 
 		}
 	}
 	return best, mine
+}
+
+// jobsBusy reports whether every job of jobs (partition → job id) has run at least 3 epochs
+// by its status, and if not, which has not.
+func jobsBusy(t *testing.T, st *ytstore.Store, jobs map[string]string) (bool, string) {
+	sts, err := st.JobStatuses(t.Context())
+	if err != nil {
+		return false, err.Error()
+	}
+	epochs := map[string]int64{}
+	for _, s := range sts {
+		epochs[s.JobID] = s.Epoch
+	}
+	for _, id := range jobs {
+		if epochs[id] < 3 {
+			return false, "job " + id + " has run fewer than 3 epochs"
+		}
+	}
+	return true, ""
 }
 
 var jobFieldsRE = regexp.MustCompile(`"partition":\s*"([^"]+)".*"job":\s*"([^"]+)"`)

@@ -430,8 +430,13 @@ func TestSwiftSessionsUnderFaults(t *testing.T) {
 		var victim string
 		Eventually(t, time.Minute, func() (bool, string) {
 			s.supervise(t)
-			victim, _ = busiestLiveWorker(t, s.WordCount, "parse", s.workers)
-			return victim != "", "no live worker runs a parse job"
+			var parse map[string]string
+			victim, parse = busiestLiveWorker(t, s.WordCount, "parse", s.workers)
+			if victim == "" {
+				return false, "no live worker runs a parse job"
+			}
+			// A parse job that just started holds no delivered-but-unacknowledged outputs yet.
+			return jobsBusy(t, s.Store, parse)
 		})
 		s.kill(t, victim, fmt.Sprintf("runs parse jobs, jobs per worker %v; sum dropped %d duplicates so far", s.jobsPerWorker(t), before))
 		grew := false
