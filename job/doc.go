@@ -12,17 +12,20 @@
 // An epoch's reads before it plans (its token, the dedup lookup, the states of its keys) run
 // concurrently; a source job reads its next rows while it commits and uses them only from the
 // offset that commit made durable; the consumer is advanced in the background, in order. An
-// idle job waits empty_batch_backoff for new work (a source job that just read rows at most
-// half of batch_duration), unless input arrives.
+// idle job waits empty_batch_backoff for new work (a source job that just read rows, or a
+// swift source holding undelivered rows, at most half of batch_duration), unless input
+// arrives. A keyed job keeps the states it loaded or committed in memory (statecache.go) and
+// loads only keys it has not seen.
 //
-// Transport: outputs of a transform stay in the output store until their reader acknowledged
-// them. The sender pushes them (HTTP POST /push on the reader's worker, routed by the
-// reader's key hash through the layout) and retransmits until acknowledged; the receiver
-// answers with the ids its epochs committed (or found already committed). Up to four pushes of
-// at most 1000 rows are in flight per reader job; a row in flight is not sent again until its
-// push answers or fails, and a round does not wait for slow readers. Inboxes are bounded:
-// a full inbox accepts nothing more and the sender retries later (back-pressure). GET /stats
-// serves per-job counters, among them the duplicates dropped.
+// Transport: outputs of a transform stay in the output store (one chunk row per destination
+// and epoch) until their readers acknowledged every message of the chunk. The sender pushes
+// them in production order (HTTP POST /push on the reader's worker, a binary body, wire.go;
+// routed by the reader's key hash through the layout) and retransmits until acknowledged;
+// the receiver answers with the ids its epochs committed (or found already committed). Up to
+// four pushes of at most 1000 rows are in flight per reader job; a row in flight is not sent
+// again until its push answers or fails, and a round does not wait for slow readers. Inboxes
+// are bounded: a full inbox accepts nothing more and the sender retries later
+// (back-pressure). GET /stats serves per-job counters, among them the duplicates dropped.
 //
 // Job row flags apply live: a draining job stops reading sources and firing timers but keeps
 // processing input and delivering outputs; a retiring job also refuses and drops its input

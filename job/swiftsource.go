@@ -370,7 +370,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	}
 	// The window first: a row is in it before its outputs can be delivered.
 	s.appendRows(window, rows[len(rows)-1].Offset+1)
-	// Invariant: swift source outputs live in memory only, never in output_messages
+	// Invariant: swift source outputs live in memory only, never in the output store
 	// (TestSwiftSourceOffsetWaitsForAcks); a restarted job re-reads from the committed offset
 	// and recomputes the same ids, which the readers drop as duplicates
 	// (TestSwiftSourceRestartRecomputes).
