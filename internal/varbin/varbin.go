@@ -1,6 +1,7 @@
 // Package varbin is the small binary record encoding shared by the output store chunks
 // (ytstore) and the inter-job push body (job): unsigned and signed varints and
-// length-prefixed byte strings, read back by a Reader that checks every bound.
+// length-prefixed byte strings, read back by a Reader that checks every bound (the binary
+// YSON decoder of internal/ybin reads through it too).
 package varbin
 
 import "encoding/binary"
@@ -71,6 +72,36 @@ func (r *Reader) Bytes() []byte {
 		return nil
 	}
 	if n == 0 {
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// Byte reads one byte.
+func (r *Reader) Byte() byte {
+	if len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// Peek returns the next byte without reading it; ok is false at the end.
+func (r *Reader) Peek() (c byte, ok bool) {
+	if len(r.b) == 0 {
+		return 0, false
+	}
+	return r.b[0], true
+}
+
+// Next reads the next n bytes (sharing r's memory).
+func (r *Reader) Next(n int) []byte {
+	if n < 0 || n > len(r.b) {
+		r.fail()
 		return nil
 	}
 	v := r.b[:n:n]

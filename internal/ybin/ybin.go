@@ -9,6 +9,8 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+
+	"github.com/ytflow/yt-flow/internal/varbin"
 )
 
 const (
@@ -82,61 +84,44 @@ func AppendMap(b []byte, m map[string]any) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// decoder reads scalars; any surprise sets bad.
+// decoder reads scalars from a varbin.Reader; bad marks a value of a shape the fast path
+// does not take (the reader's Failed marks a truncated one).
 type decoder struct {
-	b   []byte
+	r   *varbin.Reader
 	bad bool
 }
 
-func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
-		d.bad = true
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
+func (d *decoder) failed() bool { return d.bad || d.r.Failed() }
+
+// at reports whether the next byte is c (false at the end).
+func (d *decoder) at(c byte) bool {
+	n, ok := d.r.Peek()
+	return ok && n == c
 }
 
 func (d *decoder) str() string {
-	n, k := binary.Varint(d.b)
-	if k <= 0 || n < 0 || n > int64(len(d.b)-k) {
+	n := d.r.Varint() // binary YSON string lengths are zigzag varints
+	if n < 0 || n > int64(d.r.Len()) {
 		d.bad = true
 		return ""
 	}
-	s := string(d.b[k : k+int(n)])
-	d.b = d.b[k+int(n):]
-	return s
+	return string(d.r.Next(int(n)))
 }
 
 func (d *decoder) scalar() any {
-	switch d.byte() {
+	switch d.r.Byte() {
 	case markString:
 		return d.str()
 	case markInt64:
-		v, k := binary.Varint(d.b)
-		if k <= 0 {
-			d.bad = true
-			return nil
-		}
-		d.b = d.b[k:]
-		return v
+		return d.r.Varint()
 	case markUint64:
-		v, k := binary.Uvarint(d.b)
-		if k <= 0 {
-			d.bad = true
-			return nil
-		}
-		d.b = d.b[k:]
-		return v
+		return d.r.Uvarint()
 	case markDouble:
-		if len(d.b) < 8 {
-			d.bad = true
+		b := d.r.Next(8)
+		if b == nil {
 			return nil
 		}
-		v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-		d.b = d.b[8:]
-		return v
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
 	case markFalse:
 		return false
 	case markTrue:
@@ -151,17 +136,17 @@ func (d *decoder) scalar() any {
 // DecodeList decodes what a list of scalars encodes to ("[" items each followed by ";" "]").
 // An empty list decodes to nil.
 func DecodeList(b []byte) (vals []any, ok bool) {
-	d := decoder{b: b}
-	if d.byte() != '[' {
+	d := decoder{r: varbin.NewReader(b)}
+	if d.r.Byte() != '[' {
 		return nil, false
 	}
-	for !d.bad && len(d.b) > 0 && d.b[0] != ']' {
+	for !d.failed() && d.r.Len() > 0 && !d.at(']') {
 		vals = append(vals, d.scalar())
-		if d.byte() != ';' {
+		if d.r.Byte() != ';' {
 			return nil, false
 		}
 	}
-	if d.bad || d.byte() != ']' || len(d.b) != 0 {
+	if d.failed() || d.r.Byte() != ']' || d.r.Len() != 0 {
 		return nil, false
 	}
 	return vals, true
@@ -169,21 +154,21 @@ func DecodeList(b []byte) (vals []any, ok bool) {
 
 // DecodeMap decodes what AppendMap writes; keys must be distinct.
 func DecodeMap(b []byte) (m map[string]any, ok bool) {
-	d := decoder{b: b}
-	if d.byte() != '{' {
+	d := decoder{r: varbin.NewReader(b)}
+	if d.r.Byte() != '{' {
 		return nil, false
 	}
 	m = map[string]any{}
-	for !d.bad && len(d.b) > 0 && d.b[0] != '}' {
-		if d.byte() != markString {
+	for !d.failed() && d.r.Len() > 0 && !d.at('}') {
+		if d.r.Byte() != markString {
 			return nil, false
 		}
 		k := d.str()
-		if d.byte() != '=' {
+		if d.r.Byte() != '=' {
 			return nil, false
 		}
 		v := d.scalar()
-		if d.byte() != ';' {
+		if d.r.Byte() != ';' {
 			return nil, false
 		}
 		if _, dup := m[k]; dup {
@@ -191,7 +176,7 @@ func DecodeMap(b []byte) (m map[string]any, ok bool) {
 		}
 		m[k] = v
 	}
-	if d.bad || d.byte() != '}' || len(d.b) != 0 {
+	if d.failed() || d.r.Byte() != '}' || d.r.Len() != 0 {
 		return nil, false
 	}
 	return m, true
