@@ -186,6 +186,10 @@ type cycler struct {
 	gcDone uint64
 	gcMore bool
 	gcLast time.Time
+	// gcMerger: 1 when the dedup tables collect their rows themselves (watermark row
+	// merger; the controller only sets their watermark), -1 when the controller deletes
+	// them (CollectDedup: tables of pipelines created before the merger), 0 not known yet.
+	gcMerger int
 
 	// parsed specs, cached by version
 	specVersion, dynVersion int64
@@ -215,8 +219,9 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 }
 
 // advanceWatermark folds the cycle's observation into the SystemWatermark,
-// publishes it when it grew, and deletes dedup rows below it minus the
-// margin, at most DedupGCBatch per table and cycle.
+// publishes it when it grew, and collects dedup rows below it minus the margin:
+// it sets that bound as the dedup tables' watermark when their row merger drops
+// such rows itself, else deletes them, at most DedupGCBatch per table and cycle.
 func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) error {
 	if c.wm == nil {
 		c.wm = NewWatermarkTracker(attrs.SystemWatermark)
@@ -238,6 +243,27 @@ func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore
 		return nil
 	}
 	c.gcLast = time.Now()
+	if c.gcMerger == 0 {
+		merger, err := c.st.DedupMerger(ctx)
+		if err != nil {
+			c.lg.Warn("dedup gc: cannot read the dedup tables' row merger", log.Error(err))
+			return nil
+		}
+		c.gcMerger = -1
+		if merger {
+			c.gcMerger = 1
+		}
+	}
+	if c.gcMerger > 0 {
+		// The tables drop their old rows themselves (watermark row merger): no scan, no
+		// deletes (TestDedupTablesStayBounded).
+		if err := c.st.SetDedupWatermark(ctx, before); err != nil {
+			c.lg.Warn("dedup gc: setting the dedup watermark failed", log.UInt64("below", before), log.Error(err))
+			return nil
+		}
+		c.gcDone, c.gcMore = before, false
+		return nil
+	}
 	res, err := c.st.CollectDedup(ctx, before, c.cfg.DedupGCBatch)
 	if err != nil {
 		c.lg.Warn("dedup gc failed", log.UInt64("below", before), log.Error(err))

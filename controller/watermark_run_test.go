@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yt/ythttp"
+
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -18,11 +22,35 @@ import (
 // publish exactly held as @system_watermark, delete the dedup rows below it
 // (minus the margin) and keep the others, never lower the published value
 // when a job later reports an older message, and advance it once nothing is
-// held.
+// held. Subtests: dedup tables with the watermark row merger (the controller sets
+// their watermark) and without it, as created by earlier versions (the controller
+// deletes the rows).
 func TestWatermarkPublishedAndDedupCollected(t *testing.T) {
+	t.Run("row_merger", func(t *testing.T) { testWatermarkPublishedAndDedupCollected(t, false) })
+	t.Run("legacy_tables", func(t *testing.T) { testWatermarkPublishedAndDedupCollected(t, true) })
+}
+
+func testWatermarkPublishedAndDedupCollected(t *testing.T, legacy bool) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if legacy {
+		yc, err := ythttp.NewClient(&yt.Config{Proxy: e.proxy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer yc.Stop()
+		for _, table := range []string{ytstore.TableInputMessages, ytstore.TableCompactInputMessages} {
+			if err := yc.RemoveNode(ctx, ypath.Path(testPath).Child(table).Attr("row_merger_type"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if merger, err := e.st.DedupMerger(ctx); err != nil || merger {
+			t.Fatalf("DedupMerger of legacy tables = %v, %v; want false", merger, err)
+		}
+	} else if merger, err := e.st.DedupMerger(ctx); err != nil || !merger {
+		t.Fatalf("DedupMerger of new tables = %v, %v; want true", merger, err)
+	}
 	const margin = 1000 // µs
 	stopCtl := e.controllerWith("c1", func(c *Config) { c.DedupGCMargin = margin * time.Microsecond; c.DedupGCBatch = 7 })
 	defer stopCtl()

@@ -146,8 +146,14 @@ type committer interface {
 }
 
 // runner runs one job: its epoch loop and its sender.
+// paceFraction: an epoch whose batch did not fill up is followed by the next one after
+// batch_duration / paceFraction at the earliest (runner.pace).
+const paceFraction = 4
+
 type runner struct {
-	w       *Worker
+	w *Worker
+	// full is set by an epoch whose input or a source filled max_rows_per_batch.
+	full    bool
 	job     ytstore.Job
 	store   *ytstore.Store
 	commits committer
@@ -518,6 +524,8 @@ func (r *runner) run(ctx context.Context) error {
 	lastCommit := uint64(0)
 	busy := false // the last epoch found work
 	for ctx.Err() == nil {
+		started := time.Now()
+		r.full = false
 		committed, idle, err := r.epoch(ctx, lastCommit)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -538,10 +546,34 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			t.Stop()
 			r.stats.phases.since(&r.stats.phases.idle, start)
+		} else if pace := r.pace(); !r.full && pace > 0 {
+			// A batch that did not fill up is followed by the next one after pace at the
+			// earliest, so that it gathers more: under moderate load epochs stay few and
+			// large instead of many and small, each paying the commit's requests.
+			if wait := pace - time.Since(started); wait > 0 {
+				start := time.Now()
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+				r.stats.phases.since(&r.stats.phases.idle, start)
+			}
 		}
 		busy = !idle
 	}
 	return nil
+}
+
+// pace is the shortest time from the start of an epoch whose batch did not fill up to the
+// start of the next: a quarter of batch_duration (0 for a draining or completing job, which
+// must not linger).
+func (r *runner) pace() time.Duration {
+	if r.draining.Load() || r.retiring.Load() || r.completing() {
+		return 0
+	}
+	return r.dyn.BatchDuration / paceFraction
 }
 
 // idleWait is how long an idle job waits before its next epoch unless an input arrives:
@@ -614,6 +646,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.inbox.drop()
 	} else if !blocked {
 		b.Inputs = r.inbox.take(limit)
+		r.full = r.full || len(b.Inputs) >= limit
 	}
 	completing := r.completing() && r.upstreamDrained.Load()
 	// Invariant: a completing job fires every pending timer before it reports drained; a
@@ -636,6 +669,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		if ahead {
 			r.stats.readAheads.Add(1)
 		}
+		r.full = r.full || len(rows) >= limit
 		if len(rows) == 0 && s.src.Finite {
 			s.ended = true
 		}

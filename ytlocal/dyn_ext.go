@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -121,7 +122,45 @@ func (d *dynExt) NodeCommitted(ev NodeEvent) {
 		if err := d.ensureTable(ev.ID); err != nil {
 			d.s.log.Error("dynamic table creation failed", log.String("node_id", id), log.Error(err))
 		}
+		if slices.Contains(ev.Attrs, "custom_runtime_data") || slices.Contains(ev.Attrs, "row_merger_type") {
+			d.mergeWatermark(ev.ID)
+		}
 	}
+}
+
+// mergeWatermark applies the watermark row merger to a sorted dynamic table whose
+// @row_merger_type is "watermark": the rows whose column named in
+// @custom_runtime_data/watermark/column_name is below its watermark are dropped, as YT's
+// compaction drops them (here at once). Other tables are left alone.
+func (d *dynExt) mergeWatermark(id guid.GUID) {
+	info, ok := d.s.NodeByID(id)
+	if !ok || !d.eng.HasTable(id.String()) {
+		return
+	}
+	if t, _ := info.Attrs["row_merger_type"].(string); t != "watermark" {
+		return
+	}
+	data, _ := info.Attrs["custom_runtime_data"].(map[string]any)
+	wm, _ := data["watermark"].(map[string]any)
+	column, _ := wm["column_name"].(string)
+	var value uint64
+	switch v := wm["watermark"].(type) {
+	case uint64:
+		value = v
+	case int64:
+		if v > 0 {
+			value = uint64(v)
+		}
+	}
+	if column == "" || value == 0 {
+		return
+	}
+	n, err := d.eng.MergeWatermark(id.String(), column, value)
+	if err != nil {
+		d.s.log.Warn("watermark row merge failed", log.String("path", info.Path), log.Error(err))
+		return
+	}
+	d.s.log.Debug("watermark row merge", log.String("path", info.Path), log.String("column", column), log.UInt64("watermark", value), log.Int("rows_dropped", n))
 }
 
 // ensureTable registers node id with the engine if it is a dynamic table that the

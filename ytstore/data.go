@@ -35,6 +35,14 @@ func sorted(cols ...schema.Column) schema.Schema {
 	return schema.Schema{UniqueKeys: true, Columns: cols}
 }
 
+// dedupMountAttributes are the mount settings of the dedup indexes (as in Flow): the
+// watermark row merger drops rows whose system_timestamp is below the watermark the
+// controller stores in @custom_runtime_data (SetDedupWatermark), so no scan or delete is
+// needed to collect them.
+func dedupMountAttributes() map[string]any {
+	return map[string]any{"row_merger_type": "watermark", "min_data_versions": 0, "min_data_ttl": 0}
+}
+
 // dataTables lists the internal tables owned by the job side. CreatePipeline creates
 // them next to the coordination tables. All are sorted dynamic tables.
 //
@@ -52,6 +60,7 @@ func dataTables() []tableDef {
 				valCol("system_timestamp", schema.TypeUint64),
 				valCol("payload_fingerprint", schema.TypeUint64),
 			),
+			attributes: dedupMountAttributes(),
 		},
 		{
 			name: TableCompactInputMessages,
@@ -60,6 +69,7 @@ func dataTables() []tableDef {
 				valCol("system_timestamp", schema.TypeUint64),
 				valCol("payload_fingerprint", schema.TypeUint64),
 			),
+			attributes: dedupMountAttributes(),
 		},
 		{
 			// Earlier versions' output store, one row per (producing partition, destination,

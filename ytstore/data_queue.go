@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ytflow/yt-flow/internal/ybin"
+
 	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
 )
 
@@ -31,8 +34,8 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	var rows []QueueRow
 	next := offset
 	for r.Next() {
-		var m map[string]any
-		if err := r.Scan(&m); err != nil {
+		m, err := decodeQueueRow(r)
+		if err != nil {
 			return nil, fmt.Errorf("ytstore: pull %s partition %d: decode row: %w", queuePath, partition, err)
 		}
 		qr := QueueRow{Offset: next, Columns: m}
@@ -54,6 +57,23 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 		return nil, fmt.Errorf("ytstore: pull %s partition %d: %w", queuePath, partition, classify(err))
 	}
 	return rows, nil
+}
+
+// decodeQueueRow decodes the current row of r: rows of scalar columns in binary YSON (what
+// the server sends) without the SDK's generic decoder, anything else through it.
+func decodeQueueRow(r yt.TableReader) (map[string]any, error) {
+	var raw yson.RawValue
+	if err := r.Scan(&raw); err != nil {
+		return nil, err
+	}
+	if m, ok := ybin.DecodeMap(raw); ok {
+		return m, nil
+	}
+	var m map[string]any
+	if err := yson.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func asInt64(v any) (int64, bool) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	farm "github.com/dgryski/go-farm"
 	"go.ytsaurus.tech/library/go/core/log"
@@ -257,6 +258,9 @@ func (s *Store) dedupFingerprints(ctx context.Context) bool {
 	return s.fingerprints
 }
 
+// writeEpoch writes the rows of w in tx. The writes to different tables are independent and
+// run concurrently (a tablet transaction applies all of them at commit or none); the writes
+// to one table keep their order.
 func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) error {
 	var plain, compact []any
 	withFingerprints := len(w.Dedup) == 0 || s.dedupFingerprints(ctx)
@@ -270,12 +274,6 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 			plain = append(plain, d.row())
 		}
 	}
-	if err := tx.insert(ctx, TableInputMessages, plain); err != nil {
-		return err
-	}
-	if err := tx.insert(ctx, TableCompactInputMessages, compact); err != nil {
-		return err
-	}
 	var putStates, delStates []any
 	for _, st := range w.States {
 		if st.State == nil {
@@ -284,21 +282,9 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 			putStates = append(putStates, st)
 		}
 	}
-	if err := tx.insert(ctx, TableStates, putStates); err != nil {
-		return err
-	}
-	if err := tx.delete(ctx, TableStates, delStates); err != nil {
-		return err
-	}
 	var firedKeys []any
 	for _, t := range w.TimersFired {
 		firedKeys = append(firedKeys, t.key())
-	}
-	if err := tx.delete(ctx, TableTimers, firedKeys); err != nil {
-		return err
-	}
-	if err := tx.insert(ctx, TableTimers, toAny(w.TimersSet)); err != nil {
-		return err
 	}
 	var doneChunks, doneLegacy []any
 	for _, k := range w.OutputsDone {
@@ -308,20 +294,11 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 			doneLegacy = append(doneLegacy, k.key())
 		}
 	}
-	if err := tx.delete(ctx, TableOutputChunks, doneChunks); err != nil {
-		return err
-	}
-	if err := tx.delete(ctx, TableOutputMessages, doneLegacy); err != nil {
-		return err
-	}
 	if len(w.OutputsAdd) > 0 && w.OutputsAdd[0].Chunk.ID == 0 {
 		AssignChunks(w.OutputsAdd, w.Token)
 	}
 	chunks, err := chunkRows(w.OutputsAdd)
 	if err != nil {
-		return err
-	}
-	if err := tx.insert(ctx, TableOutputChunks, chunks); err != nil {
 		return err
 	}
 	var putPS, delPS []any
@@ -332,18 +309,84 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 			putPS = append(putPS, partitionStateRow{PartitionID: w.PartitionID, Name: name, State: st})
 		}
 	}
-	if err := tx.insert(ctx, TablePartitionStates, putPS); err != nil {
-		return err
-	}
-	if err := tx.delete(ctx, TablePartitionStates, delPS); err != nil {
-		return err
-	}
+	sinks := map[string][]SinkWrite{} // by table, in order
+	var sinkOrder []string
 	for _, sw := range w.Sinks {
-		if err := s.writeSink(ctx, tx, sw); err != nil {
+		if len(sw.Rows) == 0 {
+			continue
+		}
+		if _, ok := sinks[sw.Path]; !ok {
+			sinkOrder = append(sinkOrder, sw.Path)
+		}
+		sinks[sw.Path] = append(sinks[sw.Path], sw)
+	}
+
+	var g writeGroup
+	g.run(ctx, func(ctx context.Context) error { return tx.insert(ctx, TableInputMessages, plain) })
+	g.run(ctx, func(ctx context.Context) error { return tx.insert(ctx, TableCompactInputMessages, compact) })
+	g.run(ctx, func(ctx context.Context) error {
+		if err := tx.insert(ctx, TableStates, putStates); err != nil {
 			return err
 		}
+		return tx.delete(ctx, TableStates, delStates)
+	})
+	g.run(ctx, func(ctx context.Context) error {
+		if err := tx.delete(ctx, TableTimers, firedKeys); err != nil {
+			return err
+		}
+		return tx.insert(ctx, TableTimers, toAny(w.TimersSet))
+	})
+	g.run(ctx, func(ctx context.Context) error {
+		if err := tx.delete(ctx, TableOutputChunks, doneChunks); err != nil {
+			return err
+		}
+		return tx.insert(ctx, TableOutputChunks, chunks)
+	})
+	g.run(ctx, func(ctx context.Context) error { return tx.delete(ctx, TableOutputMessages, doneLegacy) })
+	g.run(ctx, func(ctx context.Context) error {
+		if err := tx.insert(ctx, TablePartitionStates, putPS); err != nil {
+			return err
+		}
+		return tx.delete(ctx, TablePartitionStates, delPS)
+	})
+	for _, path := range sinkOrder {
+		g.run(ctx, func(ctx context.Context) error {
+			for _, sw := range sinks[path] {
+				if err := s.writeSink(ctx, tx, sw); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
-	return tx.insert(ctx, TablePartitionTransactions, []any{partitionTransactionRow{PartitionID: w.PartitionID, Token: w.Token}})
+	g.run(ctx, func(ctx context.Context) error {
+		return tx.insert(ctx, TablePartitionTransactions, []any{partitionTransactionRow{PartitionID: w.PartitionID, Token: w.Token}})
+	})
+	return g.wait()
+}
+
+// writeGroup runs the writes of an epoch concurrently and keeps the first error.
+type writeGroup struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	first error
+}
+
+func (g *writeGroup) run(ctx context.Context, f func(context.Context) error) {
+	g.wg.Go(func() {
+		if err := f(ctx); err != nil {
+			g.mu.Lock()
+			if g.first == nil {
+				g.first = err
+			}
+			g.mu.Unlock()
+		}
+	})
+}
+
+func (g *writeGroup) wait() error {
+	g.wg.Wait()
+	return g.first
 }
 
 func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"go.ytsaurus.tech/yt/go/yterrors"
 )
 
 // DedupGCResult counts what one CollectDedup call deleted.
@@ -84,6 +86,41 @@ func (s *Store) collect(ctx context.Context, table string, keyColumns []string, 
 		return 0, false, fmt.Errorf("ytstore: dedup gc: delete %d rows from %s: %w", len(keys), p, classify(err))
 	}
 	return len(keys), len(keys) >= batch, nil
+}
+
+// DedupMerger reports whether both dedup indexes are mounted with the watermark row merger
+// (@row_merger_type "watermark", set by CreatePipeline since it was introduced): their
+// old rows are then collected by SetDedupWatermark, not by CollectDedup.
+func (s *Store) DedupMerger(ctx context.Context) (bool, error) {
+	for _, table := range []string{TableInputMessages, TableCompactInputMessages} {
+		var merger string
+		err := s.yc.GetNode(ctx, s.child(table).Attr("row_merger_type"), &merger, nil)
+		if yterrors.ContainsResolveError(err) {
+			return false, nil // not set: the legacy merger
+		}
+		if err != nil {
+			return false, fmt.Errorf("ytstore: read @row_merger_type of %s: %w", s.child(table), classify(err))
+		}
+		if merger != "watermark" {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// SetDedupWatermark stores before (µs) as the watermark of both dedup indexes
+// (@custom_runtime_data, the form YT's watermark row merger reads): their rows whose
+// system_timestamp is below it are dropped at compaction. Like CollectDedup it needs no
+// prerequisite: the watermark only grows, and any leader passes a value below the
+// pipeline's SystemWatermark.
+func (s *Store) SetDedupWatermark(ctx context.Context, before uint64) error {
+	data := map[string]any{"watermark": map[string]any{"column_name": "system_timestamp", "watermark": before}}
+	for _, table := range []string{TableInputMessages, TableCompactInputMessages} {
+		if err := s.yc.SetNode(ctx, s.child(table).Attr("custom_runtime_data"), data, nil); err != nil {
+			return fmt.Errorf("ytstore: set the dedup watermark of %s: %w", s.child(table), classify(err))
+		}
+	}
+	return nil
 }
 
 // DedupRowCounts returns the number of rows of input_messages and

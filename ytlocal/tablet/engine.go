@@ -100,6 +100,7 @@ const (
 	RecordCommit             RecordKind = "commit"
 	RecordRegisterConsumer   RecordKind = "register_consumer"
 	RecordUnregisterConsumer RecordKind = "unregister_consumer"
+	RecordMergeWatermark     RecordKind = "merge_watermark"
 )
 
 // Record is one committed change. It marshals to YSON with the SDK's yson
@@ -116,6 +117,10 @@ type Record struct {
 	TrimmedRowCount int64          `yson:"trimmed_row_count,omitempty"`
 	Commit          *CommitRecord  `yson:"commit,omitempty"`
 	Registration    *Registration  `yson:"registration,omitempty"`
+	// Column and Watermark: a merge_watermark record drops the rows whose Column is
+	// below Watermark.
+	Column    string `yson:"column,omitempty"`
+	Watermark uint64 `yson:"watermark,omitempty"`
 }
 
 // CommitRecord is the resolved effect of one tablet transaction.
@@ -268,6 +273,8 @@ func (e *Engine) apply(rec *Record) error {
 				t.tablets = t.tablets[:n]
 			}
 		}
+	case RecordMergeWatermark:
+		return t.mergeWatermark(rec.Column, rec.Watermark)
 	case RecordTrim:
 		if rec.TabletIndex < 0 || rec.TabletIndex >= len(t.tablets) {
 			return fmt.Errorf("trim %s: no tablet %d", t.path, rec.TabletIndex)
@@ -525,6 +532,31 @@ func (e *Engine) Reshard(id string, tabletCount int, pivotKeys [][]any) error {
 		return fail("tablet_count or pivot_keys must be given")
 	}
 	return e.commit(rec)
+}
+
+// MergeWatermark does what YT's watermark row merger does to a sorted table during
+// compaction: it drops every row whose uint64 column holds a value below watermark (rows
+// where the column is null stay). The merge is journaled, so a restart replays it at the
+// same point. It returns how many rows were dropped.
+func (e *Engine) MergeWatermark(id, column string, watermark uint64) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.table(id)
+	if err != nil {
+		return 0, err
+	}
+	if !t.sorted {
+		return 0, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Cannot merge ordered table %s by watermark", t.path))
+	}
+	ci, ok := t.byName[column]
+	if !ok || t.cols[ci].typ != schema.TypeUint64 || ci < t.keys {
+		return 0, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Watermark column %q of table %s must be a uint64 value column", column, t.path))
+	}
+	before := len(t.rows)
+	if err := e.commit(&Record{Kind: RecordMergeWatermark, Table: id, Column: column, Watermark: watermark}); err != nil {
+		return 0, err
+	}
+	return before - len(t.rows), nil
 }
 
 // Trim drops the rows of an ordered tablet below trimmedRowCount (an

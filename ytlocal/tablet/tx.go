@@ -687,6 +687,37 @@ func (t *table) collectTombstones(horizon Timestamp) {
 	}
 }
 
+// mergeWatermark drops the rows whose column is below watermark; the key-order index stays
+// valid (no rebuild). A transaction in progress that writes a dropped row later creates it
+// anew, as after compaction in YT.
+func (t *table) mergeWatermark(column string, watermark uint64) error {
+	ci, ok := t.byName[column]
+	if !ok {
+		return fmt.Errorf("merge watermark of %s: no column %q", t.path, column)
+	}
+	drop := func(r *row) bool {
+		v := r.latest()
+		if v == nil || ci >= len(v) {
+			return false
+		}
+		x, ok := v[ci].(uint64)
+		return ok && x < watermark
+	}
+	gone := map[*row]bool{}
+	for enc, r := range t.rows {
+		if drop(r) {
+			delete(t.rows, enc)
+			gone[r] = true
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	t.index = slices.DeleteFunc(t.index, func(r *row) bool { return gone[r] })
+	t.fresh = slices.DeleteFunc(t.fresh, func(r *row) bool { return gone[r] })
+	return nil
+}
+
 // prune drops versions no read within the retention window can see: all but
 // the newest version at or before horizon.
 func prune(r *row, horizon Timestamp) {
