@@ -13,7 +13,9 @@
 // After applying a decision, the leader folds the cycle's observation into the
 // pipeline SystemWatermark (WatermarkTracker: the oldest message any job still
 // holds, checked over two observations, never decreasing), publishes it as
-// @system_watermark and deletes dedup rows below it minus DedupGCMargin in
+// @system_watermark and collects dedup rows below it minus DedupGCMargin: it
+// sets that bound as the dedup tables' watermark (their watermark row merger
+// drops older rows), or, for tables without the merger, deletes the rows in
 // bounded batches. While the partition count of a keyed computation changes,
 // new partitions get jobs only after the retiring partitions with overlapping
 // key ranges have drained (strict distribution ordering).

@@ -31,8 +31,8 @@ func init() {
 			leaseTimeout := fs.Duration("lease-timeout", 30*time.Second, "timeout of job leases")
 			sessionTimeout := fs.Duration("session-timeout", 5*time.Second, "timeout of the controller session holding the leader lock")
 			gcMargin := fs.Duration("dedup-gc-margin", 30*time.Second, "dedup rows are kept this far below the SystemWatermark")
-			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection")
-			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup collections")
+			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection (dedup tables without the watermark row merger)")
+			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
 				return code
 			}
