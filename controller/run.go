@@ -142,9 +142,14 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 	c.log(termCtx, "controller "+cfg.Address+" became leader")
 	timer := time.NewTimer(cfg.Period)
 	defer timer.Stop()
+	var fastUntil time.Time // after a source partition completed
 	for {
 		start := time.Now()
 		transition, err := c.cycle(termCtx)
+		if c.sourceCompleted {
+			c.sourceCompleted = false
+			fastUntil = start.Add(10 * cfg.Period)
+		}
 		if err != nil {
 			if errors.Is(err, ytstore.ErrLeaseLost) {
 				return fmt.Errorf("lost leadership: %w", err)
@@ -155,8 +160,10 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		}
 		// During a transition (completing, draining, pausing) the next cycle comes sooner:
 		// finishing it takes a few observations of the workers' statuses.
+		// So does the time after a source partition completed: the other partitions of a
+		// finite source usually follow, and their completion starts the pipeline's.
 		next := cfg.Period
-		if transition {
+		if transition || start.Before(fastUntil) {
 			next = max(cfg.Period/5, 20*time.Millisecond)
 		}
 		timer.Reset(max(next-time.Since(start), 0))
@@ -195,6 +202,8 @@ type cycler struct {
 	specVersion, dynVersion int64
 	topology                Topology
 	specErr                 error
+	// sourceCompleted is set by a cycle in which a source partition completed.
+	sourceCompleted bool
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -208,6 +217,7 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 	if err := c.apply(ctx, d); err != nil {
 		return false, err
 	}
+	c.sourceCompleted = c.sourceCompleted || d.SourceCompleted
 	if d.PipelineState != "" && d.PipelineState != attrs.PipelineState {
 		if err := c.st.SetControllerAttributes(ctx, c.sess, d.PipelineState, ""); err != nil {
 			return d.Transition, err

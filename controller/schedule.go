@@ -59,6 +59,9 @@ type Decision struct {
 	// Transition says the pipeline is on its way to another state (completing, draining,
 	// pausing): the next observation may finish it, so the controller looks again sooner.
 	Transition bool
+	// SourceCompleted says a source partition completed in this step: the others of a
+	// finite pipeline are likely to follow, so the controller looks again sooner for a while.
+	SourceCompleted bool
 }
 
 // Scheduler makes scheduling decisions. It keeps the little memory decisions
@@ -478,6 +481,7 @@ func (p *plan) completeSources(statuses map[string]ytstore.JobStatus) bool {
 			p.partitions[id] = pt
 			p.d.Layout.PutPartitions = append(p.d.Layout.PutPartitions, pt)
 			p.d.Events = append(p.d.Events, "source partition "+id+" completed")
+			p.d.SourceCompleted = true
 			done++
 		}
 	}

@@ -496,6 +496,9 @@ func (r *runner) timerRow(t epoch.DueTimer, systemTS uint64) (ytstore.TimerRow, 
 
 // run is the job's life: load, then epochs until ctx ends or the job fails.
 func (r *runner) run(ctx context.Context) error {
+	// Invariant: pushes waiting for a stopped job's commits are answered at once with what
+	// it committed, so the senders turn to the keys' new owner (TestPushAnsweredWhenJobStops).
+	defer r.inbox.stop()
 	if err := r.load(ctx); err != nil {
 		return fmt.Errorf("job %s: load: %w", r.job.JobID, err)
 	}
@@ -539,9 +542,16 @@ func (r *runner) run(ctx context.Context) error {
 		if idle {
 			start := time.Now()
 			t := time.NewTimer(r.idleWait(busy))
+			var doneReady <-chan struct{}
+			if r.draining.Load() {
+				// Finished outputs are deleted by an epoch commit, and the pipeline's
+				// completion waits for that: commit it at once.
+				doneReady = r.outbox.doneReady
+			}
 			select {
 			case <-ctx.Done():
 			case <-r.inbox.notify:
+			case <-doneReady:
 			case <-t.C:
 			}
 			t.Stop()
@@ -654,7 +664,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if (!draining || completing) && !blocked {
 		b.Timers = r.timers.DueBy(r.timerClock(now, completing), limit)
 	}
-	r.applied.Store(draining)
+	if r.applied.Swap(draining) != draining {
+		r.w.wakeStatus()
+	}
 	for _, s := range r.sources {
 		if s.ended || draining || blocked {
 			continue
@@ -897,10 +909,11 @@ func inputIDs(ins []epoch.Input) []string {
 }
 
 func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
-	return ytstore.DedupKey{
-		ComputationID: r.comp.ID, Key: epoch.EncodeKey(in.Message.Key), KeyHash: epoch.KeyHash(in.Message.Key),
-		MessageID: in.Message.MessageID, Compact: r.compact,
+	k := ytstore.DedupKey{ComputationID: r.comp.ID, KeyHash: epoch.KeyHash(in.Message.Key), MessageID: in.Message.MessageID, Compact: r.compact}
+	if !r.compact { // the compact index keys by hash and message id only
+		k.Key = epoch.EncodeKey(in.Message.Key)
 	}
+	return k
 }
 
 // prepared is what an epoch reads before it plans: its token, which inputs the dedup index
@@ -1051,6 +1064,8 @@ func groupByDest(outs []epoch.Out) []destMsgs {
 // rows to hand to the sender after the commit and the sink sequence numbers it used up.
 func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.EpochWrite, []ytstore.OutputRow, map[string]int64, error) {
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, PartitionStates: map[string][]byte{}}
+	w.Dedup = make([]ytstore.DedupRow, 0, len(c.Register))
+	w.OutputsAdd = make([]ytstore.OutputRow, 0, len(c.Stored))
 	for _, in := range c.Register {
 		w.Dedup = append(w.Dedup, ytstore.DedupRow{DedupKey: r.dedupKey(in), SystemTimestamp: in.Message.SystemTimestamp, PayloadFingerprint: in.PayloadFingerprint})
 	}
@@ -1220,7 +1235,9 @@ func (r *runner) updateCompleted() {
 			return
 		}
 	}
-	r.completed.Store(true)
+	if !r.completed.Swap(true) {
+		r.w.wakeStatus()
+	}
 }
 
 // status is the job's row for job_status.

@@ -208,7 +208,9 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	r.openEpoch.Store(now)
 	defer r.openEpoch.Store(0)
 	draining := r.draining.Load()
-	r.applied.Store(draining)
+	if r.applied.Swap(draining) != draining {
+		r.w.wakeStatus()
+	}
 
 	// The reads include processing the rows (swiftRead runs the process function): both
 	// count as input_fetch in the phase times.
@@ -387,5 +389,7 @@ func (r *runner) updateSwiftCompleted() {
 			return
 		}
 	}
-	r.completed.Store(true)
+	if !r.completed.Swap(true) {
+		r.w.wakeStatus()
+	}
 }

@@ -88,6 +88,9 @@ type pending struct {
 type inbox struct {
 	limit  int
 	notify chan struct{}
+	// stopped is closed when the job stops running (stop).
+	stopped  chan struct{}
+	stopOnce sync.Once
 
 	mu    sync.Mutex
 	order []*pending
@@ -100,7 +103,12 @@ type inbox struct {
 }
 
 func newInbox(limit int) *inbox {
-	return &inbox{limit: limit, notify: make(chan struct{}, 1), byID: map[string]*pending{}}
+	return &inbox{limit: limit, notify: make(chan struct{}, 1), stopped: make(chan struct{}), byID: map[string]*pending{}}
+}
+
+// stop marks the inbox's job stopped: pushes waiting for commits are answered at once.
+func (b *inbox) stop() {
+	b.stopOnce.Do(func() { close(b.stopped) })
 }
 
 // offer buffers ins (a message already buffered is not buffered twice) and returns, per
@@ -314,6 +322,19 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		select {
 		case <-waits[id]:
 			acked = append(acked, id)
+		case <-r.inbox.stopped:
+			// The job stopped (removed, rebalanced, lease lost): what it did not commit never
+			// will be; answer now so that the sender sends the rest to the key's new owner
+			// instead of waiting for the push timeout.
+			for _, rest := range ids[len(acked):] {
+				select {
+				case <-waits[rest]:
+					acked = append(acked, rest)
+				default:
+				}
+			}
+			reply(pushResponse{Acked: acked, Reset: reset})
+			return
 		case <-deadline.C:
 			// Answer with what is persisted now; the sender retransmits the rest.
 			for _, rest := range ids[len(acked):] {
@@ -402,6 +423,9 @@ type doneEntry struct {
 // (deleting) and either confirms the deletion (committed) or gives them back.
 type outbox struct {
 	notify chan struct{}
+	// doneReady is signalled when finish adds keys to done (a draining job commits their
+	// deletion at once instead of after its idle wait).
+	doneReady chan struct{}
 
 	mu       sync.Mutex
 	pending  map[string]map[string]*outMsg // destination -> message id -> row
@@ -419,7 +443,7 @@ type outbox struct {
 }
 
 func newOutbox() *outbox {
-	return &outbox{notify: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}, queues: map[string]*destQueue{}, chunks: map[ytstore.OutputKey]*chunkState{}}
+	return &outbox{notify: make(chan struct{}, 1), doneReady: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}, queues: map[string]*destQueue{}, chunks: map[ytstore.OutputKey]*chunkState{}}
 }
 
 func (o *outbox) add(rows []ytstore.OutputRow) {
@@ -570,6 +594,15 @@ func (o *outbox) destinations() []string {
 func (o *outbox) finish(partitionID, destination string, ids []string) (parentsDone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	before := len(o.done)
+	defer func() {
+		if len(o.done) > before {
+			select {
+			case o.doneReady <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	for _, id := range ids {
 		if m, ok := o.pending[destination][id]; ok {
 			delete(o.pending[destination], id)

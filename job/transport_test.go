@@ -90,6 +90,37 @@ func TestPushAcksOnlyCommitted(t *testing.T) {
 	assert.Equal(t, flow.Key{"b"}, got[0].Message.Key, "the key survives the wire")
 }
 
+// TestPushAnsweredWhenJobStops: a push waiting for the commits of a job that stops is
+// answered at once with what the job committed, not after the push timeout (here 10
+// minutes: the client gives up after 20 seconds, which fails the test).
+func TestPushAnsweredWhenJobStops(t *testing.T) {
+	j := ytstore.Job{JobID: "j1", ComputationID: "count"}
+	w := NewWorker(Config{PushTimeout: 10 * time.Minute})
+	r := &runner{w: w, job: j, comp: &spec.Computation{ID: j.ComputationID}, inbox: newInbox(100), outbox: newOutbox()}
+	w.runners[j.JobID] = &runnerHandle{r: r, lease: j.LeaseID, cancel: func() {}, done: make(chan struct{})}
+	srv := httptest.NewServer(handlerOf(w))
+	t.Cleanup(srv.Close)
+	rows := []ytstore.OutputRow{
+		{MessageID: "m1", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"a"}), KeyHash: 1},
+		{MessageID: "m2", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"b"}), KeyHash: 2},
+	}
+	go func() { // the job commits m1, then stops
+		for {
+			if got := r.inbox.take(10); len(got) > 0 {
+				r.inbox.ack([]string{"m1"})
+				r.inbox.stop()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	acked, err := push(ctx, httpClient(), route{jobID: "j1", address: srv.Listener.Addr().String()}, "count", rows)
+	require.NoError(t, err, "the push is answered when the job stops")
+	assert.Equal(t, []string{"m1"}, acked, "only the committed message is acknowledged")
+}
+
 func TestPushRefused(t *testing.T) {
 	j := ytstore.Job{JobID: "j1", ComputationID: "count", LowerKey: 10, UpperKey: 20}
 	_, r, addr := newTestWorker(t, j)

@@ -29,6 +29,9 @@ type Worker struct {
 	log    log.Structured
 	store  *ytstore.Store
 	layout layout
+	// marksChanged is signalled when a job completes or applies draining: the worker
+	// reports statuses at once instead of at its next poll (the controller waits for them).
+	marksChanged chan struct{}
 
 	mu      sync.Mutex
 	addr    string
@@ -72,7 +75,7 @@ func NewWorker(cfg Config) *Worker {
 	}
 	return &Worker{
 		cfg: cfg, id: id, log: log.With(logger.Logger(), log.String("worker", id)).Structured(),
-		runners: map[string]*runnerHandle{}, retired: map[string]JobStats{}, ready: make(chan struct{}),
+		runners: map[string]*runnerHandle{}, retired: map[string]JobStats{}, ready: make(chan struct{}), marksChanged: make(chan struct{}, 1),
 	}
 }
 
@@ -224,6 +227,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			return fmt.Errorf("job: worker %s: session %s: %w", w.id, session.ID(), errSessionEnded)
 		case <-poll.C:
+		case <-w.marksChanged:
 		}
 		if err := w.poll(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -252,6 +256,17 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			w.reportStatuses(ctx)
 			reported = marks
 		}
+	}
+}
+
+// wakeStatus makes the worker poll and report statuses now (see marksChanged).
+func (w *Worker) wakeStatus() {
+	if w == nil || w.marksChanged == nil { // runners of unit tests
+		return
+	}
+	select {
+	case w.marksChanged <- struct{}{}:
+	default:
 	}
 }
 

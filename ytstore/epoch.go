@@ -14,6 +14,7 @@ import (
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
 )
 
@@ -262,7 +263,8 @@ func (s *Store) dedupFingerprints(ctx context.Context) bool {
 // run concurrently (a tablet transaction applies all of them at commit or none); the writes
 // to one table keep their order.
 func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) error {
-	var plain, compact []any
+	var plain []any
+	compact := make([]any, 0, len(w.Dedup))
 	withFingerprints := len(w.Dedup) == 0 || s.dedupFingerprints(ctx)
 	for _, d := range w.Dedup {
 		if !withFingerprints {
@@ -481,15 +483,29 @@ type DedupHit struct {
 	PayloadFingerprint uint64
 }
 
+// compactLookupKey is the key of a compact_input_messages lookup.
+type compactLookupKey []byte
+
+// MarshalYSON implements yson.StreamMarshaler.
+func (k compactLookupKey) MarshalYSON(w *yson.Writer) error {
+	w.BeginMap()
+	w.MapKeyString("deduplication_message_key")
+	w.Bytes(k)
+	w.EndMap()
+	return w.Err()
+}
+
 // LookupDedupRows reports, per key, whether the dedup index holds the message and the payload
 // fingerprint it was registered with.
 func (s *Store) LookupDedupRows(ctx context.Context, keys []DedupKey) ([]DedupHit, error) {
 	hits := make([]DedupHit, len(keys))
-	var plain, compact []any
-	var plainAt, compactAt []int
+	var plain []any
+	compact := make([]any, 0, len(keys))
+	var plainAt []int
+	compactAt := make([]int, 0, len(keys))
 	for i, k := range keys {
 		if k.Compact {
-			compact = append(compact, map[string]any{"deduplication_message_key": k.compactKey()})
+			compact = append(compact, compactLookupKey(k.compactKey()))
 			compactAt = append(compactAt, i)
 		} else {
 			plain = append(plain, map[string]any{"computation_id": k.ComputationID, "key": k.Key, "message_id": k.MessageID})

@@ -144,8 +144,8 @@ type Plan struct {
 // Invariant: duplicates are dropped and acknowledged (TestPlanDropsDuplicates); timers come
 // before messages per key (TestPlanGroupsTimersFirst).
 func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
-	p := &Plan{}
-	byKey := map[string]*Group{}
+	p := &Plan{Fresh: make([]Input, 0, len(b.Inputs)), Groups: make([]*Group, 0, len(b.Sources)+len(b.Timers)+len(b.Inputs)/4)}
+	byKey := make(map[string]*Group, len(b.Inputs)/4)
 	group := func(k flow.Key) *Group {
 		enc := string(EncodeKey(k))
 		g, ok := byKey[enc]
@@ -161,7 +161,7 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		g.Timers = append(g.Timers, t.Timer)
 		g.timers = append(g.timers, t)
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(b.Inputs))
 	for _, in := range b.Inputs {
 		id := in.Message.MessageID
 		if seen[id] || (cfg.Dedup && committed(in)) {
@@ -248,6 +248,13 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 	if cfg.Dedup {
 		c.Register = p.Fresh
 	}
+	outputs := 0
+	for _, res := range results {
+		if res != nil {
+			outputs += len(res.Outputs)
+		}
+	}
+	c.Stored = make([]Out, 0, outputs)
 	outIndex, timerIndex := uint64(0), uint64(0)
 	for gi, g := range p.Groups {
 		res := results[gi]
