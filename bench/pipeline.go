@@ -88,7 +88,9 @@ func NewPipeline(ctx context.Context, proxy, root string, o Options) (*Pipeline,
 	}
 	p := &Pipeline{Root: root, Path: root + "/pipeline", Store: st, opts: o}
 	tables := []ytstore.UserTable{
-		{Path: p.Input(), Kind: ytstore.UserQueue, TabletCount: o.Tablets,
+		// Consumed input is trimmed, as a production queue would be: the embedded server's
+		// memory holds what is in flight, not everything ever written.
+		{Path: p.Input(), Kind: ytstore.UserQueue, TabletCount: o.Tablets, AutoTrim: true,
 			Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}},
 		{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: p.Input()},
 		{Path: p.Counts(), Kind: ytstore.UserSortedTable, Schema: countsSchema(true)},

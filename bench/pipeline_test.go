@@ -302,6 +302,21 @@ func BenchmarkPipeline(b *testing.B) {
 			m.report(b)
 		})
 	}
+	// The same at half of the data path's peak (or BENCH_RATE) with every part in its own
+	// process.
+	half := rates["exactly_once_counted"] / 2
+	if pr.rate > 0 {
+		half = pr.rate
+	}
+	if half > 0 {
+		b.Run("latency_processes", func(b *testing.B) {
+			m := medians{}
+			for range b.N {
+				benchLatencyProcesses(b, m, pr, half)
+			}
+			m.report(b)
+		})
+	}
 	low := float64(envInt("BENCH_LOW_RATE", 100))
 	b.Run(fmt.Sprintf("latency_%.0f", low), func(b *testing.B) {
 		m := medians{}
@@ -342,27 +357,50 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
+// latencyBatch and latencyBackoff configure the latency runs' pipeline: batch_duration, and
+// the smallest empty_batch_backoff the spec allows, as a user who wants low latency sets it
+// (it bounds how long an idle source job waits before it polls its queue again).
+const (
+	latencyBatch   = 100 * time.Millisecond
+	latencyBackoff = 100 * time.Millisecond
+)
+
 // benchLatency runs an infinite exactly-once pipeline (batch_duration 100ms,
 // empty_batch_backoff 100ms) fed at rate msgs/s and reports the p50/p99/max latency from
 // queue write to the output queue (async sink) for messages written after a 3s warm-up.
+// ytlocal, the controller and the workers run in the benchmark process.
 func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	ctx := context.Background()
 	srv := startServer(b, pr.durable)
 	defer closeAtReturn(srv)()
-	batch := 100 * time.Millisecond
-	// A user who wants low latency sets the smallest empty_batch_backoff the spec allows:
-	// it bounds how long an idle source job waits before it polls its queue again.
-	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: pr.partitions, CountPartitions: pr.partitions, BatchDuration: batch, EmptyBatchBackoff: 100 * time.Millisecond})
+	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: pr.partitions, CountPartitions: pr.partitions, BatchDuration: latencyBatch, EmptyBatchBackoff: latencyBackoff})
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	rt := StartRuntime(srv.Addr(), p.Path, pr.workers)
 	defer rt.Stop()
+	measureLatency(b, m, pr, p, rate, cpuTime, rt.Err)
+}
+
+// measureLatency waits until p is working, feeds it at rate msgs/s for 3s of warm-up and
+// pr.latencySeconds of measurement, waits until every measured message is visible and
+// reports the figures. cpu is the CPU time of the processes under test; failed reports an
+// error of a runtime component.
+func measureLatency(b *testing.B, m medians, pr params, p *Pipeline, rate float64, cpu func() time.Duration, failed func() error) {
+	ctx := context.Background()
+	waitUntil := func(timeout time.Duration, cond func() bool) {
+		deadline := time.Now().Add(timeout)
+		for !cond() && time.Now().Before(deadline) {
+			if err := failed(); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	// The pipeline must be working before the clock starts.
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := rt.WaitUntil(wctx, func() (bool, error) { return p.State(wctx) == ytstore.StateWorking, nil }); err != nil {
-		b.Fatal(err)
+	waitUntil(time.Minute, func() bool { return p.State(ctx) == ytstore.StateWorking })
+	if s := p.State(ctx); s != ytstore.StateWorking {
+		b.Fatalf("pipeline state %q after a minute, want working", s)
 	}
 	lctx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
@@ -372,15 +410,13 @@ func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	warm := loadStart.Add(3 * time.Second)
 	end := warm.Add(time.Duration(pr.latencySeconds) * time.Second)
 	time.Sleep(time.Until(warm))
-	cpu0 := cpuTime()
+	cpu0 := cpu()
 	time.Sleep(time.Until(end)) // the load runs for a fixed wall-clock time
-	busy := (cpuTime() - cpu0).Seconds() / time.Since(warm).Seconds()
+	busy := (cpu() - cpu0).Seconds() / time.Since(warm).Seconds()
 	stopWriting()
-	dctx, cancelD := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelD()
-	_ = rt.WaitUntil(dctx, func() (bool, error) {
+	waitUntil(2*time.Minute, func() bool {
 		ok, _ := load.AllBeforeVisible(end)
-		return ok || load.Err() != nil, nil
+		return ok || load.Err() != nil
 	})
 	if err := load.Err(); err != nil {
 		b.Fatal(err)
@@ -388,11 +424,11 @@ func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	lat, missing := load.Latencies(warm, end)
 	sent, _ := load.Progress()
 	p50, p99 := Percentile(lat, 0.5), Percentile(lat, 0.99)
-	target := 2*batch + 100*time.Millisecond
+	target := 2*latencyBatch + 100*time.Millisecond
 	tlat, _ := load.TableLatencies(warm, end)
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v; process CPU %.2f cores busy; load average %s",
-		rate, batch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)), busy, loadAvg())
+	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v; CPU of the system under test %.2f cores busy; load average %s",
+		rate, latencyBatch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)), busy, loadAvg())
 	if missing > 0 {
 		b.Errorf("%d of the measured messages never reached the sink", missing)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,11 +38,16 @@ func benchRecovery(b *testing.B, m medians, rate float64, vocab int) {
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path, "--lease-timeout", "30s", "--session-timeout", "3s")
+	// The processes of an iteration stop when it ends (cleanup would keep them running
+	// through the later iterations).
+	defer c.KillLocal()
+	ctl := e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path, "--lease-timeout", "30s", "--session-timeout", "3s")
+	defer ctl.Kill()
 	workers := map[string]*e2e.Proc{}
 	for i := range 2 {
 		id := fmt.Sprintf("worker-%d", i)
 		workers[id] = e2e.Start(b, id, "worker", "--proxy", c.Proxy, "--path", p.Path, "--id", id)
+		defer workers[id].Kill()
 	}
 	e2e.Eventually(b, time.Minute, func() (bool, string) {
 		s := p.State(ctx)
@@ -101,4 +109,81 @@ func benchRecovery(b *testing.B, m medians, rate float64, vocab int) {
 		rate, victim, rec.Round(time.Millisecond), Percentile(lat, 1).Round(time.Millisecond), target, rec <= target)
 	m.add(rec.Seconds(), "recovery_s")
 	m.add(Percentile(lat, 1).Seconds(), "max_latency_after_kill_s")
+}
+
+// benchLatencyProcesses is benchLatency with the parts in their own processes, as they are
+// deployed: `yt-flow local --data-dir`, one `yt-flow controller` and pr.workers `yt-flow
+// worker`; the load generator and the sink polling stay in the benchmark process. The CPU
+// figure is the sum over those processes (/proc/PID/stat).
+func benchLatencyProcesses(b *testing.B, m medians, pr params, rate float64) {
+	ctx := context.Background()
+	c := e2e.NewCluster(b)
+	if c.Real() {
+		b.Skip("the CPU figure reads local processes; not run against YT_PROXY")
+	}
+	p, err := NewPipeline(ctx, c.Proxy, fmt.Sprintf("//home/bench/latency-processes-%d", rand.IntN(1000000)),
+		Options{Tablets: pr.partitions, CountPartitions: pr.partitions, BatchDuration: latencyBatch, EmptyBatchBackoff: latencyBackoff})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer c.KillLocal() // this iteration's processes stop when it ends
+	procs := []*e2e.Proc{e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path)}
+	for i := range pr.workers {
+		id := fmt.Sprintf("worker-%d", i)
+		procs = append(procs, e2e.Start(b, id, "worker", "--proxy", c.Proxy, "--path", p.Path, "--id", id))
+	}
+	defer func() {
+		for _, pr := range procs {
+			pr.Kill()
+		}
+	}()
+	pids := []int{c.LocalPid()}
+	for _, pr := range procs {
+		pids = append(pids, pr.Pid())
+	}
+	cpu := func() time.Duration {
+		var sum time.Duration
+		for _, pid := range pids {
+			sum += procCPU(pid)
+		}
+		return sum
+	}
+	failed := func() error {
+		for _, pr := range procs {
+			if pr.Exited() {
+				return fmt.Errorf("%s exited; its log:\n%s", pr.Name, pr.Log())
+			}
+		}
+		return nil
+	}
+	measureLatency(b, m, pr, p, rate, cpu, failed)
+}
+
+// procCPU is the user+system CPU time of process pid from /proc/PID/stat (clock ticks of
+// 1/100 s, the Linux USER_HZ); 0 when unreadable.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: split after it.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state); utime and stime are fields 14, 15
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }

@@ -44,6 +44,14 @@ func (c *Cluster) startLocal(listen string) {
 	c.port = c.Proxy[strings.LastIndexByte(c.Proxy, ':')+1:]
 }
 
+// LocalPid is the process id of the embedded server (0 on a real cluster).
+func (c *Cluster) LocalPid() int {
+	if c.local == nil {
+		return 0
+	}
+	return c.local.Pid()
+}
+
 // KillLocal kills the embedded server with SIGKILL; RestartLocal starts it again on the
 // same port and data folder. Only for ytlocal (skip on a real cluster).
 func (c *Cluster) KillLocal() { c.local.Kill() }

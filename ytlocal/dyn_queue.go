@@ -1,6 +1,8 @@
 package ytlocal
 
 import (
+	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/guid"
 	"go.ytsaurus.tech/yt/go/yterrors"
 
 	"github.com/ytflow/yt-flow/ytlocal/tablet"
@@ -119,9 +121,59 @@ func cmdAdvanceQueueConsumer(c *call) (any, error) {
 		}
 		old = &v
 	}
-	return nil, c.inTabletTx(func(tx string) error {
+	err = c.inTabletTx(func(tx string) error {
 		return c.s.dyn().eng.AdvanceConsumer(tx, cons.id, cons.path, queue.path, int(partition), old, newOffset)
 	})
+	if err == nil {
+		c.s.dyn().autoTrim(queue.id)
+	}
+	return nil, err
+}
+
+// autoTrim trims a queue whose @auto_trim_config/enable is %true, as YT's queue agent does:
+// every tablet loses the rows below the smallest committed offset of the queue's vital
+// consumers (none trimmed without a vital consumer). The trims are journaled.
+func (d *dynExt) autoTrim(queueID string) {
+	id, err := guid.ParseString(queueID)
+	if err != nil {
+		return
+	}
+	info, ok := d.s.NodeByID(id)
+	if !ok {
+		return
+	}
+	cfg, _ := info.Attrs["auto_trim_config"].(map[string]any)
+	if enable, _ := cfg["enable"].(bool); !enable {
+		return
+	}
+	var vital []tablet.Registration
+	for _, r := range d.eng.Registrations(queueID) {
+		if r.Vital {
+			vital = append(vital, r)
+		}
+	}
+	if len(vital) == 0 {
+		return
+	}
+	tablets, err := d.eng.Tablets(queueID)
+	if err != nil {
+		return
+	}
+	for _, tb := range tablets {
+		upTo := tb.RowCount
+		for _, r := range vital {
+			off, err := d.eng.ConsumerOffset(r.Consumer, r.QueuePath, tb.Index)
+			if err != nil {
+				return
+			}
+			upTo = min(upTo, off)
+		}
+		if upTo > tb.TrimmedRowCount {
+			if err := d.eng.Trim(queueID, tb.Index, upTo); err != nil {
+				d.s.log.Warn("queue auto-trim failed", log.String("path", info.Path), log.Int("tablet", tb.Index), log.Error(err))
+			}
+		}
+	}
 }
 
 func (c *call) producerSession() (producer, queue dynTable, session string, err error) {

@@ -31,6 +31,10 @@ type UserTable struct {
 	TabletCount int
 	// Queue is the queue a consumer is registered for.
 	Queue string
+	// AutoTrim creates a queue with @auto_trim_config = {enable = %true}: rows below the
+	// offsets of all its vital consumers are trimmed (yt-flow registers its consumers as
+	// vital and advances them only to committed offsets).
+	AutoTrim bool
 }
 
 // EnsureUserTable creates t if it does not exist (parents included), mounts it, and for a
@@ -42,6 +46,9 @@ func (s *Store) EnsureUserTable(ctx context.Context, t UserTable) error {
 		attrs := map[string]any{"dynamic": true, "schema": t.Schema}
 		if t.Kind == UserQueue && t.TabletCount > 1 {
 			attrs["tablet_count"] = t.TabletCount
+		}
+		if t.Kind == UserQueue && t.AutoTrim {
+			attrs["auto_trim_config"] = map[string]any{"enable": true}
 		}
 		if _, err := s.yc.CreateNode(ctx, p, yt.NodeTable, &yt.CreateNodeOptions{Recursive: true, IgnoreExisting: true, Attributes: attrs}); err != nil {
 			return fmt.Errorf("ytstore: create %s %s: %w", t.Kind, p, classify(err))
