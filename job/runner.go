@@ -145,24 +145,30 @@ type committer interface {
 	TxAlive(ctx context.Context, tx string) (bool, error)
 }
 
-// runner runs one job: its epoch loop and its sender.
-// paceFraction: an epoch whose batch did not fill up is followed by the next one after
+// paceFraction and paceMinShare: an epoch whose largest batch took at least
+// max_rows_per_batch / paceMinShare rows without filling it is followed by the next one after
 // batch_duration / paceFraction at the earliest (runner.pace).
-const paceFraction = 4
+const (
+	paceFraction = 4
+	paceMinShare = 10
+)
 
+// runner runs one job: its epoch loop and its sender.
 type runner struct {
 	w *Worker
-	// full is set by an epoch whose input or a source filled max_rows_per_batch.
-	full    bool
-	job     ytstore.Job
-	store   *ytstore.Store
-	commits committer
-	comp    *spec.Computation
-	dyn     spec.DynamicComputation
-	fn      flow.Function
-	params  flow.Row
-	cfg     epoch.Config
-	log     log.Structured
+	// batchRows is the largest number of rows the last epoch took from its input or one
+	// source, and batchLimit their limit (max_rows_per_batch); they decide the pacing
+	// (runner.pace).
+	batchRows, batchLimit int
+	job                   ytstore.Job
+	store                 *ytstore.Store
+	commits               committer
+	comp                  *spec.Computation
+	dyn                   spec.DynamicComputation
+	fn                    flow.Function
+	params                flow.Row
+	cfg                   epoch.Config
+	log                   log.Structured
 
 	inbox   *inbox
 	outbox  *outbox
@@ -528,7 +534,7 @@ func (r *runner) run(ctx context.Context) error {
 	busy := false // the last epoch found work
 	for ctx.Err() == nil {
 		started := time.Now()
-		r.full = false
+		r.batchRows = 0
 		committed, idle, err := r.epoch(ctx, lastCommit)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -556,10 +562,11 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			t.Stop()
 			r.stats.phases.since(&r.stats.phases.idle, start)
-		} else if pace := r.pace(); !r.full && pace > 0 {
-			// A batch that did not fill up is followed by the next one after pace at the
-			// earliest, so that it gathers more: under moderate load epochs stay few and
-			// large instead of many and small, each paying the commit's requests.
+		} else if pace := r.pace(); pace > 0 {
+			// A batch that did not fill up but was not small either (load, not a trickle)
+			// is followed by the next one after pace at the earliest, so that it gathers
+			// more: under moderate load epochs stay few and large instead of many and small,
+			// each paying the commit's requests; a trickle is not delayed.
 			if wait := pace - time.Since(started); wait > 0 {
 				start := time.Now()
 				t := time.NewTimer(wait)
@@ -576,10 +583,22 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
-// pace is the shortest time from the start of an epoch whose batch did not fill up to the
-// start of the next: a quarter of batch_duration (0 for a draining or completing job, which
-// must not linger).
+// noteBatch records that an epoch took n rows from its input or a source, of at most limit.
+func (r *runner) noteBatch(n, limit int) {
+	if n > r.batchRows {
+		r.batchRows, r.batchLimit = n, limit
+	}
+}
+
+// pace is the shortest time from the start of the last epoch to the start of the next: a
+// quarter of batch_duration when the epoch's largest batch took at least a tenth of
+// max_rows_per_batch without filling it (a full batch means a backlog: go on at once; a
+// small one a trickle, where latency matters more than the commit's cost), else 0. A
+// draining or completing job never waits.
 func (r *runner) pace() time.Duration {
+	if r.batchRows >= r.batchLimit || r.batchRows*paceMinShare < r.batchLimit {
+		return 0
+	}
 	if r.draining.Load() || r.retiring.Load() || r.completing() {
 		return 0
 	}
@@ -656,7 +675,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.inbox.drop()
 	} else if !blocked {
 		b.Inputs = r.inbox.take(limit)
-		r.full = r.full || len(b.Inputs) >= limit
+		r.noteBatch(len(b.Inputs), limit)
 	}
 	completing := r.completing() && r.upstreamDrained.Load()
 	// Invariant: a completing job fires every pending timer before it reports drained; a
@@ -681,7 +700,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		if ahead {
 			r.stats.readAheads.Add(1)
 		}
-		r.full = r.full || len(rows) >= limit
+		r.noteBatch(len(rows), limit)
 		if len(rows) == 0 && s.src.Finite {
 			s.ended = true
 		}

@@ -227,7 +227,7 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		}
 		caughtUp[s] = atEnd
 		read += n
-		r.full = r.full || n >= limit
+		r.noteBatch(n, limit)
 	}
 	r.stats.phases.since(&r.stats.phases.fetch, phase)
 	r.stats.phases.rows.Add(int64(read))
