@@ -318,6 +318,17 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 	}
 	sort.Strings(ids)
 	var acked []string
+	// answerNow replies with what is persisted now; the sender retransmits the rest.
+	answerNow := func() {
+		for _, rest := range ids[len(acked):] {
+			select {
+			case <-waits[rest]:
+				acked = append(acked, rest)
+			default:
+			}
+		}
+		reply(pushResponse{Acked: acked, Reset: reset})
+	}
 	for _, id := range ids {
 		select {
 		case <-waits[id]:
@@ -326,25 +337,10 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 			// The job stopped (removed, rebalanced, lease lost): what it did not commit never
 			// will be; answer now so that the sender sends the rest to the key's new owner
 			// instead of waiting for the push timeout.
-			for _, rest := range ids[len(acked):] {
-				select {
-				case <-waits[rest]:
-					acked = append(acked, rest)
-				default:
-				}
-			}
-			reply(pushResponse{Acked: acked, Reset: reset})
+			answerNow()
 			return
 		case <-deadline.C:
-			// Answer with what is persisted now; the sender retransmits the rest.
-			for _, rest := range ids[len(acked):] {
-				select {
-				case <-waits[rest]:
-					acked = append(acked, rest)
-				default:
-				}
-			}
-			reply(pushResponse{Acked: acked, Reset: reset})
+			answerNow()
 			return
 		case <-req.Context().Done():
 			return

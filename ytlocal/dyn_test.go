@@ -286,6 +286,18 @@ func TestDynDurableAcrossRestart(t *testing.T) {
 	}
 }
 
+// startDurable starts a server on data directory dir with a client; both stop at cleanup.
+func startDurable(t *testing.T, ctx context.Context, dir string, snapshotEvery int) (*ytlocal.Server, yt.Client) {
+	t.Helper()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: dir, SnapshotEvery: snapshotEvery})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr()})
+	require.NoError(t, err)
+	t.Cleanup(yc.Stop)
+	return srv, yc
+}
+
 // testDynDurable writes through every kind of dynamic-table record, restarts the
 // server on the same data directory and checks the state; snapshotEvery > 0 makes
 // the restart load a snapshot plus a log tail.
@@ -293,15 +305,7 @@ func testDynDurable(t *testing.T, snapshotEvery int) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func() (*ytlocal.Server, yt.Client) {
-		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: dir, SnapshotEvery: snapshotEvery})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = srv.Close() })
-		yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr()})
-		require.NoError(t, err)
-		t.Cleanup(yc.Stop)
-		return srv, yc
-	}
+	start := func() (*ytlocal.Server, yt.Client) { return startDurable(t, ctx, dir, snapshotEvery) }
 
 	srv, yc := start()
 	p := newSortedTable(t, ctx, yc)

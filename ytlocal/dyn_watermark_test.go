@@ -12,9 +12,6 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
-	"go.ytsaurus.tech/yt/go/yt/ythttp"
-
-	"github.com/ytflow/yt-flow/ytlocal"
 )
 
 type stampRow struct {
@@ -46,16 +43,7 @@ func TestWatermarkRowMerger(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func() (*ytlocal.Server, yt.Client) {
-		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: dir})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = srv.Close() })
-		yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr()})
-		require.NoError(t, err)
-		t.Cleanup(yc.Stop)
-		return srv, yc
-	}
-	srv, yc := start()
+	srv, yc := startDurable(t, ctx, dir, 0)
 	sc := schema.MustInfer(&stampRow{})
 	merged, plain := ypath.Path("//tmp/merged"), ypath.Path("//tmp/plain")
 	_, err := yc.CreateNode(ctx, merged, yt.NodeTable, &yt.CreateNodeOptions{Attributes: map[string]any{
@@ -85,7 +73,7 @@ func TestWatermarkRowMerger(t *testing.T) {
 	assert.Equal(t, []string{"c", "d"}, stampKeys(t, ctx, yc, merged))
 
 	require.NoError(t, srv.Close())
-	_, yc = start()
+	_, yc = startDurable(t, ctx, dir, 0)
 	assert.Equal(t, []string{"c", "d"}, stampKeys(t, ctx, yc, merged), "the merge is replayed after a restart")
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, stampKeys(t, ctx, yc, plain))
 }
