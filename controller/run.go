@@ -166,15 +166,39 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		if transition || start.Before(fastUntil) {
 			next = max(cfg.Period/5, 20*time.Millisecond)
 		}
-		timer.Reset(max(next-time.Since(start), 0))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-sess.Done():
-			return errors.New("lost leadership: session ended")
-		case <-timer.C:
+		// Between regular cycles the leader peeks at the job statuses every fifth of the
+		// period: a job that newly reports its source completed starts the pipeline's
+		// completion, which should not wait for the next cycle.
+		peek := max(cfg.Period/5, 20*time.Millisecond)
+		for wait := next - time.Since(start); ; wait = next - time.Since(start) {
+			timer.Reset(max(min(wait, peek), 0))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-sess.Done():
+				return errors.New("lost leadership: session ended")
+			case <-timer.C:
+			}
+			if time.Since(start) >= next || c.newlyCompleted(termCtx) {
+				break
+			}
 		}
 	}
+}
+
+// newlyCompleted reports whether a job status says completed that the last cycle did not
+// see (a failed read says no).
+func (c *cycler) newlyCompleted(ctx context.Context) bool {
+	sts, err := c.st.JobStatuses(ctx)
+	if err != nil {
+		return false
+	}
+	for _, st := range sts {
+		if st.State == ytstore.JobCompleted && !c.completedJobs[st.JobID] {
+			return true
+		}
+	}
+	return false
 }
 
 // cycler runs scheduling cycles for one leadership term.
@@ -204,6 +228,8 @@ type cycler struct {
 	specErr                 error
 	// sourceCompleted is set by a cycle in which a source partition completed.
 	sourceCompleted bool
+	// completedJobs are the jobs whose status said completed at the last observation.
+	completedJobs map[string]bool
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -329,6 +355,12 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	}
 	if in.Statuses, err = c.st.JobStatuses(ctx); err != nil {
 		return nil, nil, err
+	}
+	c.completedJobs = map[string]bool{}
+	for _, st := range in.Statuses {
+		if st.State == ytstore.JobCompleted {
+			c.completedJobs[st.JobID] = true
+		}
 	}
 	// Ping every lease: this keeps them alive and tells which are dead.
 	leases := make([]string, len(in.Jobs))
