@@ -176,7 +176,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Invariant: a worker whose session ended stops all its jobs before it registers
 		// again; their leases decide whether they may resume (TestWorkerSurvivesSessionLoss).
 		w.log.Warn("session lost: stopping all jobs and registering again", log.Error(err))
-		w.stopAll()
+		w.reportFinal(ctx, w.stopAll())
 		sleep(ctx, time.Second)
 	}
 }
@@ -558,7 +558,7 @@ func (w *Worker) reportStatuses(ctx context.Context) {
 
 // stopAll cancels every runner and waits for them; the next poll starts the jobs still
 // assigned to the worker afresh.
-func (w *Worker) stopAll() {
+func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	w.mu.Lock()
 	hs := append([]*runnerHandle(nil), w.stopping...)
 	for id, h := range w.runners {
@@ -579,5 +579,24 @@ func (w *Worker) stopAll() {
 	}
 	for _, h := range hs {
 		<-h.done
+	}
+	return hs
+}
+
+// reportFinal writes the last status of jobs stopped after the worker lost its session,
+// each conditional on its lease: the controller sees their final counters when the lease
+// still lives, and the write is refused when the lease is gone (the job's keys have a new
+// owner), which is logged.
+func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
+	for _, h := range stopped {
+		if h.r == nil || h.r.store == nil {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := w.store.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			w.log.Info("final status of a stopped job refused", log.String("job", h.r.job.JobID), log.String("lease", h.lease), log.Error(err))
+		}
 	}
 }
