@@ -587,16 +587,21 @@ func (w *Worker) stopAll() (stopped []*runnerHandle) {
 // each conditional on its lease: the controller sees their final counters when the lease
 // still lives, and the write is refused when the lease is gone (the job's keys have a new
 // owner), which is logged.
+// The writes go out together and are given 5 seconds in all (YTsaurus may be unreachable).
 func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, h := range stopped {
 		if h.r == nil || h.r.store == nil {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := w.store.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			w.log.Info("final status of a stopped job refused", log.String("job", h.r.job.JobID), log.String("lease", h.lease), log.Error(err))
-		}
+		wg.Go(func() {
+			err := w.store.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
+			if err != nil && ctx.Err() == nil {
+				w.log.Info("final status of a stopped job refused", log.String("job", h.r.job.JobID), log.String("lease", h.lease), log.Error(err))
+			}
+		})
 	}
+	wg.Wait()
 }
