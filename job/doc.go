@@ -14,8 +14,13 @@
 // offset that commit made durable; the consumer is advanced in the background, in order. An
 // idle job waits empty_batch_backoff for new work (a source job that just read rows, or a
 // swift source holding undelivered rows, at most half of batch_duration), unless input
-// arrives. A keyed job keeps the states it loaded or committed in memory (statecache.go) and
-// loads only keys it has not seen.
+// arrives. Under load a busy job paces its epochs: after one whose largest batch took at least
+// a tenth of max_rows_per_batch without filling it, the next starts a quarter of
+// batch_duration after it at the earliest (fewer, larger epochs). The commit's writes to
+// different tables go out concurrently. A keyed job keeps the states it loaded or committed
+// in memory (statecache.go) and loads only keys it has not seen. A stopping job answers the
+// pushes waiting for its commits at once; a worker that lost its session stops its jobs and
+// writes their last statuses under their leases.
 //
 // Transport: outputs of a transform stay in the output store (one chunk row per destination
 // and epoch) until their readers acknowledged every message of the chunk. The sender pushes

@@ -13,6 +13,11 @@
 //     is alive iff its session is, and the leader controller holds the exclusive
 //     lock on PATH/leader_controller_lock under its session.
 //
+// The dedup tables are created with YTsaurus's watermark row merger; the
+// controller collects their old rows by setting their watermark
+// (SetDedupWatermark), or, on tables created before, by deleting them
+// (CollectDedup).
+//
 // Errors callers branch on are the sentinels in errors.go (ErrLeaseLost,
 // ErrCommitUnknown, ErrConflict, ErrNotFound, ErrTabletNotMounted); YTsaurus
 // error codes are translated into them in one place, classify. No package above
