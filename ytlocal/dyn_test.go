@@ -56,16 +56,23 @@ func newSortedTable(t *testing.T, ctx context.Context, yc yt.Client) ypath.Path 
 
 func lookupValue(t *testing.T, ctx context.Context, yc yt.Client, p ypath.Path, key string) (int64, bool) {
 	t.Helper()
+	row, ok := lookupRow[kvRow](t, ctx, yc, p, key)
+	return row.Value, ok
+}
+
+// lookupRow looks up the row of a table keyed by one "key" column (zero T when missing).
+func lookupRow[T any](t *testing.T, ctx context.Context, yc yt.Client, p ypath.Path, key string) (T, bool) {
+	t.Helper()
+	var row T
 	r, err := yc.LookupRows(ctx, p, []any{&kvKey{key}}, nil)
 	require.NoError(t, err)
 	defer r.Close()
 	if !r.Next() {
 		require.NoError(t, r.Err())
-		return 0, false
+		return row, false
 	}
-	var row kvRow
 	require.NoError(t, r.Scan(&row))
-	return row.Value, true
+	return row, true
 }
 
 func TestDynInsertLookupSelect(t *testing.T) {

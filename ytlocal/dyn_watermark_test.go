@@ -63,7 +63,7 @@ func TestWatermarkRowMerger(t *testing.T) {
 	}
 	assert.Equal(t, []string{"b", "c", "d"}, stampKeys(t, ctx, yc, merged), "rows below 10 dropped, null kept")
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, stampKeys(t, ctx, yc, plain), "no watermark merger: all rows kept")
-	_, ok := lookupStamp(t, ctx, yc, merged, "a")
+	_, ok := lookupRow[stampRow](t, ctx, yc, merged, "a")
 	assert.False(t, ok, "a dropped row is gone for lookups too")
 
 	// A row written again after the merge is a new row; a higher watermark takes it.
@@ -76,18 +76,4 @@ func TestWatermarkRowMerger(t *testing.T) {
 	_, yc = startDurable(t, ctx, dir, 0)
 	assert.Equal(t, []string{"c", "d"}, stampKeys(t, ctx, yc, merged), "the merge is replayed after a restart")
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, stampKeys(t, ctx, yc, plain))
-}
-
-func lookupStamp(t *testing.T, ctx context.Context, yc yt.Client, p ypath.Path, key string) (*stampRow, bool) {
-	t.Helper()
-	r, err := yc.LookupRows(ctx, p, []any{&kvKey{key}}, nil)
-	require.NoError(t, err)
-	defer r.Close()
-	if !r.Next() {
-		require.NoError(t, r.Err())
-		return nil, false
-	}
-	var row stampRow
-	require.NoError(t, r.Scan(&row))
-	return &row, true
 }
