@@ -5,18 +5,24 @@ import "go.ytsaurus.tech/yt/go/yson"
 // The rows every epoch writes encode themselves (yson.StreamMarshaler) instead of going
 // through the SDK's reflection; the bytes are the same (TestRowsEncodeAsReflection).
 
+// writeDedupTail writes the value columns both dedup indexes share; zero and nil are omitted
+// (omitempty).
+func writeDedupTail(w *yson.Writer, systemTS uint64, fingerprint *uint64) {
+	if systemTS != 0 {
+		w.MapKeyString("system_timestamp")
+		w.Uint64(systemTS)
+	}
+	if fingerprint != nil {
+		w.MapKeyString("payload_fingerprint")
+		w.Uint64(*fingerprint)
+	}
+}
+
 func (r compactInputMessageRow) MarshalYSON(w *yson.Writer) error {
 	w.BeginMap()
 	w.MapKeyString("deduplication_message_key")
 	w.Bytes(r.DedupKey)
-	if r.SystemTimestamp != 0 {
-		w.MapKeyString("system_timestamp")
-		w.Uint64(r.SystemTimestamp)
-	}
-	if r.PayloadFingerprint != nil {
-		w.MapKeyString("payload_fingerprint")
-		w.Uint64(*r.PayloadFingerprint)
-	}
+	writeDedupTail(w, r.SystemTimestamp, r.PayloadFingerprint)
 	w.EndMap()
 	return w.Err()
 }
@@ -29,14 +35,7 @@ func (r inputMessageRow) MarshalYSON(w *yson.Writer) error {
 	w.Bytes(r.Key)
 	w.MapKeyString("message_id")
 	w.String(r.MessageID)
-	if r.SystemTimestamp != 0 {
-		w.MapKeyString("system_timestamp")
-		w.Uint64(r.SystemTimestamp)
-	}
-	if r.PayloadFingerprint != nil {
-		w.MapKeyString("payload_fingerprint")
-		w.Uint64(*r.PayloadFingerprint)
-	}
+	writeDedupTail(w, r.SystemTimestamp, r.PayloadFingerprint)
 	w.EndMap()
 	return w.Err()
 }
