@@ -139,6 +139,9 @@ func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	if o.EmptyBatchBackoff > 0 {
 		text = strings.ReplaceAll(text, "batch_duration = ", fmt.Sprintf("empty_batch_backoff = %d; batch_duration = ", o.EmptyBatchBackoff.Milliseconds()))
 	}
+	if v := os.Getenv("BENCH_MAX_ROWS_PER_BATCH"); v != "" {
+		text = strings.ReplaceAll(text, "batch_duration = ", "max_rows_per_batch = "+v+"; batch_duration = ")
+	}
 	if _, err := spec.ParseConfig([]byte(text)); err != nil {
 		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)
 	}

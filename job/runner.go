@@ -733,6 +733,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// the states of every key it may invoke (a superset of the plan's keys: duplicates are
 	// not known yet). They run concurrently.
 	pre := r.prepare(ctx, b)
+	defer pre.tx.Release() // a no-op once the commit used it
 	phase = r.stats.phases.since(&r.stats.phases.prepare, phase)
 	if pre.tokenErr != nil {
 		abandon()
@@ -791,6 +792,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		return 0, false, err
 	}
 	w.OutputsDone = done
+	w.Tx = pre.tx
 	if !epoch.NeedCommit(c, len(done), now, lastCommit, r.leaseCheckPeriod()) {
 		abandon()
 		return 0, true, nil
@@ -940,6 +942,9 @@ func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
 type prepared struct {
 	token    uint64
 	tokenErr error
+	// tx is the epoch's tablet transaction, begun alongside the reads (nil when beginning it
+	// failed: the commit then begins its own). Released when the epoch ends.
+	tx *ytstore.EpochTx
 
 	found    []ytstore.DedupHit
 	dedupErr error
@@ -957,6 +962,14 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 	pre := &prepared{states: map[string]map[string][]byte{}}
 	var wg sync.WaitGroup
 	wg.Go(func() { pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx) })
+	wg.Go(func() {
+		tx, err := r.store.BeginEpochTx(ctx)
+		if err != nil {
+			r.log.Debug("epoch: beginning the tablet transaction ahead failed; the commit begins one", log.Error(err))
+			return
+		}
+		pre.tx = tx
+	})
 	if r.cfg.Dedup && len(b.Inputs) > 0 {
 		keys := make([]ytstore.DedupKey, len(b.Inputs))
 		for i, in := range b.Inputs {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"sort"
@@ -254,7 +253,12 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, "push: POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(rw, req.Body, maxPushBytes))
+	var buf bytes.Buffer
+	if req.ContentLength > 0 && req.ContentLength <= maxPushBytes {
+		buf.Grow(int(req.ContentLength) + bytes.MinRead) // one allocation instead of doubling
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(rw, req.Body, maxPushBytes))
+	body := buf.Bytes()
 	if err != nil {
 		http.Error(rw, "push: read request body: "+err.Error(), http.StatusBadRequest)
 		return

@@ -212,10 +212,11 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	reported := ""
 	for {
 		// While a job applies draining (the pipeline completes or stops) the controller waits
-		// for its statuses: poll and report four times as often.
+		// for its statuses, and once a source job completed the layout is about to say
+		// draining: poll and report eight times as often.
 		next := w.cfg.PollPeriod
-		if w.anyDraining() {
-			next = max(w.cfg.PollPeriod/4, 10*time.Millisecond)
+		if w.inTransition() {
+			next = max(w.cfg.PollPeriod/8, 10*time.Millisecond)
 		}
 		poll.Reset(next)
 		select {
@@ -270,12 +271,13 @@ func (w *Worker) wakeStatus() {
 	}
 }
 
-// anyDraining reports whether some job of the worker has applied draining.
-func (w *Worker) anyDraining() bool {
+// inTransition reports whether some job of the worker has applied draining or has
+// completed its sources (the pipeline's completion follows).
+func (w *Worker) inTransition() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, h := range w.runners {
-		if h.r.applied.Load() {
+		if h.r.applied.Load() || h.r.completed.Load() {
 			return true
 		}
 	}

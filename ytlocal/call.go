@@ -31,6 +31,30 @@ type call struct {
 	now     time.Time
 	mutates bool
 	logSeq  uint64 // last log record written when the handler finished (dispatcher)
+
+	// rows and rowsErr are the input rows parsed before the state lock was taken
+	// (preparse), for the commands whose body is a list of rows; parsed tells them apart
+	// from a call that parses on demand.
+	rows    []any
+	rowsErr error
+	parsed  bool
+}
+
+// rowInputCommands are the commands whose request body is a list of rows: their body is
+// parsed before the state lock is taken (parsing is most of their cost and needs no state).
+var rowInputCommands = map[string]bool{
+	"insert_rows": true, "delete_rows": true, "lookup_rows": true, "push_queue_producer": true,
+}
+
+// preparse parses the input rows of a row-input command outside the state lock; the
+// handler gets the result (or the parse error) from inputRows when it asks for it, so
+// the order of its checks is what it would be without preparsing.
+func (c *call) preparse() {
+	if !rowInputCommands[c.name] {
+		return
+	}
+	c.rows, c.rowsErr = c.parseRows()
+	c.parsed = true
 }
 
 // rowsResult is a row stream response. Rows are written as a YSON list fragment;
@@ -342,6 +366,13 @@ func (c *call) inputValue() (any, error) {
 // inputRows parses the request body as a YSON list fragment of rows (or, with input
 // format json, one JSON value per line). A # (null) item is nil.
 func (c *call) inputRows() ([]any, error) {
+	if c.parsed {
+		return c.rows, c.rowsErr
+	}
+	return c.parseRows()
+}
+
+func (c *call) parseRows() ([]any, error) {
 	parse := parseListFragment
 	if strings.HasPrefix(c.inFmt, "json") {
 		parse = parseJSONLines

@@ -1,6 +1,7 @@
 package ytlocal
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -25,6 +26,9 @@ const dynLogName = "dyn"
 type dynExt struct {
 	s   *Server
 	eng *tablet.Engine
+	// enc is the buffer records are encoded in, reused (Append runs under the state lock
+	// and logRecord does not keep what it is given).
+	enc bytes.Buffer
 }
 
 var (
@@ -70,11 +74,16 @@ func (d *dynExt) Append(rec *tablet.Record) error {
 	if d.s.wal == nil {
 		return nil
 	}
-	raw, err := yson.MarshalFormat(rec, yson.FormatBinary)
-	if err != nil {
+	d.enc.Reset()
+	w := yson.NewWriterFormat(&d.enc, yson.FormatBinary)
+	if err := yson.NewEncoderWriter(w).Encode(rec); err != nil {
 		return fmt.Errorf("encode %s record: %w", rec.Kind, err)
 	}
-	return d.s.logRecord(dynLogName, raw)
+	err := d.s.logRecord(dynLogName, d.enc.Bytes())
+	if d.enc.Cap() > maxScratch {
+		d.enc = bytes.Buffer{}
+	}
+	return err
 }
 
 func (d *dynExt) Snapshot(w io.Writer) error {

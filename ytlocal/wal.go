@@ -50,6 +50,7 @@ type wal struct {
 	f       *os.File // guarded by the state lock and mu (both held to replace it)
 	size    int64    // bytes of intact records in f (state lock)
 	records int      // records since the last snapshot (state lock)
+	scratch []byte   // the buffer records are framed in, reused (state lock)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -229,7 +230,12 @@ func decodeRecord(b []byte) (owner string, rec []byte, size int, ok bool) {
 }
 
 func encodeRecord(owner string, rec []byte) []byte {
-	out := make([]byte, 8, 8+1+len(owner)+len(rec))
+	return appendRecord(make([]byte, 0, 8+1+len(owner)+len(rec)), owner, rec)
+}
+
+// appendRecord frames rec (owner, length, checksum) into out[:0]'s storage.
+func appendRecord(out []byte, owner string, rec []byte) []byte {
+	out = append(out[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	out = append(out, byte(len(owner)))
 	out = append(out, owner...)
 	out = append(out, rec...)
@@ -258,6 +264,9 @@ func (s *Server) applyRecord(owner string, rec []byte) error {
 // return the error. The dispatcher makes the record durable (fsync, shared with
 // concurrent commits) before the response of the command is sent. Without a DataDir it
 // does nothing.
+// maxScratch bounds the framing buffer the log keeps between records.
+const maxScratch = 4 << 20
+
 func (s *Server) logRecord(owner string, rec []byte) error {
 	w := s.wal
 	if w == nil {
@@ -272,7 +281,10 @@ func (s *Server) logRecord(owner string, rec []byte) error {
 	if err != nil {
 		return err
 	}
-	buf := encodeRecord(owner, rec)
+	buf := appendRecord(w.scratch, owner, rec)
+	if cap(buf) <= maxScratch {
+		w.scratch = buf // the write below does not keep it
+	}
 	if _, err := w.f.Write(buf); err != nil {
 		// Cut a partial record so that later records stay replayable.
 		_ = w.f.Truncate(w.size)

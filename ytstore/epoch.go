@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	farm "github.com/dgryski/go-farm"
 	"go.ytsaurus.tech/library/go/core/log"
@@ -211,6 +212,39 @@ type EpochWrite struct {
 	PartitionStates map[string][]byte
 	// Sinks are synchronous sink writes.
 	Sinks []SinkWrite
+	// Tx, when set, is the tablet transaction to commit in, begun ahead with BeginEpochTx
+	// (a transaction serves one commit attempt; a used or nil Tx makes CommitEpoch begin
+	// its own).
+	Tx *EpochTx
+}
+
+// EpochTx is a tablet transaction begun before the epoch it will commit is ready, so that
+// starting it overlaps the epoch's reads instead of preceding its writes. It is used by at
+// most one CommitEpoch; Release aborts it if no commit used it.
+type EpochTx struct {
+	tx   *tableTx
+	used atomic.Bool
+}
+
+// BeginEpochTx begins a tablet transaction for a later CommitEpoch (EpochWrite.Tx). The
+// transaction's start timestamp precedes the epoch's reads, which only widens the window in
+// which a conflicting write would abort the commit.
+func (s *Store) BeginEpochTx(ctx context.Context) (*EpochTx, error) {
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &EpochTx{tx: tx}, nil
+}
+
+// take hands the transaction to its one commit attempt; false when it was used or released.
+func (t *EpochTx) take() bool { return t != nil && t.used.CompareAndSwap(false, true) }
+
+// Release aborts the transaction in the background unless a commit used it. Safe on nil.
+func (t *EpochTx) Release() {
+	if t.take() {
+		go t.tx.abort()
+	}
 }
 
 // CommitEpoch commits w in one tablet transaction whose prerequisite is the lease.
@@ -223,9 +257,14 @@ type EpochWrite struct {
 // Invariant: dedup rows, states, timers, outputs, partition state, sink writes and the
 // partition token commit together or not at all (TestCommitEpochAtomic, TestZombieCommitRejected).
 func (s *Store) CommitEpoch(ctx context.Context, w *EpochWrite) error {
-	tx, err := s.beginTabletTx(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: partition %s: %w", ErrNotApplied, w.PartitionID, err)
+	var tx *tableTx
+	if w.Tx.take() {
+		tx = w.Tx.tx
+	} else {
+		var err error
+		if tx, err = s.beginTabletTx(ctx); err != nil {
+			return fmt.Errorf("%w: partition %s: %w", ErrNotApplied, w.PartitionID, err)
+		}
 	}
 	defer tx.abort()
 	if err := s.writeEpoch(ctx, tx, w); err != nil {

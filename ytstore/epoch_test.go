@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yt"
 
 	"github.com/ytflow/yt-flow/ytlocal"
 )
@@ -250,4 +251,59 @@ func TestPullQueueColumnTypes(t *testing.T) {
 		assert.Equal(t, in[i]["a"], r.Columns["a"], "row %d", i)
 	}
 	assert.Equal(t, uint64(1<<63), rows[0].Columns["u"])
+}
+
+// TestCommitEpochInTxBegunAhead: an epoch commits in the tablet transaction begun ahead of
+// it (EpochWrite.Tx) with the same atomicity and fencing as one begun by CommitEpoch; a
+// transaction serves one commit attempt, and one released unused is aborted.
+func TestCommitEpochInTxBegunAhead(t *testing.T) {
+	s, ctx := epochStore(t)
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+
+	tx, err := s.BeginEpochTx(ctx)
+	require.NoError(t, err)
+	w := sampleEpoch("p1", lease, 100)
+	w.Tx = tx
+	require.NoError(t, s.CommitEpoch(ctx, w))
+	token, found, err := s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, uint64(100), token)
+	states, err := s.LoadStates(ctx, "c", []uint64{7})
+	require.NoError(t, err)
+	require.Len(t, states, 1, "the epoch's rows committed with its token")
+	tx.Release() // used: nothing to abort
+
+	// A used transaction is not used again: the next attempt begins its own.
+	again := sampleEpoch("p1", lease, 101)
+	again.Tx = tx
+	require.NoError(t, s.CommitEpoch(ctx, again))
+	token, _, err = s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(101), token)
+
+	// Released unused: aborted, so a commit can no longer use it.
+	unused, err := s.BeginEpochTx(ctx)
+	require.NoError(t, err)
+	unused.Release()
+	assert.False(t, unused.take(), "a released transaction is not handed to a commit")
+	require.Eventually(t, func() bool {
+		return s.yc.InsertRows(ctx, s.child(TablePartitionTransactions),
+			[]any{partitionTransactionRow{PartitionID: "px", Token: 1}},
+			&yt.InsertRowsOptions{TransactionOptions: unused.tx.opts()}) != nil
+	}, time.Minute, 10*time.Millisecond, "the released transaction is aborted")
+
+	// The lease fences a transaction begun ahead as well.
+	zombie, err := s.BeginEpochTx(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.AbortLease(ctx, lease))
+	late := sampleEpoch("p1", lease, 102)
+	late.Tx = zombie
+	err = s.CommitEpoch(ctx, late)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrLeaseLost), "a dead lease is reported as ErrLeaseLost: %v", err)
+	token, _, err = s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(101), token, "the fenced commit wrote nothing")
 }

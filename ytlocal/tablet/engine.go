@@ -282,7 +282,7 @@ func (e *Engine) apply(rec *Record) error {
 		tb := t.tablets[rec.TabletIndex]
 		if rec.TrimmedRowCount > tb.trimmed {
 			drop := min(rec.TrimmedRowCount-tb.trimmed, int64(len(tb.rows)))
-			tb.rows = append([]orderedRow(nil), tb.rows[drop:]...)
+			tb.trimRows(int(drop))
 			tb.trimmed = rec.TrimmedRowCount
 		}
 	default:

@@ -10,7 +10,25 @@ func writeValues(w *yson.Writer, key string, values []any) {
 	w.MapKeyString(key)
 	w.BeginList()
 	for _, v := range values {
-		w.Any(v)
+		// The column types of dynamic tables, without the reflection of Writer.Any.
+		switch v := v.(type) {
+		case nil:
+			w.Entity()
+		case string:
+			w.String(v)
+		case int64:
+			w.Int64(v)
+		case uint64:
+			w.Uint64(v)
+		case bool:
+			w.Bool(v)
+		case float64:
+			w.Float64(v)
+		case []byte:
+			w.Bytes(v)
+		default:
+			w.Any(v)
+		}
 	}
 	w.EndList()
 }
@@ -65,6 +83,40 @@ func (r RowAppend) MarshalYSON(w *yson.Writer) error {
 	w.MapKeyString("tablet")
 	w.Int64(int64(r.Tablet))
 	writeValues(w, "values", r.Values)
+	w.EndMap()
+	return w.Err()
+}
+
+// MarshalYSON implements yson.StreamMarshaler: the rows of a commit are written without
+// the reflection (and the boxing of every element) of the generic slice encoder.
+func (r *CommitRecord) MarshalYSON(w *yson.Writer) error {
+	w.BeginMap()
+	w.MapKeyString("timestamp")
+	w.Uint64(uint64(r.Timestamp))
+	if len(r.Writes) > 0 {
+		w.MapKeyString("writes")
+		w.BeginList()
+		for i := range r.Writes {
+			_ = r.Writes[i].MarshalYSON(w)
+		}
+		w.EndList()
+	}
+	if len(r.Locks) > 0 {
+		w.MapKeyString("locks")
+		w.BeginList()
+		for i := range r.Locks {
+			_ = r.Locks[i].MarshalYSON(w)
+		}
+		w.EndList()
+	}
+	if len(r.Appends) > 0 {
+		w.MapKeyString("appends")
+		w.BeginList()
+		for i := range r.Appends {
+			_ = r.Appends[i].MarshalYSON(w)
+		}
+		w.EndList()
+	}
 	w.EndMap()
 	return w.Err()
 }

@@ -96,9 +96,24 @@ type orderedRow struct {
 	values []any
 }
 
+// trimRows drops the first n rows. The dropped entries are cleared at once (their values
+// become garbage) and the slice is moved forward; the remaining rows are copied to a new
+// array only once the dropped prefix outgrows them, so trimming a long queue a little at a
+// time costs O(rows dropped), not O(rows kept), per trim.
+func (tb *orderedTablet) trimRows(n int) {
+	clear(tb.rows[:n])
+	tb.rows = tb.rows[n:]
+	tb.dropped += n
+	if tb.dropped > 1024 && tb.dropped > 2*len(tb.rows) {
+		tb.rows = append(make([]orderedRow, 0, len(tb.rows)+len(tb.rows)/4), tb.rows...)
+		tb.dropped = 0
+	}
+}
+
 type orderedTablet struct {
 	trimmed int64 // rows below this index are gone
 	rows    []orderedRow
+	dropped int // trimmed entries still in the array before rows (trimRows)
 }
 
 func (t *orderedTablet) count() int64 { return t.trimmed + int64(len(t.rows)) }
