@@ -212,6 +212,8 @@ type cycler struct {
 	// wm is the SystemWatermark; nil until the first cycle reads the
 	// published value.
 	wm *WatermarkTracker
+	// ew tracks the EventWatermark (nil until the first cycle that publishes one).
+	ew *WatermarkTracker
 	// gcDone is the bound below which dedup rows were all deleted; gcMore
 	// says the last collection stopped at its batch limit.
 	gcDone uint64
@@ -251,7 +253,34 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
 	}
-	return d.Transition, c.advanceWatermark(ctx, in, attrs)
+	if err := c.advanceWatermark(ctx, in, attrs); err != nil {
+		return d.Transition, err
+	}
+	return d.Transition, c.advanceEventWatermark(ctx, in, attrs)
+}
+
+// advanceEventWatermark folds the cycle's observation into the EventWatermark and publishes
+// it when it grew (pipelines whose job_status has no event_watermark column get none: their
+// event_time timers keep firing by the wall clock).
+func (c *cycler) advanceEventWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) error {
+	if ok, err := c.st.EventWatermarks(ctx); err != nil || !ok {
+		return err
+	}
+	var published uint64
+	if attrs.EventWatermark != nil {
+		published = *attrs.EventWatermark
+	}
+	if c.ew == nil {
+		c.ew = NewEventWatermarkTracker(published)
+	}
+	w, _ := c.ew.Observe(in.Partitions, in.Jobs, in.Statuses)
+	if w > published || (attrs.EventWatermark == nil && w > 0) {
+		if err := c.st.SetEventWatermark(ctx, c.sess, w); err != nil {
+			return err
+		}
+		c.lg.Debug("event watermark advanced", log.UInt64("event_watermark", w))
+	}
+	return nil
 }
 
 // advanceWatermark folds the cycle's observation into the SystemWatermark,

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"math"
+
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -24,6 +26,9 @@ import (
 type WatermarkTracker struct {
 	w       uint64
 	pending *watermarkSnapshot // the bound waiting for fresher statuses
+	// bound gives one observation's bound: watermarkBound (SystemWatermark) or
+	// EventWatermarkBound.
+	bound func(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool)
 }
 
 type watermarkSnapshot struct {
@@ -33,7 +38,13 @@ type watermarkSnapshot struct {
 
 // NewWatermarkTracker returns a tracker that continues from a published value.
 func NewWatermarkTracker(published uint64) *WatermarkTracker {
-	return &WatermarkTracker{w: published}
+	return &WatermarkTracker{w: published, bound: watermarkBound}
+}
+
+// NewEventWatermarkTracker returns a tracker of the pipeline EventWatermark that continues
+// from a published value: the same two-observation rule over EventWatermarkBound.
+func NewEventWatermarkTracker(published uint64) *WatermarkTracker {
+	return &WatermarkTracker{w: published, bound: EventWatermarkBound}
 }
 
 // Value returns the current watermark.
@@ -42,7 +53,11 @@ func (t *WatermarkTracker) Value() uint64 { return t.w }
 // Observe folds one observation of the layout into the watermark and returns
 // it; advanced reports whether it grew.
 func (t *WatermarkTracker) Observe(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (w uint64, advanced bool) {
-	bound, ok := watermarkBound(partitions, jobs, statuses)
+	bounder := t.bound
+	if bounder == nil { // the zero value tracks the SystemWatermark
+		bounder = watermarkBound
+	}
+	bound, ok := bounder(partitions, jobs, statuses)
 	if !ok {
 		return t.w, false
 	}
@@ -118,4 +133,44 @@ func watermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses
 		}
 	}
 	return w, found
+}
+
+// EventWatermarkBound is the bound one observation gives the pipeline EventWatermark (a
+// heuristic lower bound on the event timestamps still to come, docs/runtime-protocol.md
+// "EventWatermark"); ok is false when it gives none. The preconditions are those of the
+// SystemWatermark (every partition has a job, every job a running or completed status);
+// the bound is the smallest event_watermark a job reports, and math.MaxUint64 when no job
+// reports one: every source is exhausted and no job holds a message.
+//
+// Invariant: event_time timers fire only once every source job's estimate and every held
+// message's event timestamp have passed their trigger (TestEventWatermarkBound,
+// TestEventTimeTimersFollowTheWatermark).
+func EventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
+	if len(partitions) == 0 {
+		return 0, false
+	}
+	status := make(map[string]ytstore.JobStatus, len(statuses))
+	for _, st := range statuses {
+		status[st.JobID] = st
+	}
+	jobsOf := make(map[string]int, len(partitions))
+	for _, j := range jobs {
+		jobsOf[j.PartitionID]++
+	}
+	for _, pt := range partitions {
+		if jobsOf[pt.PartitionID] == 0 {
+			return 0, false
+		}
+	}
+	w := uint64(math.MaxUint64)
+	for _, j := range jobs {
+		st, has := status[j.JobID]
+		if !has || st.UpdatedAt == 0 || (st.State != ytstore.JobRunning && st.State != ytstore.JobCompleted) {
+			return 0, false
+		}
+		if st.EventWatermark != 0 {
+			w = min(w, uint64(st.EventWatermark))
+		}
+	}
+	return w, true
 }

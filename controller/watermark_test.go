@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -294,4 +295,53 @@ func FuzzSystemWatermarkSimulation(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64) { simulateWatermark(t, seed) })
+}
+
+// TestEventWatermarkBound: the EventWatermark bound of one observation is the smallest event
+// bound a job reports (0 = none), +inf when no job bounds it, and none at all while a
+// partition lacks a job or a job its running status; the tracker applies the two-observation
+// rule and never goes back.
+func TestEventWatermarkBound(t *testing.T) {
+	parts := []ytstore.Partition{{PartitionID: "src"}, {PartitionID: "keyed"}}
+	jobs := []ytstore.Job{{JobID: "js", PartitionID: "src"}, {JobID: "jk", PartitionID: "keyed"}}
+	st := func(id string, updated, ew uint64) ytstore.JobStatus {
+		return ytstore.JobStatus{JobID: id, State: ytstore.JobRunning, UpdatedAt: updated, EventWatermark: ytstore.OptionalUint64(ew)}
+	}
+	cases := []struct {
+		name     string
+		parts    []ytstore.Partition
+		statuses []ytstore.JobStatus
+		want     uint64
+		ok       bool
+	}{
+		{"source estimate bounds it", parts, []ytstore.JobStatus{st("js", 1, 500), st("jk", 1, 0)}, 500, true},
+		{"a held message holds it back", parts, []ytstore.JobStatus{st("js", 1, 500), st("jk", 1, 300)}, 300, true},
+		{"nothing bounds it: every source exhausted, nothing held", parts, []ytstore.JobStatus{st("js", 1, 0), st("jk", 1, 0)}, math.MaxUint64, true},
+		{"a job without status gives no bound", parts, []ytstore.JobStatus{st("js", 1, 500)}, 0, false},
+		{"a failed job gives no bound", parts, []ytstore.JobStatus{st("js", 1, 500), {JobID: "jk", State: ytstore.JobFailed, UpdatedAt: 1}}, 0, false},
+		{"a partition without a job gives no bound", append(parts, ytstore.Partition{PartitionID: "other"}), []ytstore.JobStatus{st("js", 1, 500), st("jk", 1, 0)}, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := EventWatermarkBound(c.parts, jobs, c.statuses)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: EventWatermarkBound = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+
+	tr := NewEventWatermarkTracker(100)
+	steps := []struct {
+		statuses []ytstore.JobStatus
+		want     uint64
+	}{
+		{[]ytstore.JobStatus{st("js", 10, 500), st("jk", 10, 0)}, 100},   // pending
+		{[]ytstore.JobStatus{st("js", 20, 600), st("jk", 20, 400)}, 400}, // min of both bounds
+		{[]ytstore.JobStatus{st("js", 30, 200), st("jk", 30, 0)}, 400},   // never back
+		{[]ytstore.JobStatus{st("js", 40, 0), st("jk", 40, 0)}, 400},     // min(200, +inf) = 200: still 400
+		{[]ytstore.JobStatus{st("js", 50, 0), st("jk", 50, 0)}, math.MaxUint64},
+	}
+	for i, s := range steps {
+		if w, _ := tr.Observe(parts, jobs, s.statuses); w != s.want {
+			t.Fatalf("step %d: Observe = %d, want %d", i, w, s.want)
+		}
+	}
 }

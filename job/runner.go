@@ -206,6 +206,8 @@ type runner struct {
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64
+	// eventSeen is the largest event timestamp a source job read (eventtime.go).
+	eventSeen atomic.Uint64
 	loaded    atomic.Bool
 	// problem is the last transient error (source unreadable, lookup failed, epoch not
 	// applied), reported in job_status while the job keeps running; cleared by a commit.
@@ -623,8 +625,9 @@ func (r *runner) idleWait(busy bool) time.Duration {
 }
 
 // timerClock is the time of each timer stream: the pipeline SystemWatermark for
-// system_time streams, the wall clock otherwise (event-time watermarks are not tracked, so
-// event_time timers fire by the wall clock too).
+// system_time streams, the wall clock for current_time ones, and the pipeline
+// EventWatermark for event_time ones (the default; the wall clock in a pipeline created
+// before event watermarks existed, which never gets one).
 //
 // A completing job's clock is +inf for every stream: completion is the end of all time.
 func (r *runner) timerClock(now uint64, completing bool) func(streamID string) uint64 {
@@ -632,10 +635,22 @@ func (r *runner) timerClock(now uint64, completing bool) func(streamID string) u
 		if completing {
 			return math.MaxUint64
 		}
-		if t, ok := r.comp.Timers[streamID]; ok && t != nil && t.TimeType == "system_time" {
+		t := r.comp.Timers[streamID]
+		switch {
+		case t != nil && t.TimeType == "system_time":
 			return r.w.systemWatermark.Load()
+		case t != nil && t.TimeType == "current_time":
+			return now
 		}
-		return now
+		switch r.w.eventTime.Load() {
+		case eventTimeWatermark:
+			// Invariant: an event_time timer fires once the pipeline EventWatermark passed its
+			// trigger (TestEventTimeTimersFollowTheWatermark).
+			return r.w.eventWatermark.Load()
+		case eventTimeWallClock:
+			return now // a pipeline without event watermarks (created by an older version)
+		}
+		return 0 // not known yet: nothing fires
 	}
 }
 
@@ -786,6 +801,10 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, err
 	}
+	if err := r.assignEventTimes(c.Stored); err != nil {
+		abandon()
+		return 0, false, err
+	}
 	w, stored, seqAfter, err := r.write(c, b, token)
 	if err != nil {
 		abandon()
@@ -826,6 +845,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.outbox.committed()
 	if !r.cfg.Source {
 		r.stateCache.committed(w.States)
+	} else {
+		r.noteEventTimes(b, c.Stored)
 	}
 
 	// After the commit: the epoch is durable.
@@ -1290,6 +1311,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 	updated := nowMicros()
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
+		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
 	}

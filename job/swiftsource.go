@@ -353,6 +353,11 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if len(c.Sync) > 0 || len(c.BestEffort) > 0 {
 		return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to a sink; swift sources have no sinks", r.job.JobID, r.comp.ID)
 	}
+	if err := r.assignEventTimes(c.Stored); err != nil {
+		return 0, false, err
+	}
+	// The outputs are held in the outbox until acknowledged: what was read counts as seen.
+	r.noteEventTimes(b, c.Stored)
 	outs := make([]ytstore.OutputRow, 0, len(c.Stored))
 	parents := make([][]string, 0, len(c.Stored))
 	payloads, err := r.storedPayloads(c.Stored)

@@ -211,6 +211,21 @@ func (b *inbox) minSystemTS() uint64 {
 	return least
 }
 
+// minEventTS is the smallest event timestamp of the messages buffered or taken by an epoch
+// not yet committed (1 for a message without one: the beginning of time); 0 when none.
+func (b *inbox) minEventTS() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var least uint64
+	for _, p := range b.byID {
+		ts := max(p.in.Message.EventTimestamp, 1)
+		if least == 0 || ts < least {
+			least = ts
+		}
+	}
+	return least
+}
+
 // reportCommittedMismatch records a message received again with another payload after its
 // first copy was committed (the dedup index's payload fingerprint differs).
 func (b *inbox) reportCommittedMismatch(in epoch.Input, registered uint64) {
@@ -692,6 +707,23 @@ func (o *outbox) minSystemTS() uint64 {
 	}
 	for _, d := range o.deleting {
 		consider(d.systemTS)
+	}
+	return least
+}
+
+// minEventTS is the smallest event timestamp of the outputs not yet acknowledged by their
+// readers or delivered by their sink (1 for an output without one); 0 when none.
+func (o *outbox) minEventTS() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var least uint64
+	for _, m := range o.pending {
+		for _, r := range m {
+			ts := max(r.row.EventTimestamp, 1)
+			if least == 0 || ts < least {
+				least = ts
+			}
+		}
 	}
 	return least
 }

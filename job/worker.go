@@ -46,6 +46,13 @@ type Worker struct {
 	// systemWatermark is the pipeline's @system_watermark (µs) as last read; system_time
 	// timers fire when it passes their trigger.
 	systemWatermark atomic.Uint64
+	// eventWatermark is the pipeline's @event_watermark (µs) as last read (0 before the
+	// first); event_time timers fire below it. eventTime says what event_time timers follow:
+	// eventTimeUnknown until the pipeline's tables were read (no event_time timer fires),
+	// eventTimeWatermark, or eventTimeWallClock for a pipeline of an older version without
+	// event watermarks.
+	eventWatermark atomic.Uint64
+	eventTime      atomic.Int32
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
@@ -204,6 +211,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		w.mu.Unlock()
 		close(w.ready)
 	}
+	w.checkEventWatermarks(ctx)
 	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
 
 	poll := time.NewTimer(w.cfg.PollPeriod)
@@ -245,6 +253,11 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			if a, err := w.store.Attributes(ctx); err == nil {
 				w.systemWatermark.Store(a.SystemWatermark)
+				if a.EventWatermark != nil {
+					w.eventWatermark.Store(*a.EventWatermark)
+				}
+				w.checkEventWatermarks(ctx) // if the first check could not read
+
 				w.targetState.Store(&a.TargetState)
 			}
 			w.checkUpstreamDrained(ctx)
@@ -606,4 +619,28 @@ func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
 		})
 	}
 	wg.Wait()
+}
+
+// What event_time timers follow (Worker.eventTime).
+const (
+	eventTimeUnknown int32 = iota
+	eventTimeWatermark
+	eventTimeWallClock
+)
+
+// checkEventWatermarks settles what event_time timers follow, once the pipeline's tables
+// can be read.
+func (w *Worker) checkEventWatermarks(ctx context.Context) {
+	if w.eventTime.Load() != eventTimeUnknown {
+		return
+	}
+	ok, err := w.store.EventWatermarks(ctx)
+	switch {
+	case err != nil:
+		w.log.Warn("cannot tell whether the pipeline has event watermarks; event_time timers wait", log.Error(err))
+	case ok:
+		w.eventTime.Store(eventTimeWatermark)
+	default:
+		w.eventTime.Store(eventTimeWallClock)
+	}
 }

@@ -338,7 +338,10 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	c.DistributionOrdering = f.Enum("distribution_ordering", "strict", "strict", "relaxed")
 	c.WorkerGroup = f.String("worker_group", "")
 	c.KeyVisitorStreams = f.AnyMap("key_visitor_streams")
-	c.WatermarkStrategy = f.AnyMap("watermark_strategy")
+	if wn := f.Node("watermark_strategy"); wn != nil {
+		c.WatermarkStrategy, _ = p.w.AnyMap(wn, f.Path("watermark_strategy"))
+		c.Watermark = p.watermarkStrategy(wn, f.Path("watermark_strategy"))
+	}
 	c.RequiredResourceIDs = f.AnyMap("required_resource_ids")
 	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners"} {
 		if sn := f.Node(key); sn != nil {
@@ -403,6 +406,30 @@ func (p *parser) externalStateName(name, path string) {
 	if name == "" || name[0] != '/' || name == "/" || strings.HasSuffix(name, "/") || strings.Contains(name, "//") {
 		p.errorf(path, "state name %q must start with /, be non-empty and contain no trailing / or //", name)
 	}
+}
+
+// watermarkStrategy reads the keys of watermark_strategy the runtime interprets; the others
+// Flow documents are accepted as they are.
+func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy {
+	ws := &WatermarkStrategy{}
+	f := p.w.Fields(n, path)
+	if an := f.Node("event_timestamp_assigner"); an != nil {
+		af := p.w.Fields(an, f.Path("event_timestamp_assigner"))
+		ws.AssignerColumn = af.String("column", "")
+		ws.AssignerFormat = af.Enum("format", "seconds", "seconds", "milliseconds")
+		ws.LimitBySystemTimestamp = af.Bool("limit_by_system_timestamp", false)
+		af.Close()
+	}
+	if gn := f.Node("watermark_generator"); gn != nil {
+		gf := p.w.Fields(gn, f.Path("watermark_generator"))
+		ws.Generator = true
+		ws.OutOfOrderness = gf.Duration("out_of_orderness_bound", time.Minute)
+		gf.Skip("use_source_watermark", "idle_partitions", "unavailable_partition_groups", "late_data_partitions")
+		gf.Close()
+	}
+	f.Skip("watermark_percentile", "watermark_alignment")
+	f.Close()
+	return ws
 }
 
 var timerIDPattern = regexp.MustCompile(`^[0-9A-Za-z_-]+$`)

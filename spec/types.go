@@ -156,6 +156,9 @@ type Computation struct {
 	ExperimentalEnableNonUintKey bool
 	DistributionOrdering         string // "strict" (default) | "relaxed"
 	WorkerGroup                  string
+	// Watermark is the part of watermark_strategy the runtime interprets (nil when absent;
+	// the whole block is also kept in WatermarkStrategy).
+	Watermark *WatermarkStrategy
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
 	KeyVisitorStreams     map[string]any
@@ -385,6 +388,25 @@ type AtMostOnceStrategy struct {
 	Enabled                    bool
 	TotalQueueBytesLimit       int64         // default 100 MiB
 	SuspendDestructionDuration time.Duration // default 10s
+}
+
+// WatermarkStrategy is what the runtime interprets of a source computation's
+// watermark_strategy: where its outputs' event timestamps come from and how far behind the
+// largest one seen the computation's EventWatermark estimate stays. The other keys of the
+// block (watermark_percentile, watermark_alignment, the generator's idle_partitions, …) are
+// accepted and not interpreted.
+type WatermarkStrategy struct {
+	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
+	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
+	AssignerColumn string
+	AssignerFormat string
+	// LimitBySystemTimestamp caps an assigned event timestamp at the output's system one.
+	LimitBySystemTimestamp bool
+	// Generator is set when watermark_generator is present; OutOfOrderness is its
+	// out_of_orderness_bound (default 1m). Without a generator the estimate is the largest
+	// event timestamp seen.
+	Generator      bool
+	OutOfOrderness time.Duration
 }
 
 // Timer is one timer stream of a computation.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,4 +251,32 @@ func TestSpecSurvivesReencoding(t *testing.T) {
 		require.NoError(t, err, file)
 		assert.Equal(t, cfg.Dynamic, d, file)
 	}
+}
+
+// TestWatermarkStrategy: the keys of watermark_strategy the runtime interprets are read
+// strictly (with their defaults); the other documented keys are accepted as written.
+func TestWatermarkStrategy(t *testing.T) {
+	const base = `{computations = {src = {computation_class_name = "NYT::NFlow::TSwiftPassthroughOrderedSourceComputation";
+		source_streams = {in = {source_class_name = "NYT::NFlow::TQueueSource"; parameters = {queue_path = "//q"; consumer_path = "//c"}}};
+		output_stream_ids = ["raw"]; watermark_strategy = WS}};
+		streams = {raw = {schema = [{name = "ts"; type = "int64"}]}}}`
+	parse := func(ws string) (*Pipeline, error) { return ParsePipeline([]byte(strings.Replace(base, "WS", ws, 1))) }
+
+	p, err := parse(`{event_timestamp_assigner = {column = "ts"; format = "milliseconds"; limit_by_system_timestamp = %true};
+		watermark_generator = {out_of_orderness_bound = 5000; idle_partitions = {duration = 60000; max_ratio = 0.4}};
+		watermark_percentile = {value = 90.0; delay = 60000}}`)
+	require.NoError(t, err)
+	assert.Equal(t, &WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "milliseconds", LimitBySystemTimestamp: true,
+		Generator: true, OutOfOrderness: 5 * time.Second}, p.Computations["src"].Watermark)
+
+	p, err = parse(`{event_timestamp_assigner = {column = "ts"}; watermark_generator = {}}`)
+	require.NoError(t, err)
+	assert.Equal(t, &WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "seconds", Generator: true, OutOfOrderness: time.Minute},
+		p.Computations["src"].Watermark, "defaults: seconds, a 1m out-of-orderness bound")
+
+	_, err = parse(`{event_timestamp_assigner = {column = "ts"; format = "hours"}; watermark_generator = {bound = 1}; typo = 1}`)
+	require.Error(t, err)
+	assert.Equal(t, `computations/src/watermark_strategy/event_timestamp_assigner/format: "hours" is not one of ["seconds" "milliseconds"]
+computations/src/watermark_strategy/typo: unknown key
+computations/src/watermark_strategy/watermark_generator/bound: unknown key`, err.Error())
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
 )
 
@@ -119,6 +120,37 @@ type JobStatus struct {
 	// hold the pipeline's watermark back). The controller folds these into the
 	// pipeline SystemWatermark (controller.SystemWatermark).
 	SystemWatermark uint64 `yson:"system_watermark"`
+	// EventWatermark is the job's bound on event time (µs since the epoch): the smallest
+	// event timestamp of the messages it holds and, for a source job, its estimate of the
+	// event time its sources are at (the largest event timestamp seen, minus the
+	// out-of-orderness bound of its watermark generator); 1 when it cannot say yet. 0
+	// means the job does not hold the pipeline's EventWatermark back. The controller
+	// folds these into the pipeline EventWatermark (controller.EventWatermarkBound).
+	// Pipelines created before the column existed do not store it (always 0).
+	EventWatermark OptionalUint64 `yson:"event_watermark,omitempty"`
+}
+
+// OptionalUint64 is a uint64 column that may be null (read as 0): a column added to a table
+// after some of its rows were written, or omitted when 0.
+type OptionalUint64 uint64
+
+// UnmarshalYSON implements yson.StreamUnmarshaler: an entity (null) reads as 0.
+func (v *OptionalUint64) UnmarshalYSON(r *yson.Reader) error {
+	e, err := r.Next(false)
+	if err != nil {
+		return err
+	}
+	switch {
+	case e == yson.EventLiteral && r.Type() == yson.TypeEntity:
+		*v = 0
+	case e == yson.EventLiteral && r.Type() == yson.TypeUint64:
+		*v = OptionalUint64(r.Uint64())
+	case e == yson.EventLiteral && r.Type() == yson.TypeInt64 && r.Int64() >= 0:
+		*v = OptionalUint64(r.Int64())
+	default:
+		return fmt.Errorf("ytstore: want an unsigned integer or null, got %v", r.Type())
+	}
+	return nil
 }
 
 // LogRecord is a row of controller_logs.
@@ -173,6 +205,7 @@ func coordTables() []tableDef {
 			coordVal("in_flight", schema.TypeInt64),
 			coordVal("draining", schema.TypeBoolean),
 			coordVal("system_watermark", schema.TypeUint64),
+			coordVal("event_watermark", schema.TypeUint64),
 		)},
 		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
 			coordVal("time", schema.TypeUint64),
@@ -284,12 +317,43 @@ func (s *Store) DeleteWorker(ctx context.Context, workerID string) error {
 
 // PutJobStatus writes a job's status. When lease is not empty the write is
 // conditional on it, so a fenced job gets ErrLeaseLost and writes nothing.
+// EventWatermarks reports whether the pipeline's job_status table has the event_watermark
+// column (pipelines created by older versions do not): only then do jobs report their
+// event-time bounds, the controller publishes @event_watermark and event_time timers follow
+// it. The answer is read once; a failed read is an error, tried again at the next call.
+func (s *Store) EventWatermarks(ctx context.Context) (bool, error) {
+	s.eventWatermarksMu.Lock()
+	defer s.eventWatermarksMu.Unlock()
+	if s.eventWatermarksRead {
+		return s.eventWatermarks, nil
+	}
+	var sc schema.Schema
+	if err := s.yc.GetNode(ctx, s.child(TableJobStatus).Attr("schema"), &sc, nil); err != nil {
+		return false, fmt.Errorf("ytstore: read the schema of %s: %w", s.child(TableJobStatus), classify(err))
+	}
+	s.eventWatermarksRead = true
+	for _, c := range sc.Columns {
+		if c.Name == "event_watermark" {
+			s.eventWatermarks = true
+		}
+	}
+	if !s.eventWatermarks {
+		s.logger.Warn("job_status has no event_watermark column (pipeline created by an older version): event_time timers fire by the wall clock")
+	}
+	return s.eventWatermarks, nil
+}
+
 func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) error {
 	tx, err := s.beginTabletTx(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.abort()
+	if ok, err := s.EventWatermarks(ctx); err != nil {
+		return err
+	} else if !ok {
+		st.EventWatermark = 0 // a pipeline of an older version: not stored
+	}
 	if err := tx.insert(ctx, TableJobStatus, []any{st}); err != nil {
 		return err
 	}

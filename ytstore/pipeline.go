@@ -185,11 +185,16 @@ type Attributes struct {
 	// message of an internal stream with a smaller system timestamp is held by
 	// any job any more. 0 when never published.
 	SystemWatermark uint64 `yson:"system_watermark"`
+	// EventWatermark is @event_watermark (µs), published by the leader: event_time timers
+	// whose trigger is not above it fire. nil when never published (a pipeline of an older
+	// version, whose event_time timers fire by the wall clock); math.MaxUint64 once every
+	// source is exhausted and nothing is in flight.
+	EventWatermark *uint64 `yson:"event_watermark"`
 }
 
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
-	"target_state", "pipeline_state", "leader_controller_address", "system_watermark",
+	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does
@@ -294,6 +299,15 @@ func (s *Store) SetSystemWatermark(ctx context.Context, leader *Session, waterma
 	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
 	if err := s.yc.SetNode(ctx, s.path.Attr("system_watermark"), watermark, opts); err != nil {
 		return fmt.Errorf("ytstore: set %s/@system_watermark: %w", s.path, classify(err))
+	}
+	return nil
+}
+
+// SetEventWatermark publishes @event_watermark, conditional on the leader's session.
+func (s *Store) SetEventWatermark(ctx context.Context, leader *Session, watermark uint64) error {
+	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
+	if err := s.yc.SetNode(ctx, s.path.Attr("event_watermark"), watermark, opts); err != nil {
+		return fmt.Errorf("ytstore: set %s/@event_watermark: %w", s.path, classify(err))
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ type Store struct {
 	// (pipelines created before it do not); checked once, on the first epoch commit.
 	fingerprintsOnce sync.Once
 	fingerprints     bool
+	// eventWatermarks records whether job_status has the event_watermark column.
+	eventWatermarksMu   sync.Mutex
+	eventWatermarksRead bool
+	eventWatermarks     bool
 }
 
 // Open connects to the cluster. It does not check that the pipeline exists

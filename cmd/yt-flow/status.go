@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -383,6 +384,16 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 		wm = fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(a)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.lagOf(a))
 	}
 	fmt.Fprintf(w, "\nsystem watermark  %s\n", wm)
+	if e := s.attrs.EventWatermark; e != nil {
+		ew := "- (no source has read anything yet)"
+		switch {
+		case *e == math.MaxUint64:
+			ew = "end of time (every source exhausted, nothing in flight)"
+		case *e > 1:
+			ew = fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(*e)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.lagOf(*e))
+		}
+		fmt.Fprintf(w, "event watermark   %s\n", ew)
+	}
 
 	aggs := s.aggregate()
 	var p *spec.Pipeline

@@ -1,0 +1,121 @@
+package job
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ytflow/yt-flow/job/epoch"
+)
+
+// Event time (docs/runtime-protocol.md, "EventWatermark"). A source job estimates the event
+// time its sources are at: the largest event timestamp of what it read and committed (swift
+// sources: read), minus the out-of-orderness bound of its watermark generator; every job
+// holds the estimate back to the smallest event timestamp of the messages it holds. The
+// controller publishes the minimum over the jobs as @event_watermark, and event_time timers
+// fire once it passes their trigger.
+
+// assignEventTimes applies the computation's event_timestamp_assigner to its outputs: the
+// event timestamp of an output becomes its payload column (seconds or milliseconds, turned
+// into microseconds), capped at its system timestamp with limit_by_system_timestamp. An
+// output without the column (or with null) keeps the timestamp it inherited.
+func (r *runner) assignEventTimes(outs []epoch.Out) error {
+	ws := r.comp.Watermark
+	if ws == nil || ws.AssignerColumn == "" {
+		return nil
+	}
+	scale := uint64(1_000_000)
+	if ws.AssignerFormat == "milliseconds" {
+		scale = 1_000
+	}
+	for i := range outs {
+		m := &outs[i].Message
+		v, ok := m.Payload[ws.AssignerColumn]
+		if !ok || v == nil {
+			continue
+		}
+		var ts uint64
+		switch x := v.(type) {
+		case int64:
+			if x < 0 {
+				return fmt.Errorf("job %s: computation %s: output %s on stream %s: event_timestamp_assigner column %q: negative event time %d",
+					r.job.JobID, r.comp.ID, m.MessageID, m.StreamID, ws.AssignerColumn, x)
+			}
+			ts = uint64(x)
+		case uint64:
+			ts = x
+		case int:
+			if x < 0 {
+				return fmt.Errorf("job %s: computation %s: output %s on stream %s: event_timestamp_assigner column %q: negative event time %d",
+					r.job.JobID, r.comp.ID, m.MessageID, m.StreamID, ws.AssignerColumn, x)
+			}
+			ts = uint64(x)
+		default:
+			return fmt.Errorf("job %s: computation %s: output %s on stream %s: event_timestamp_assigner column %q: want an integer (%s), got %T",
+				r.job.JobID, r.comp.ID, m.MessageID, m.StreamID, ws.AssignerColumn, ws.AssignerFormat, v)
+		}
+		if ts > math.MaxUint64/scale {
+			return fmt.Errorf("job %s: computation %s: output %s on stream %s: event_timestamp_assigner column %q: event time %d %s is out of range",
+				r.job.JobID, r.comp.ID, m.MessageID, m.StreamID, ws.AssignerColumn, ts, ws.AssignerFormat)
+		}
+		ts *= scale
+		if ws.LimitBySystemTimestamp && m.SystemTimestamp != 0 {
+			ts = min(ts, m.SystemTimestamp)
+		}
+		m.EventTimestamp = ts
+	}
+	return nil
+}
+
+// noteEventTimes advances the source job's largest event timestamp seen with what an epoch
+// read: its outputs' event timestamps when an assigner sets them, else its source rows'.
+func (r *runner) noteEventTimes(b *epoch.Batch, outs []epoch.Out) {
+	var most uint64
+	if ws := r.comp.Watermark; ws != nil && ws.AssignerColumn != "" {
+		for _, o := range outs {
+			most = max(most, o.Message.EventTimestamp)
+		}
+	} else {
+		for _, s := range b.Sources {
+			most = max(most, s.EventTimestamp)
+		}
+	}
+	for {
+		seen := r.eventSeen.Load()
+		if most <= seen || r.eventSeen.CompareAndSwap(seen, most) {
+			return
+		}
+	}
+}
+
+// eventWatermark is the job's bound on event time for its status (ytstore.JobStatus
+// .EventWatermark): the smallest event timestamp of what it holds and, for a source job
+// whose sources are not all exhausted, its estimate; 0 when nothing bounds it.
+func (r *runner) eventWatermark() uint64 {
+	var least uint64
+	consider := func(ts uint64) {
+		if ts != 0 && (least == 0 || ts < least) {
+			least = ts
+		}
+	}
+	consider(r.inbox.minEventTS())
+	consider(r.outbox.minEventTS())
+	if r.sourcesOpen() {
+		est := uint64(1) // nothing seen yet: the beginning of time
+		seen := r.eventSeen.Load()
+		var oob uint64
+		if ws := r.comp.Watermark; ws != nil && ws.Generator {
+			oob = uint64(ws.OutOfOrderness.Microseconds())
+		}
+		if seen > oob+1 {
+			est = seen - oob
+		}
+		consider(est)
+	}
+	return least
+}
+
+// sourcesOpen reports whether the job reads a source that may still give rows (a source
+// job not yet completed).
+func (r *runner) sourcesOpen() bool {
+	return len(r.sources)+len(r.swiftSrc) > 0 && !r.completed.Load()
+}

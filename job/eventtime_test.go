@@ -1,0 +1,76 @@
+package job
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+func eventRunner(ws *spec.WatermarkStrategy) *runner {
+	r := testRunner(nil, nil, "p", "lease")
+	r.comp.Watermark = ws
+	r.inbox = newInbox(100)
+	r.outbox = newOutbox()
+	return r
+}
+
+// TestAssignEventTimes: event_timestamp_assigner takes an output's event time from its
+// payload column (seconds or milliseconds → µs), capped at its system time on request; an
+// output without the column keeps the inherited time; a column of another type is an error
+// naming the output and the column.
+func TestAssignEventTimes(t *testing.T) {
+	out := func(id string, payload flow.Row) epoch.Out {
+		return epoch.Out{Message: flow.Message{MessageID: id, StreamID: "raw", Payload: payload, EventTimestamp: 7, SystemTimestamp: 2_000_000_000}}
+	}
+	outs := []epoch.Out{out("s", flow.Row{"ts": int64(1500)}), out("none", flow.Row{}), out("null", flow.Row{"ts": nil}), out("u", flow.Row{"ts": uint64(3)})}
+	require.NoError(t, eventRunner(&spec.WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "seconds"}).assignEventTimes(outs))
+	assert.Equal(t, []uint64{1_500_000_000, 7, 7, 3_000_000}, []uint64{outs[0].Message.EventTimestamp, outs[1].Message.EventTimestamp, outs[2].Message.EventTimestamp, outs[3].Message.EventTimestamp})
+
+	ms := []epoch.Out{out("m", flow.Row{"ts": int64(1500)})}
+	require.NoError(t, eventRunner(&spec.WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "milliseconds"}).assignEventTimes(ms))
+	assert.Equal(t, uint64(1_500_000), ms[0].Message.EventTimestamp)
+
+	capped := []epoch.Out{out("c", flow.Row{"ts": int64(5000)})}
+	require.NoError(t, eventRunner(&spec.WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "seconds", LimitBySystemTimestamp: true}).assignEventTimes(capped))
+	assert.Equal(t, uint64(2_000_000_000), capped[0].Message.EventTimestamp, "limit_by_system_timestamp caps it at the system time")
+
+	bad := []epoch.Out{out("bad", flow.Row{"ts": "yesterday"})}
+	err := eventRunner(&spec.WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "seconds"}).assignEventTimes(bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `output bad on stream raw: event_timestamp_assigner column "ts": want an integer (seconds), got string`)
+	neg := []epoch.Out{out("neg", flow.Row{"ts": int64(-1)})}
+	require.Error(t, eventRunner(&spec.WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "seconds"}).assignEventTimes(neg))
+
+	untouched := []epoch.Out{out("x", flow.Row{"ts": int64(1)})}
+	require.NoError(t, eventRunner(nil).assignEventTimes(untouched))
+	assert.Equal(t, uint64(7), untouched[0].Message.EventTimestamp, "without an assigner outputs keep their inherited time")
+}
+
+// TestJobEventWatermark: a job's event bound is the smallest event time it holds (inbox,
+// undelivered outputs) and, for a source job not yet completed, the largest event time read
+// minus the generator's out-of-orderness bound (1: nothing read yet); 0 when nothing bounds it.
+func TestJobEventWatermark(t *testing.T) {
+	r := eventRunner(nil)
+	assert.Equal(t, uint64(0), r.eventWatermark(), "a keyed job holding nothing does not bound it")
+	r.inbox.offer([]epoch.Input{{Message: flow.Message{MessageID: "m1", EventTimestamp: 900}}, {Message: flow.Message{MessageID: "m2", EventTimestamp: 400}}})
+	assert.Equal(t, uint64(400), r.eventWatermark(), "held inputs hold it back")
+	r.outbox.add([]ytstore.OutputRow{{Destination: "d", MessageID: "o1", EventTimestamp: 250}})
+	assert.Equal(t, uint64(250), r.eventWatermark(), "undelivered outputs hold it back")
+
+	src := eventRunner(&spec.WatermarkStrategy{Generator: true, OutOfOrderness: time.Millisecond})
+	src.sources = []*sourceState{{id: "in"}}
+	assert.Equal(t, uint64(1), src.eventWatermark(), "a source that read nothing is at the beginning of time")
+	src.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 5000}, {EventTimestamp: 8000}, {EventTimestamp: 6000}}}, nil)
+	assert.Equal(t, uint64(7000), src.eventWatermark(), "largest read, 8000, minus the 1 ms bound")
+	src.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 3000}}}, nil)
+	assert.Equal(t, uint64(7000), src.eventWatermark(), "a late row does not move it back")
+	src.completed.Store(true)
+	assert.Equal(t, uint64(0), src.eventWatermark(), "an exhausted source no longer bounds it")
+}
