@@ -1312,7 +1312,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
 		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()),
-		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
+		Epoch:          r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
 	}
 }
