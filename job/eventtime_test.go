@@ -1,6 +1,7 @@
 package job
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -73,4 +74,26 @@ func TestJobEventWatermark(t *testing.T) {
 	assert.Equal(t, uint64(7000), src.eventWatermark(), "a late row does not move it back")
 	src.completed.Store(true)
 	assert.Equal(t, uint64(0), src.eventWatermark(), "an exhausted source no longer bounds it")
+}
+
+// TestEventTimerStreamDelays: an event_time timer stream's time is the pipeline
+// EventWatermark shifted back by the largest delay of its streams_with_delays; +inf (every
+// source exhausted) stays +inf, and a delay larger than the watermark gives 0.
+func TestEventTimerStreamDelays(t *testing.T) {
+	delayed := &spec.Timer{ID: "t", TimeType: "event_time", StreamsWithDelays: map[string]time.Duration{"a": time.Second, "b": 3 * time.Second}}
+	assert.Equal(t, uint64(7_000_000), eventClock(10_000_000, delayed))
+	assert.Equal(t, uint64(10_000_000), eventClock(10_000_000, &spec.Timer{ID: "plain", TimeType: "event_time"}))
+	assert.Equal(t, uint64(10_000_000), eventClock(10_000_000, nil))
+	assert.Equal(t, uint64(math.MaxUint64), eventClock(math.MaxUint64, delayed))
+	assert.Equal(t, uint64(0), eventClock(2_000_000, delayed))
+
+	r := eventRunner(nil)
+	r.comp.Timers = map[string]*spec.Timer{"t": delayed}
+	r.w.eventTime.Store(eventTimeWatermark)
+	r.w.eventWatermark.Store(10_000_000)
+	assert.Equal(t, uint64(7_000_000), r.timerClock(123, false)("t"), "the runner's clock applies the delay")
+	r.w.eventTime.Store(eventTimeUnknown)
+	assert.Equal(t, uint64(0), r.timerClock(123, false)("t"), "nothing fires while it is unknown whether the pipeline has event watermarks")
+	r.w.eventTime.Store(eventTimeWallClock)
+	assert.Equal(t, uint64(123), r.timerClock(123, false)("t"), "pipelines without event watermarks keep the wall clock")
 }

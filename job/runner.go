@@ -645,13 +645,30 @@ func (r *runner) timerClock(now uint64, completing bool) func(streamID string) u
 		switch r.w.eventTime.Load() {
 		case eventTimeWatermark:
 			// Invariant: an event_time timer fires once the pipeline EventWatermark passed its
-			// trigger (TestEventTimeTimersFollowTheWatermark).
-			return r.w.eventWatermark.Load()
+			// trigger (TestEventTimeTimersFollowTheWatermark), shifted back by the largest
+			// delay of its streams_with_delays (TestEventTimerStreamDelays).
+			return eventClock(r.w.eventWatermark.Load(), t)
 		case eventTimeWallClock:
 			return now // a pipeline without event watermarks (created by an older version)
 		}
 		return 0 // not known yet: nothing fires
 	}
+}
+
+// eventClock is the time of an event_time timer stream at pipeline EventWatermark ew: ew
+// minus the largest delay of the stream's streams_with_delays (one watermark covers every
+// stream, so the stream with the largest delay governs); +inf stays +inf.
+func eventClock(ew uint64, t *spec.Timer) uint64 {
+	if ew == math.MaxUint64 || t == nil {
+		return ew
+	}
+	var delay uint64
+	for _, d := range t.StreamsWithDelays {
+		if d > 0 {
+			delay = max(delay, uint64(d.Microseconds()))
+		}
+	}
+	return ew - min(ew, delay)
 }
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
