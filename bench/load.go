@@ -160,6 +160,13 @@ func (l *Load) poll(ctx context.Context) {
 			l.mark(r.Word, r.Count, l.outUpTo, l.seen, now, true)
 		}
 		l.mu.Unlock()
+		if len(rows) > 0 {
+			// As a production reader does: what it has read can be trimmed.
+			if err := l.p.Store.AdvanceConsumer(ctx, l.p.Output(), l.p.OutputConsumer(), 0, off); err != nil && ctx.Err() == nil {
+				l.fail(fmt.Errorf("advance the output consumer to %d: %w", off, err))
+				return
+			}
+		}
 		if len(rows) == 0 {
 			select {
 			case <-ctx.Done():

@@ -94,7 +94,9 @@ func NewPipeline(ctx context.Context, proxy, root string, o Options) (*Pipeline,
 			Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}},
 		{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: p.Input()},
 		{Path: p.Counts(), Kind: ytstore.UserSortedTable, Schema: countsSchema(true)},
-		{Path: p.Output(), Kind: ytstore.UserQueue, Schema: countsSchema(false)},
+		// The output queue trims what its consumer has passed too; only the latency runs'
+		// reader advances it (the throughput checks read the queue from its start).
+		{Path: p.Output(), Kind: ytstore.UserQueue, Schema: countsSchema(false), AutoTrim: true},
 		{Path: root + "/producer", Kind: ytstore.UserProducer},
 		{Path: p.OutputConsumer(), Kind: ytstore.UserConsumer, Queue: p.Output()},
 	}
