@@ -245,7 +245,8 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			w.log.Warn("layout poll failed", log.Error(err))
 			continue
 		}
-		if time.Since(lastStatus) >= w.cfg.StatusPeriod {
+		periodic := time.Since(lastStatus) >= w.cfg.StatusPeriod
+		if periodic {
 			lastStatus = time.Now()
 			reg.HeartbeatTime = nowMicros()
 			if err := w.store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
@@ -257,10 +258,17 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 					w.eventWatermark.Store(*a.EventWatermark)
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
-
 				w.targetState.Store(&a.TargetState)
 			}
+		}
+		if periodic || w.waitingUpstream() {
+			// A completing job waits for its upstream to drain (two newer statuses of every
+			// upstream job, which report at every poll once drained): while one waits, look
+			// at every poll, not once per StatusPeriod, or each stage of a chain would add
+			// two status periods to the completion.
 			w.checkUpstreamDrained(ctx)
+		}
+		if periodic {
 			w.reportStatuses(ctx)
 			reported, _ = w.statusMarks()
 		} else if marks, drained := w.statusMarks(); marks != reported || drained {
@@ -282,6 +290,19 @@ func (w *Worker) wakeStatus() {
 	case w.marksChanged <- struct{}{}:
 	default:
 	}
+}
+
+// waitingUpstream reports whether a job of the worker completes and waits for its upstream
+// to drain (checkUpstreamDrained).
+func (w *Worker) waitingUpstream() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.runners {
+		if h.r.completing() && !h.r.upstreamDrained.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // inTransition reports whether some job of the worker has applied draining or has
