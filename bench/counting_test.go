@@ -175,5 +175,13 @@ func TestLoadSmoke(t *testing.T) {
 	for i := range sent {
 		want[fmt.Sprintf("w%04d", i%7)]++
 	}
-	require.NoError(t, p.CheckExact(ctx, want))
+	// The load's reader trims the output queue behind it (as production readers do), so the
+	// queue is checked by what the reader saw (every message arrived, above) and the result
+	// table by its content.
+	got, err := p.Totals(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	consumed, err := p.Store.PullQueue(ctx, p.Output(), p.OutputConsumer(), 0, 0, 1)
+	require.NoError(t, err)
+	assert.Empty(t, consumed, "the output queue is trimmed up to what the reader has read")
 }
