@@ -16,7 +16,11 @@
 // @system_watermark and collects dedup rows below it minus DedupGCMargin: it
 // sets that bound as the dedup tables' watermark (their watermark row merger
 // drops older rows), or, for tables without the merger, deletes the rows in
-// bounded batches. While the partition count of a keyed computation changes,
+// bounded batches. It folds the jobs' event-time bounds the same way into the
+// pipeline EventWatermark (NewEventWatermarkTracker, EventWatermarkBound) and
+// publishes it as @event_watermark, which event_time timers follow (pipelines
+// whose job_status has no event_watermark column get none). While the
+// partition count of a keyed computation changes,
 // new partitions get jobs only after the retiring partitions with overlapping
 // key ranges have drained (strict distribution ordering).
 //

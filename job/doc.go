@@ -40,6 +40,14 @@
 // its pending timers until none is left, and once its upstream jobs are seen drained its timer
 // clock is +inf and it fires every pending timer; a job drained to stop or pause keeps its timers for the next start.
 //
+// Timer clocks: system_time streams follow the pipeline's @system_watermark, current_time
+// ones the wall clock, event_time ones (the default) its @event_watermark minus the largest
+// delay of their streams_with_delays (eventtime.go). Each job reports its event-time bound in
+// job_status.event_watermark: the smallest event timestamp it holds and, for a source job, the
+// largest event timestamp it read minus the watermark generator's out-of-orderness bound; a
+// source computation's event_timestamp_assigner takes its outputs' event times from a payload
+// column.
+//
 // A swift map job persists nothing: its outputs inherit their ids from their parent inputs
 // (epoch.SwiftOutputID), live in memory until delivered, and a parent is acknowledged
 // upstream only when all its outputs are; after a restart the upstream retransmits the
