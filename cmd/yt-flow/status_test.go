@@ -39,15 +39,17 @@ const statusTestSpec = `{
 }`
 
 // TestStatusShowsLagAndWatermark checks the flow part of `yt-flow status`:
-// the SystemWatermark with its lag, per computation the partitions, jobs,
+// the SystemWatermark and the EventWatermark with their lags, per computation the partitions, jobs,
 // buffered input, held messages, lag (age of the oldest held message) and
 // last commit, and per stream its producer, consumers, in-flight count and
 // lag, in aligned columns.
 func TestStatusShowsLagAndWatermark(t *testing.T) {
 	const now = uint64(1_800_000_000_000_000)
 	const sec = uint64(1_000_000)
+	eventWM := now - 3600*sec
 	s := &pipelineStatus{
-		attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec},
+		attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
+			EventWatermark: &eventWM},
 		partitions: []ytstore.Partition{
 			{PartitionID: "count/0of2", ComputationID: "count", State: ytstore.PartitionActive},
 			{PartitionID: "count/1of2", ComputationID: "count", State: ytstore.PartitionActive},
@@ -73,6 +75,7 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"system watermark  2027-01-15 07:58:30.000 UTC (lag 1m30s)",
+		"event watermark   2027-01-15 07:00:00.000 UTC (lag 1h0m0s)",
 		"computations (2)",
 		"  COMPUTATION  PARTITIONS      JOBS  INPUT LAG  IN FLIGHT  LAG   LAST COMMIT",
 		"  count        3 (1 retiring)  2     10         15         1m5s  1s ago",
