@@ -237,12 +237,29 @@ func (r *runner) completing() bool {
 // maxNotApplied is how many consecutive epochs may fail to apply before the job fails.
 const maxNotApplied = 20
 
-// setFlags applies the job row's draining/retiring flags.
+// setFlags applies the job row's draining/retiring flags; a change wakes the job's loop,
+// which applies it in its next epoch instead of after its idle wait (the pipeline's
+// completion and draining wait for every job to apply it).
 func (r *runner) setFlags(j ytstore.Job) {
-	r.draining.Store(j.Draining || j.Retiring)
-	r.retiring.Store(j.Retiring)
+	draining := j.Draining || j.Retiring
+	changed := r.draining.Swap(draining) != draining
+	changed = r.retiring.Swap(j.Retiring) != j.Retiring || changed
 	if !j.Draining {
 		r.upstreamDrained.Store(false)
+	}
+	if changed {
+		r.wake()
+	}
+}
+
+// wake makes an idle job's loop run its next epoch now.
+func (r *runner) wake() {
+	if r.inbox == nil {
+		return
+	}
+	select {
+	case r.inbox.notify <- struct{}{}:
+	default:
 	}
 }
 

@@ -552,6 +552,7 @@ func (w *Worker) checkUpstreamDrained(ctx context.Context) {
 		}
 		if same {
 			r.upstreamDrained.Store(true)
+			r.wake() // its timer clock is now +inf: fire its timers without waiting
 		}
 	}
 }
