@@ -99,28 +99,13 @@ func (t *WatermarkTracker) Observe(partitions []ytstore.Partition, jobs []ytstor
 //     the job holds;
 //   - the bound is the minimum over the jobs.
 func watermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
-	if len(partitions) == 0 {
+	status, ok := reportingLayout(partitions, jobs, statuses)
+	if !ok {
 		return 0, false
-	}
-	status := make(map[string]ytstore.JobStatus, len(statuses))
-	for _, st := range statuses {
-		status[st.JobID] = st
-	}
-	jobsOf := make(map[string]int, len(partitions))
-	for _, j := range jobs {
-		jobsOf[j.PartitionID]++
-	}
-	for _, pt := range partitions {
-		if jobsOf[pt.PartitionID] == 0 {
-			return 0, false
-		}
 	}
 	w, found := uint64(0), false
 	for _, j := range jobs {
-		st, has := status[j.JobID]
-		if !has || st.UpdatedAt == 0 || (st.State != ytstore.JobRunning && st.State != ytstore.JobCompleted) {
-			return 0, false
-		}
+		st := status[j.JobID]
 		if st.InFlight > 0 && st.SystemWatermark == 0 {
 			return 0, false
 		}
@@ -146,10 +131,27 @@ func watermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses
 // message's event timestamp have passed their trigger (TestEventWatermarkBound,
 // TestEventTimeTimersFollowTheWatermark).
 func EventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
-	if len(partitions) == 0 {
+	status, ok := reportingLayout(partitions, jobs, statuses)
+	if !ok {
 		return 0, false
 	}
-	status := make(map[string]ytstore.JobStatus, len(statuses))
+	w := uint64(math.MaxUint64)
+	for _, j := range jobs {
+		if ew := status[j.JobID].EventWatermark; ew != 0 {
+			w = min(w, uint64(ew))
+		}
+	}
+	return w, true
+}
+
+// reportingLayout returns the statuses by job id when the observation can give a watermark
+// bound: there are partitions, each has a job, and every job has a status whose state is
+// running or completed; ok is false otherwise.
+func reportingLayout(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (status map[string]ytstore.JobStatus, ok bool) {
+	if len(partitions) == 0 {
+		return nil, false
+	}
+	status = make(map[string]ytstore.JobStatus, len(statuses))
 	for _, st := range statuses {
 		status[st.JobID] = st
 	}
@@ -159,18 +161,14 @@ func EventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, sta
 	}
 	for _, pt := range partitions {
 		if jobsOf[pt.PartitionID] == 0 {
-			return 0, false
+			return nil, false
 		}
 	}
-	w := uint64(math.MaxUint64)
 	for _, j := range jobs {
 		st, has := status[j.JobID]
 		if !has || st.UpdatedAt == 0 || (st.State != ytstore.JobRunning && st.State != ytstore.JobCompleted) {
-			return 0, false
-		}
-		if st.EventWatermark != 0 {
-			w = min(w, uint64(st.EventWatermark))
+			return nil, false
 		}
 	}
-	return w, true
+	return status, true
 }

@@ -93,30 +93,22 @@ func (r *CommitRecord) MarshalYSON(w *yson.Writer) error {
 	w.BeginMap()
 	w.MapKeyString("timestamp")
 	w.Uint64(uint64(r.Timestamp))
-	if len(r.Writes) > 0 {
-		w.MapKeyString("writes")
-		w.BeginList()
-		for i := range r.Writes {
-			_ = r.Writes[i].MarshalYSON(w)
-		}
-		w.EndList()
-	}
-	if len(r.Locks) > 0 {
-		w.MapKeyString("locks")
-		w.BeginList()
-		for i := range r.Locks {
-			_ = r.Locks[i].MarshalYSON(w)
-		}
-		w.EndList()
-	}
-	if len(r.Appends) > 0 {
-		w.MapKeyString("appends")
-		w.BeginList()
-		for i := range r.Appends {
-			_ = r.Appends[i].MarshalYSON(w)
-		}
-		w.EndList()
-	}
+	writeRecords(w, "writes", r.Writes)
+	writeRecords(w, "locks", r.Locks)
+	writeRecords(w, "appends", r.Appends)
 	w.EndMap()
 	return w.Err()
+}
+
+// writeRecords writes items under key as a list (nothing when there are none).
+func writeRecords[T yson.StreamMarshaler](w *yson.Writer, key string, items []T) {
+	if len(items) == 0 {
+		return
+	}
+	w.MapKeyString(key)
+	w.BeginList()
+	for i := range items {
+		_ = items[i].MarshalYSON(w)
+	}
+	w.EndList()
 }
