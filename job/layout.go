@@ -12,6 +12,7 @@ type route struct {
 	jobID        string
 	lower, upper uint64
 	address      string
+	workerID     string
 }
 
 // layout is the latest snapshot of the jobs and workers tables, shared read-only by the
@@ -32,7 +33,7 @@ func (l *layout) update(jobs []ytstore.Job, workers []ytstore.Worker) {
 		if !ok || a == "" || j.Retiring {
 			continue // a retiring job accepts no new messages; the new owner gets them
 		}
-		routes[j.ComputationID] = append(routes[j.ComputationID], route{jobID: j.JobID, lower: j.LowerKey, upper: j.UpperKey, address: a})
+		routes[j.ComputationID] = append(routes[j.ComputationID], route{jobID: j.JobID, lower: j.LowerKey, upper: j.UpperKey, address: a, workerID: j.WorkerID})
 	}
 	l.mu.Lock()
 	l.routes = routes

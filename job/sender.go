@@ -227,7 +227,14 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []y
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		acked, reset, err := pushInSession(ctx, s.client, rt, dest, batch, tag)
+		var acked []string
+		var reset bool
+		var err error
+		if rt.workerID == r.w.id {
+			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, tag)
+		} else {
+			acked, reset, err = pushInSession(ctx, s.client, rt, dest, batch, tag)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))

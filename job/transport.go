@@ -288,19 +288,34 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, "push: bad request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	reply := func(resp pushResponse) {
-		w.holdAck(req.Context(), len(resp.Acked)) // testing aid, off by default (failpoint.go)
+	resp, err := w.acceptPush(req.Context(), pr)
+	switch {
+	case err == nil:
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(resp)
+	case req.Context().Err() != nil:
+		// The sender gave up on the request: nothing to answer.
+	default:
+		http.Error(rw, "push: "+err.Error(), http.StatusBadRequest)
+	}
+}
+
+// acceptPush offers the messages of pr to its reader job and waits until they are persisted
+// (committed, or known duplicates), the job stops, the push timeout passes or ctx ends; it
+// returns the acknowledged ids. Both the /push endpoint and pushes between jobs of this worker
+// (pushLocal) go through it, so both follow the same protocol. The error is a malformed
+// message (errBadPush) or ctx's.
+func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, error) {
+	reply := func(resp pushResponse) (pushResponse, error) {
+		w.holdAck(ctx, len(resp.Acked)) // testing aid, off by default (failpoint.go)
+		return resp, nil
 	}
 	r := w.runner(pr.JobID)
 	if r == nil || r.job.ComputationID != pr.Computation {
-		reply(pushResponse{Refused: "no job " + pr.JobID + " of computation " + pr.Computation + " here"})
-		return
+		return reply(pushResponse{Refused: "no job " + pr.JobID + " of computation " + pr.Computation + " here"})
 	}
 	if r.retiring.Load() {
-		reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
-		return
+		return reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 	}
 	ins := make([]epoch.Input, 0, len(pr.Messages))
 	for _, m := range pr.Messages {
@@ -309,24 +324,21 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 		}
 		in, err := fromWire(m)
 		if err != nil {
-			http.Error(rw, "push: "+err.Error(), http.StatusBadRequest)
-			return
+			return pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
 		}
 		ins = append(ins, in)
 	}
 	var waits map[string]<-chan struct{}
 	complete := false
-	if !r.order.offerInOrder(req.Context(), pr.Sender, pr.Session, pr.Seq, func() bool {
+	if !r.order.offerInOrder(ctx, pr.Sender, pr.Session, pr.Seq, func() bool {
 		waits = r.inbox.offer(ins)
 		complete = len(waits) == len(ins)
 		return complete
 	}) {
-		reply(pushResponse{Refused: errOutOfOrder, Reset: true})
-		return
+		return reply(pushResponse{Refused: errOutOfOrder, Reset: true})
 	}
 	if len(waits) == 0 && len(ins) > 0 {
-		reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
-		return
+		return reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
 	}
 	reset := !complete && pr.Session != 0
 	deadline := time.NewTimer(w.cfg.PushTimeout)
@@ -338,7 +350,7 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 	sort.Strings(ids)
 	var acked []string
 	// answerNow replies with what is persisted now; the sender retransmits the rest.
-	answerNow := func() {
+	answerNow := func() (pushResponse, error) {
 		for _, rest := range ids[len(acked):] {
 			select {
 			case <-waits[rest]:
@@ -346,7 +358,7 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 			default:
 			}
 		}
-		reply(pushResponse{Acked: acked, Reset: reset})
+		return reply(pushResponse{Acked: acked, Reset: reset})
 	}
 	for _, id := range ids {
 		select {
@@ -356,16 +368,14 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 			// The job stopped (removed, rebalanced, lease lost): what it did not commit never
 			// will be; answer now so that the sender sends the rest to the key's new owner
 			// instead of waiting for the push timeout.
-			answerNow()
-			return
+			return answerNow()
 		case <-deadline.C:
-			answerNow()
-			return
-		case <-req.Context().Done():
-			return
+			return answerNow()
+		case <-ctx.Done():
+			return pushResponse{}, ctx.Err()
 		}
 	}
-	reply(pushResponse{Acked: acked, Reset: reset})
+	return reply(pushResponse{Acked: acked, Reset: reset})
 }
 
 // swiftOutput names an in-memory output of a swift computation: its destination and id.
@@ -751,6 +761,26 @@ func (o *outbox) size() int {
 func push(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow) ([]string, error) {
 	acked, _, err := pushInSession(ctx, client, rt, computation, rows, pushTag{})
 	return acked, err
+}
+
+// pushLocal hands rows to a reader job of this worker as push tag.seq of session tag.session,
+// like pushInSession but without encoding the push or crossing HTTP: the reader decodes keys
+// and payloads from the rows' bytes (which it only reads) and answers as the /push endpoint
+// would, through the same acceptPush.
+func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
+	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
+	for i := range rows {
+		r := &rows[i]
+		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp}
+	}
+	resp, err := w.acceptPush(ctx, pr)
+	if err != nil {
+		return nil, true, fmt.Errorf("push to job %s on this worker: %w", rt.jobID, err)
+	}
+	if resp.Refused != "" && len(resp.Acked) == 0 {
+		return nil, true, fmt.Errorf("push to job %s on this worker: refused: %s", rt.jobID, resp.Refused)
+	}
+	return resp.Acked, resp.Reset, nil
 }
 
 // pushTag places a push in its sender's push session (pushorder.go).
