@@ -12,6 +12,8 @@ import (
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yterrors"
+
+	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
 // call is one decoded request as a handler sees it.
@@ -384,8 +386,26 @@ func (c *call) parseRows() ([]any, error) {
 	return rows, nil
 }
 
-// parseListFragment decodes `item;item;...` into generic values.
+// parseListFragment decodes `item;item;...` into generic values. A body of binary maps of
+// scalars only (what the SDK writes for most tables) is decoded by ybin without the SDK's
+// generic decoder; any other body goes to it whole, so the values and errors are those the
+// generic decoder gives (FuzzParseListFragment).
 func parseListFragment(data []byte) ([]any, error) {
+	var out []any
+	rest := data
+	for len(rest) > 0 {
+		m, n, ok := ybin.DecodeMapPrefix(rest)
+		if !ok || n >= len(rest) || rest[n] != ';' {
+			return parseListFragmentGeneric(data)
+		}
+		out = append(out, m)
+		rest = rest[n+1:]
+	}
+	return out, nil
+}
+
+// parseListFragmentGeneric decodes `item;item;...` with the SDK's generic decoder.
+func parseListFragmentGeneric(data []byte) ([]any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}

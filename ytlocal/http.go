@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.ytsaurus.tech/library/go/blockcodecs"
@@ -21,6 +22,8 @@ import (
 	"go.ytsaurus.tech/yt/go/guid"
 	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yterrors"
+
+	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
 // response is a fully materialised reply; nothing is written before it exists, so an
@@ -208,8 +211,16 @@ func formatName(h string) string {
 	return name
 }
 
-// readBody reads and decompresses the request body.
-func readBody(r *http.Request, limit int64) ([]byte, *yterrors.Error, int) {
+// bodyBuffers recycles the request bodies of row-input commands (rowInputCommands): those are
+// the large, frequent ones, and their rows are parsed into fresh values (preparse) that keep
+// nothing of the body, so the buffer is free again once the command returned.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody bounds the buffers kept in bodyBuffers: a rare huge body is left to the GC.
+const maxPooledBody = 8 << 20
+
+// readBody reads and decompresses the request body into buf.
+func readBody(r *http.Request, limit int64, buf *bytes.Buffer) ([]byte, *yterrors.Error, int) {
 	var src io.Reader = io.LimitReader(r.Body, limit+1)
 	enc := strings.TrimSpace(r.Header.Get("Content-Encoding"))
 	switch {
@@ -233,7 +244,6 @@ func readBody(r *http.Request, limit int64) ([]byte, *yterrors.Error, int) {
 	}
 	// Sized from Content-Length when the body is not encoded (the common case toward a
 	// loopback proxy), instead of growing by doubling.
-	var buf bytes.Buffer
 	if (enc == "" || enc == "identity") && r.ContentLength > 0 && r.ContentLength <= limit {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
@@ -252,7 +262,17 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	if !ok {
 		return errorResponse(http.StatusNotFound, ytErr(yterrors.CodeGeneric, "Command %q is not registered", name))
 	}
-	body, yerr, status := readBody(r, s.cfg.MaxRequestBytes)
+	buf := new(bytes.Buffer)
+	if rowInputCommands[name] {
+		buf = bodyBuffers.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= maxPooledBody {
+				buf.Reset()
+				bodyBuffers.Put(buf)
+			}
+		}()
+	}
+	body, yerr, status := readBody(r, s.cfg.MaxRequestBytes, buf)
 	if yerr != nil {
 		return errorResponse(status, yerr)
 	}
@@ -455,6 +475,27 @@ func encodeValue(v any, outFmt string) ([]byte, error) {
 	}
 }
 
+// appendBinaryRows appends rows as the binary YSON list fragment the SDK's writer produces,
+// without its reflection, when every row is a rowValues of scalars or nil (lookups, pulls,
+// selects); ok is false for anything else (TestBinaryRowsMatchWriter).
+func appendBinaryRows(b []byte, rows []any) ([]byte, bool) {
+	for _, row := range rows {
+		switch r := row.(type) {
+		case nil:
+			b = append(b, '#')
+		case rowValues:
+			var ok bool
+			if b, ok = ybin.AppendPairs(b, r.cols, r.vals); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		b = append(b, ';')
+	}
+	return b, true
+}
+
 func encodeRows(rows []any, outFmt string) ([]byte, error) {
 	var buf bytes.Buffer
 	if outFmt == "json" {
@@ -471,6 +512,8 @@ func encodeRows(rows []any, outFmt string) ([]byte, error) {
 	format := yson.FormatBinary
 	if outFmt == "yson-text" {
 		format = yson.FormatText
+	} else if b, ok := appendBinaryRows(nil, rows); ok {
+		return b, nil
 	}
 	w := yson.NewWriterConfig(&buf, yson.WriterConfig{Format: format, Kind: yson.StreamListFragment})
 	for _, row := range rows {

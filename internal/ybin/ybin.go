@@ -84,6 +84,25 @@ func AppendMap(b []byte, m map[string]any) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
+// AppendPairs appends the map of keys[i] = vals[i] in the order given, as the SDK's binary
+// writer writes a map key by key; ok is false (and b unchanged) when a value is not a scalar.
+func AppendPairs(b []byte, keys []string, vals []any) ([]byte, bool) {
+	start := len(b)
+	b = append(b, '{')
+	for i, k := range keys {
+		b = append(b, markString)
+		b = binary.AppendVarint(b, int64(len(k)))
+		b = append(b, k...)
+		b = append(b, '=')
+		var ok bool
+		if b, ok = AppendScalar(b, vals[i]); !ok {
+			return b[:start], false
+		}
+		b = append(b, ';')
+	}
+	return append(b, '}'), true
+}
+
 // decoder reads scalars from a varbin.Reader; bad marks a value of a shape the fast path
 // does not take (the reader's Failed marks a truncated one).
 type decoder struct {
@@ -154,30 +173,40 @@ func DecodeList(b []byte) (vals []any, ok bool) {
 
 // DecodeMap decodes what AppendMap writes; keys must be distinct.
 func DecodeMap(b []byte) (m map[string]any, ok bool) {
+	m, n, ok := DecodeMapPrefix(b)
+	if !ok || n != len(b) {
+		return nil, false
+	}
+	return m, true
+}
+
+// DecodeMapPrefix decodes a map as DecodeMap does from the start of b, which may continue
+// after it (a list fragment of rows: "{...};{...};"); n is the length of the map's encoding.
+func DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool) {
 	d := decoder{r: varbin.NewReader(b)}
 	if d.r.Byte() != '{' {
-		return nil, false
+		return nil, 0, false
 	}
 	m = map[string]any{}
 	for !d.failed() && d.r.Len() > 0 && !d.at('}') {
 		if d.r.Byte() != markString {
-			return nil, false
+			return nil, 0, false
 		}
 		k := d.str()
 		if d.r.Byte() != '=' {
-			return nil, false
+			return nil, 0, false
 		}
 		v := d.scalar()
 		if d.r.Byte() != ';' {
-			return nil, false
+			return nil, 0, false
 		}
 		if _, dup := m[k]; dup {
-			return nil, false
+			return nil, 0, false
 		}
 		m[k] = v
 	}
-	if d.failed() || d.r.Byte() != '}' || d.r.Len() != 0 {
-		return nil, false
+	if d.failed() || d.r.Byte() != '}' || d.r.Failed() {
+		return nil, 0, false
 	}
-	return m, true
+	return m, len(b) - d.r.Len(), true
 }
