@@ -25,7 +25,8 @@
 // Transport: outputs of a transform stay in the output store (one chunk row per destination
 // and epoch) until their readers acknowledged every message of the chunk. The sender pushes
 // them in production order (HTTP POST /push on the reader's worker, a binary body, wire.go;
-// routed by the reader's key hash through the layout) and retransmits until acknowledged;
+// in memory when the reader runs on the same worker, through the same acceptPush; routed by
+// the reader's key hash through the layout) and retransmits until acknowledged;
 // the receiver answers with the ids its epochs committed (or found already committed). Up to
 // four pushes of at most 1000 rows are in flight per reader job; a row in flight is not sent
 // again until its push answers or fails, and a round does not wait for slow readers. Inboxes

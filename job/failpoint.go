@@ -9,7 +9,8 @@ import (
 // the protocol without changing it, so that fault tests can hit those windows on purpose
 // instead of by timing luck. Every knob is off in the zero Config.
 
-// holdAck is the TestAckDelay knob. handlePush calls it right before it answers a push: when
+// holdAck is the TestAckDelay knob. acceptPush calls it right before it answers a push (over
+// /push or from a job of this worker): when
 // the reply acknowledges at least one message (so those messages are committed, or known
 // duplicates) and Config.TestAckDelay is positive, it waits that long, or until the request is
 // abandoned, before the reply goes out. The sender meanwhile keeps the messages as
