@@ -10,6 +10,7 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/queue"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -138,4 +139,55 @@ func TestIdleWait(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, r.idleWait(false), "idle swift source holding nothing")
 	sw.appendRows([]swiftRow{{offset: 0, id: "r0", ts: 1}}, 1)
 	require.Equal(t, 50*time.Millisecond, r.idleWait(false), "idle swift source holding a row")
+}
+
+// TestReadAheadTopsUp: rows written to the queue after a read ahead ran (during the commit)
+// join the rows read ahead in the next epoch's batch, in offset order, instead of waiting
+// for one more epoch; a full read ahead is used as it is.
+func TestReadAheadTopsUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/ra/pipeline"})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
+	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/ra/input", Kind: ytstore.UserQueue, Schema: data}))
+	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/ra/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/ra/input"}))
+	write := func(from, to int) {
+		rows := make([]map[string]any, 0, to-from)
+		for i := from; i < to; i++ {
+			rows = append(rows, map[string]any{"data": fmt.Sprintf("r%d", i)})
+		}
+		require.NoError(t, st.InsertRows(ctx, "//tmp/ra/input", rows))
+	}
+	offsets := func(rows []ytstore.QueueRow) []int64 {
+		out := make([]int64, len(rows))
+		for i, r := range rows {
+			out[i] = r.Offset
+			require.Equal(t, fmt.Sprintf("r%d", r.Offset), r.Columns["data"], "row at offset %d", r.Offset)
+		}
+		return out
+	}
+	s := &sourceState{id: "lines", src: queue.NewSource(st, "//tmp/ra/input", "//tmp/ra/consumer", 0, false)}
+	write(0, 3)
+	s.readAhead(ctx, 0, 10)
+	<-s.ahead.done
+	write(3, 5) // during the commit
+	rows, ahead, err := s.read(ctx, 10)
+	require.NoError(t, err)
+	require.True(t, ahead)
+	require.Equal(t, []int64{0, 1, 2, 3, 4}, offsets(rows))
+
+	s.offset = 5
+	write(5, 9)
+	s.readAhead(ctx, 5, 4)
+	<-s.ahead.done
+	write(9, 10)
+	rows, ahead, err = s.read(ctx, 4)
+	require.NoError(t, err)
+	require.True(t, ahead)
+	require.Equal(t, []int64{5, 6, 7, 8}, offsets(rows), "a full read ahead is the batch")
 }

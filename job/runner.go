@@ -64,13 +64,22 @@ func (s *sourceState) readAhead(ctx context.Context, from, max int64) {
 
 // read returns up to max rows from the committed offset: those read ahead when that read
 // started there and found rows, else a fresh read. Queue rows never change once written, so
-// rows read during the previous commit are the rows at that offset now.
+// rows read during the previous commit are the rows at that offset now. A read ahead that
+// did not fill the batch is topped up with the rows written since it ran (during the
+// commit), so that they do not wait for one more epoch.
 func (s *sourceState) read(ctx context.Context, max int64) (rows []ytstore.QueueRow, readAhead bool, err error) {
 	if ra := s.ahead; ra != nil {
 		s.ahead = nil
 		<-ra.done
 		if ra.err == nil && ra.from == s.offset && ra.max == max && len(ra.rows) > 0 {
-			return ra.rows, true, nil
+			rows = ra.rows
+			if n := int64(len(rows)); n < max {
+				// A failed top-up is no error: those rows come in the next epoch.
+				if more, err := s.src.Read(ctx, rows[n-1].Offset+1, max-n); err == nil {
+					rows = append(rows, more...)
+				}
+			}
+			return rows, true, nil
 		}
 	}
 	rows, err = s.src.Read(ctx, s.offset, max)
