@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -263,4 +264,32 @@ func Percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(q*float64(len(sorted))+0.5) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Window is a span of send times and the largest latency of the messages sent in it.
+type Window struct {
+	Start time.Duration // from the start of the measured span
+	Max   time.Duration
+}
+
+// WorstWindows splits [from, to) by send time into windows of width and returns the n
+// windows whose messages waited longest, worst first: where in the run a latency tail came
+// from (a stall shows as neighbouring windows with a high maximum, a periodic one as
+// windows at a steady spacing).
+func (l *Load) WorstWindows(from, to time.Time, width time.Duration, n int) []Window {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ws []Window
+	for i, s := range l.sent {
+		if s.Before(from) || !s.Before(to) || l.seen[i].IsZero() {
+			continue
+		}
+		k := int(s.Sub(from) / width)
+		for len(ws) <= k {
+			ws = append(ws, Window{Start: time.Duration(len(ws)) * width})
+		}
+		ws[k].Max = max(ws[k].Max, l.seen[i].Sub(s))
+	}
+	slices.SortFunc(ws, func(a, b Window) int { return cmp.Compare(b.Max, a.Max) })
+	return ws[:min(n, len(ws))]
 }

@@ -434,6 +434,11 @@ func measureLatency(b *testing.B, m medians, pr params, p *Pipeline, rate float6
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	b.Logf("latency at %.0f msgs/s (batch_duration %v): %d messages measured, %d missing; output queue (async sink) p50 %v, p99 %v, max %v; target p99 ≤ %v: %v; result table (sync sink, %d seen) p50 %v, p99 %v; CPU of the system under test %.2f cores busy; load average %s",
 		rate, latencyBatch, len(lat), missing, ms(p50), ms(p99), ms(Percentile(lat, 1)), target, p99 <= target, len(tlat), ms(Percentile(tlat, 0.5)), ms(Percentile(tlat, 0.99)), busy, loadAvg())
+	var worst []string
+	for _, w := range load.WorstWindows(warm, end, 250*time.Millisecond, 6) {
+		worst = append(worst, fmt.Sprintf("%.2fs: %v", w.Start.Seconds(), ms(w.Max)))
+	}
+	b.Logf("latency at %.0f msgs/s: slowest 250ms windows of send time (from the end of the warm-up): %s", rate, strings.Join(worst, ", "))
 	if missing > 0 {
 		b.Errorf("%d of the measured messages never reached the sink", missing)
 	}
