@@ -86,6 +86,19 @@ func (d *dynExt) Append(rec *tablet.Record) error {
 	return err
 }
 
+// CaptureSnapshot copies the engine's state now and encodes it when called.
+func (d *dynExt) CaptureSnapshot() func(w io.Writer) error {
+	encode := d.eng.CaptureSnapshot()
+	return func(w io.Writer) error {
+		data, err := encode()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+}
+
 func (d *dynExt) Snapshot(w io.Writer) error {
 	data, err := d.eng.Snapshot()
 	if err != nil {

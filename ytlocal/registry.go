@@ -52,6 +52,14 @@ type Persistent interface {
 	Apply(rec []byte) error
 }
 
+// SnapshotCapturer is implemented by a Persistent whose snapshot can be encoded without the
+// state lock: CaptureSnapshot runs under it and copies what the snapshot holds; the function
+// it returns encodes that copy later, while commands go on (the server writes snapshots in
+// the background).
+type SnapshotCapturer interface {
+	CaptureSnapshot() func(w io.Writer) error
+}
+
 // Extension is a stateful component plugged into every Server, e.g. the dynamic-table
 // engine. It is created by the factory given to registerExtension, once per Server,
 // before the log is replayed. It may additionally implement NodeObserver,

@@ -169,7 +169,12 @@ func (s *Server) Close() error {
 		close(s.done)
 		s.wg.Wait()
 		s.mu.Lock()
-		s.closed = true
+		s.closed = true // no snapshot starts from now on
+		s.mu.Unlock()
+		if s.wal != nil {
+			s.wal.snapshots.Wait() // a snapshot being written finishes first
+		}
+		s.mu.Lock()
 		if rerr := s.release(); err == nil {
 			err = rerr
 		}

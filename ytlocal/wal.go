@@ -51,6 +51,14 @@ type wal struct {
 	size    int64    // bytes of intact records in f (state lock)
 	records int      // records since the last snapshot (state lock)
 	scratch []byte   // the buffer records are framed in, reused (state lock)
+	// snapshotting is set while a snapshot is written in the background (state lock);
+	// snapshots tracks those writers, which Close waits for.
+	snapshotting bool
+	snapshots    sync.WaitGroup
+	// snapshotBytes is the size of the latest snapshot (state lock): the next one waits until
+	// the log since it is at least that large, so that the cost of snapshots stays
+	// proportional to what is written, not to the size of the state times the records.
+	snapshotBytes int64
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -158,6 +166,9 @@ func (s *Server) openDurable() error {
 		return fmt.Errorf("ytlocal: stat log segment: %w", err)
 	}
 	s.wal = newWAL(dir, last, f, st.Size(), replayed)
+	if fi, err := os.Stat(filepath.Join(dir, "snapshot")); err == nil {
+		s.wal.snapshotBytes = fi.Size()
+	}
 	if err := syncDir(dir); err != nil {
 		return err
 	}
@@ -298,81 +309,145 @@ func (s *Server) logRecord(owner string, rec []byte) error {
 	return nil
 }
 
-// maybeSnapshot rotates the log once enough records accumulated. It runs with the
-// state lock held after a command completed, when every logged record is applied.
+// snapshotWriteHook, when set (by tests only, before the server starts), runs in the
+// background snapshot writer before it encodes anything.
+var snapshotWriteHook func()
+
+// maybeSnapshot starts a snapshot once enough records accumulated. It runs with the state
+// lock held after a command completed, when every logged record is applied. Only the log
+// rotation and a copy of the state happen under the lock; the snapshot is encoded, written
+// and installed in the background (one at a time), so that a large state does not stall
+// every command while it is written (TestSnapshotDoesNotStallCommands).
 func (s *Server) maybeSnapshot() {
-	if s.wal == nil || s.wal.f == nil || s.wal.records < s.cfg.SnapshotEvery {
+	w := s.wal
+	if w == nil || w.f == nil || s.closed || w.snapshotting || w.records < s.cfg.SnapshotEvery || w.size < w.snapshotBytes {
 		return
 	}
-	if err := s.snapshotLocked(); err != nil {
+	write, err := s.beginSnapshotLocked()
+	if err != nil {
 		s.log.Error("ytlocal: snapshot failed", log.Error(err))
+		return
 	}
+	w.snapshotting = true
+	w.snapshots.Add(1)
+	go func() {
+		defer w.snapshots.Done()
+		if h := snapshotWriteHook; h != nil {
+			h()
+		}
+		size, err := write()
+		if err != nil {
+			s.log.Error("ytlocal: snapshot failed; the log segments it would replace are kept", log.Error(err))
+		}
+		s.mu.Lock()
+		w.snapshotting = false
+		if err == nil {
+			w.snapshotBytes = size
+		}
+		s.mu.Unlock()
+	}()
 }
 
-// snapshotLocked writes a snapshot of all state and starts a new log segment.
-func (s *Server) snapshotLocked() error {
+// beginSnapshotLocked starts a new log segment and captures the state as of its start (state
+// lock held); the returned function encodes the capture, installs it as the snapshot (which
+// names the new segment as the first to replay) and removes the older segments. Until it is
+// installed, the previous snapshot and every segment since it replay to the same state, so a
+// crash at any point loses nothing.
+func (s *Server) beginSnapshotLocked() (func() (size int64, err error), error) {
 	w := s.wal
 	next := w.seg + 1
 	nf, err := os.OpenFile(segmentName(w.dir, next), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("ytlocal: create log segment: %w", err)
+		return nil, fmt.Errorf("ytlocal: create log segment: %w", err)
 	}
-	var buf bytes.Buffer
-	buf.WriteString(snapshotMagic)
-	_ = binary.Write(&buf, binary.LittleEndian, next)
-	_ = binary.Write(&buf, binary.LittleEndian, s.oracle.Last())
-	section := func(name string, p Persistent) error {
-		var data bytes.Buffer
+	// The new segment's name must be durable before a record in it is acknowledged.
+	if err := syncDir(w.dir); err != nil {
+		nf.Close()
+		return nil, err
+	}
+	var head bytes.Buffer
+	head.WriteString(snapshotMagic)
+	_ = binary.Write(&head, binary.LittleEndian, next)
+	_ = binary.Write(&head, binary.LittleEndian, s.oracle.Last())
+	type section struct {
+		name   string
+		encode func(io.Writer) error
+	}
+	var sections []section
+	capture := func(name string, p Persistent) error {
+		if c, ok := p.(SnapshotCapturer); ok {
+			sections = append(sections, section{name, c.CaptureSnapshot()})
+			return nil
+		}
+		var data bytes.Buffer // small state: encoded now, under the lock
 		if err := p.Snapshot(&data); err != nil {
 			return fmt.Errorf("ytlocal: snapshot %s: %w", name, err)
 		}
-		_ = binary.Write(&buf, binary.LittleEndian, uint32(len(name)))
-		buf.WriteString(name)
-		_ = binary.Write(&buf, binary.LittleEndian, uint64(data.Len()))
-		buf.Write(data.Bytes())
+		sections = append(sections, section{name, func(w io.Writer) error { _, err := w.Write(data.Bytes()); return err }})
 		return nil
 	}
-	if err := section(cypressLogName, s.tree); err != nil {
+	if err := capture(cypressLogName, s.tree); err != nil {
 		nf.Close()
-		return err
+		return nil, err
 	}
-	if err := section(mutationLogName, s.mutations); err != nil {
+	if err := capture(mutationLogName, s.mutations); err != nil {
 		nf.Close()
-		return err
+		return nil, err
 	}
 	for _, name := range s.extOrder {
-		if err := section(name, s.exts[name]); err != nil {
+		if err := capture(name, s.exts[name]); err != nil {
 			nf.Close()
-			return err
+			return nil, err
 		}
 	}
-	_ = binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), crcTable))
-	tmp := filepath.Join(w.dir, "snapshot.tmp")
-	if err := writeFileSync(tmp, buf.Bytes()); err != nil {
+	// Every record written so far goes into the snapshot: make them durable in the old
+	// segment (acknowledgements wait for fsyncs of the current segment only), then switch.
+	if err := w.f.Sync(); err != nil {
 		nf.Close()
-		return err
-	}
-	if err := nf.Sync(); err != nil {
-		nf.Close()
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(w.dir, "snapshot")); err != nil {
-		nf.Close()
-		return fmt.Errorf("ytlocal: install snapshot: %w", err)
-	}
-	if err := syncDir(w.dir); err != nil {
-		nf.Close()
-		return err
+		return nil, fmt.Errorf("ytlocal: fsync write-ahead log: %w", err)
 	}
 	w.mu.Lock()
 	old := w.f
 	w.f, w.seg, w.records, w.size = nf, next, 0, 0
-	w.synced = w.seq // everything written so far is in the fsynced snapshot
+	w.synced = w.seq
 	w.cond.Broadcast()
 	w.mu.Unlock()
 	_ = old.Close()
-	_ = os.Remove(segmentName(w.dir, w.seg-1))
-	return nil
+	dir := w.dir
+	return func() (int64, error) {
+		buf := bytes.NewBuffer(head.Bytes())
+		for _, sec := range sections {
+			var data bytes.Buffer
+			if err := sec.encode(&data); err != nil {
+				return 0, fmt.Errorf("ytlocal: snapshot %s: %w", sec.name, err)
+			}
+			_ = binary.Write(buf, binary.LittleEndian, uint32(len(sec.name)))
+			buf.WriteString(sec.name)
+			_ = binary.Write(buf, binary.LittleEndian, uint64(data.Len()))
+			buf.Write(data.Bytes())
+		}
+		_ = binary.Write(buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), crcTable))
+		tmp := filepath.Join(dir, "snapshot.tmp")
+		if err := writeFileSync(tmp, buf.Bytes()); err != nil {
+			return 0, err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "snapshot")); err != nil {
+			return 0, fmt.Errorf("ytlocal: install snapshot: %w", err)
+		}
+		if err := syncDir(dir); err != nil {
+			return 0, err
+		}
+		segs, err := listSegments(dir)
+		if err != nil {
+			return 0, err
+		}
+		for _, seg := range segs {
+			if seg < next {
+				_ = os.Remove(segmentName(dir, seg))
+			}
+		}
+		return int64(buf.Len()), nil
+	}, nil
 }
 
 func writeFileSync(path string, data []byte) error {
