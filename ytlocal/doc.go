@@ -41,9 +41,12 @@
 // # Durability
 //
 // With DataDir, every committed mutation is appended to a write-ahead log and fsynced
-// before the response is sent (concurrent commits share one fsync); a snapshot is taken
-// every Config.SnapshotEvery records and the log restarted. Start replays snapshot +
-// log; a torn tail (crash in the middle of an append, never acknowledged) is dropped.
+// before the response is sent (concurrent commits share one fsync). Once the log since the
+// last snapshot holds Config.SnapshotEvery records and is at least as large as that
+// snapshot, a new log segment is started and the state copied under the state lock; the copy
+// is encoded, written and installed in the background (older segments are removed once it
+// is), so commands go on meanwhile. Start replays the snapshot and every later segment; a
+// torn tail (crash in the middle of an append, never acknowledged) is dropped.
 // Open master transactions do not survive a restart (they are aborted, as if they had
 // expired). A server holds an exclusive lock on DataDir, so a second server on the same
 // directory fails to start.

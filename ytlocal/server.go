@@ -30,7 +30,8 @@ type Config struct {
 	// MaxRequestBytes caps a decompressed request body. Default 512 MiB.
 	MaxRequestBytes int64
 	// SnapshotEvery is the number of log records after which a snapshot is taken and
-	// the log truncated. Default 20000.
+	// the log truncated, once the log is also at least as large as the last snapshot.
+	// Default 20000.
 	SnapshotEvery int
 	// Now is the clock; default time.Now. Used for transaction timeouts and timestamps.
 	Now func() time.Time
