@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,8 +84,9 @@ func (m medians) report(b *testing.B) {
 }
 
 // startServer starts an in-process ytlocal (durable in a temp dir unless BENCH_MEMORY=1),
-// closed when the benchmark ends at the latest; iterations close theirs when they end, so
-// that the data of earlier iterations (kept in memory) does not slow later ones down.
+// closed when the benchmark ends at the latest; iterations close theirs (closeServer) when
+// they end, so that the data of earlier iterations (kept in memory, and written to disk)
+// does not slow later ones down.
 func startServer(tb testing.TB, durable bool) *ytlocal.Server {
 	tb.Helper()
 	cfg := ytlocal.Config{}
@@ -95,13 +97,29 @@ func startServer(tb testing.TB, durable bool) *ytlocal.Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = srv.Close() })
+	if durable {
+		serverDirs.Store(srv, cfg.DataDir)
+	}
+	tb.Cleanup(func() { closeServer(srv) })
 	return srv
+}
+
+// serverDirs maps the durable servers of startServer to their data directories.
+var serverDirs sync.Map
+
+// closeServer closes srv and removes its data directory: the log files of an iteration
+// would otherwise stay in the page cache and on disk until the benchmark ends, and their
+// writeback slow the fsyncs of the iterations after it.
+func closeServer(srv *ytlocal.Server) {
+	_ = srv.Close()
+	if dir, ok := serverDirs.LoadAndDelete(srv); ok {
+		_ = os.RemoveAll(dir.(string))
+	}
 }
 
 // closeAtReturn is for defer: it closes srv when the iteration's function returns.
 func closeAtReturn(srv *ytlocal.Server) func() {
-	return func() { _ = srv.Close() }
+	return func() { closeServer(srv) }
 }
 
 // inputWords returns n words drawn from a vocabulary of size words, and their counts.
@@ -232,7 +250,7 @@ func BenchmarkPipeline(b *testing.B) {
 					}
 				}
 			}
-			_ = srv.Close() // an iteration's data must not weigh on the next (GC scans it)
+			closeServer(srv) // an iteration's data must not weigh on the next (GC scans it)
 		}
 		rates["raw"] = float64(pr.messages*b.N*rawPasses) / total.Seconds()
 		b.ReportMetric(rates["raw"], "msgs/s")
@@ -261,7 +279,7 @@ func BenchmarkPipeline(b *testing.B) {
 				total, startup, counted, extra = total+e, startup+s, counted+c, extra+x
 				cpu += cpuTime() - cpu0 // includes loading the input (a small part)
 				b.Logf("%s iteration %d: counted after %v, completed with exact sinks after %v", mode.name, i, c.Round(time.Millisecond), e.Round(time.Millisecond))
-				_ = srv.Close()
+				closeServer(srv)
 			}
 			rates[mode.name] = float64(pr.messages*b.N) / total.Seconds()
 			b.ReportMetric(rates[mode.name], "msgs/s")

@@ -204,7 +204,7 @@ func BenchmarkSessions(b *testing.B) {
 			}
 			m.add(float64(pr.events*rawPasses)/(total-totalBefore).Seconds(), "msgs/s")
 			m.add((cpu-cpuBefore).Seconds()*1e6/float64(pr.events*rawPasses), "cpu_us/msg")
-			_ = srv.Close()
+			closeServer(srv)
 		}
 		sum.collect("raw", m)
 		n := float64(pr.events * b.N * rawPasses)
@@ -245,7 +245,7 @@ func BenchmarkSessions(b *testing.B) {
 				m.add(float64(r.extra), "counted_twice")
 				m.add(float64(r.fullDedup)/n, "full_dedup_rows/msg")
 				m.add(float64(r.compactDedup)/n, "compact_dedup_rows/msg")
-				_ = srv.Close()
+				closeServer(srv)
 			}
 			sum.collect(mode.name, m)
 			n := float64(pr.events * b.N)
