@@ -328,7 +328,8 @@ type Runtime struct {
 }
 
 // workerLogger is nil (logs discarded) unless BENCH_WORKER_LOG=1, which sends the workers'
-// info logs to stderr (e.g. the epoch phase times each job logs when it stops).
+// and the controller's info logs to stderr (e.g. the epoch phase times each job logs when it
+// stops, the controller's layout events).
 func workerLogger() log.Structured {
 	if os.Getenv("BENCH_WORKER_LOG") != "1" {
 		return nil
@@ -348,7 +349,7 @@ func StartRuntime(proxy, path string, n int) *Runtime {
 		}
 	}
 	r.wg.Go(func() {
-		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Path: path}))
+		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Path: path, Logger: workerLogger()}))
 	})
 	for i := range n {
 		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger()})
