@@ -78,6 +78,8 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 	}
 	index := map[ck]int{}
 	var out []*outputChunkRow
+	var sizes []int // each chunk's encoded size at most: its data is allocated once
+	at := make([]int, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		if r.Chunk.ID == 0 {
@@ -88,11 +90,19 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 		if !ok {
 			j = len(out)
 			index[k] = j
-			out = append(out, &outputChunkRow{PartitionID: r.PartitionID, Destination: r.Destination, ChunkID: r.Chunk.ID, Part: r.Chunk.Part, Data: []byte{chunkFormat}})
+			out = append(out, &outputChunkRow{PartitionID: r.PartitionID, Destination: r.Destination, ChunkID: r.Chunk.ID, Part: r.Chunk.Part})
+			sizes = append(sizes, 1)
 		}
-		c := out[j]
+		at[i] = j
+		sizes[j] += encodedSize(r)
+	}
+	for j, c := range out {
+		c.Data = append(make([]byte, 0, sizes[j]), chunkFormat)
+	}
+	for i := range rows {
+		c := out[at[i]]
 		c.MessageCount++
-		c.Data = AppendMessage(c.Data, r)
+		c.Data = AppendMessage(c.Data, &rows[i])
 	}
 	res := make([]any, len(out))
 	for i, c := range out {
