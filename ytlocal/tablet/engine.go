@@ -139,6 +139,9 @@ type RowWrite struct {
 	Values []any  `yson:"values,omitempty"`
 	Delete bool   `yson:"delete,omitempty"`
 	Groups []int  `yson:"groups"`
+	// enc is Key encoded, when the write comes from a live transaction (not journaled; a
+	// replayed record encodes its key again).
+	enc string
 }
 
 // RowLock records a committed shared strong (or exclusive) lock on lock

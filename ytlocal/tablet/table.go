@@ -77,16 +77,23 @@ type version struct {
 
 type row struct {
 	key      []any
-	versions []version   // ascending by ts
-	writeTS  []Timestamp // per lock group: last committed write or exclusive lock
-	readTS   []Timestamp // per lock group: last committed shared strong lock
-	inline   [1]version  // storage for the first version
+	versions []version    // ascending by ts
+	writeTS  []Timestamp  // per lock group: last committed write or exclusive lock
+	readTS   []Timestamp  // per lock group: last committed shared strong lock
+	inline   [1]version   // storage for the first version
+	inlineTS [2]Timestamp // storage for writeTS and readTS of a table with one lock group
 }
 
-// newRow allocates a row with lock bookkeeping for the given number of groups.
+// newRow allocates a row with lock bookkeeping for the given number of groups: one
+// allocation for the common table with one lock group (tables hold millions of rows, and
+// every object is work for the garbage collector).
 func newRow(key []any, groups int) *row {
-	ts := make([]Timestamp, 2*groups)
-	r := &row{key: key, writeTS: ts[:groups:groups], readTS: ts[groups:]}
+	r := &row{key: key}
+	ts := r.inlineTS[:]
+	if groups != 1 {
+		ts = make([]Timestamp, 2*groups)
+	}
+	r.writeTS, r.readTS = ts[:groups:groups], ts[groups:2*groups:2*groups]
 	r.versions = r.inline[:0]
 	return r
 }
@@ -248,7 +255,15 @@ func (t *table) addRow(enc string, r *row) {
 // rowFor returns the encoded key and the row with that key, adding a row with
 // no versions when the table has none.
 func (t *table) rowFor(key []any) (enc string, r *row) {
-	enc = encodeKey(key)
+	return t.rowForEnc(key, "")
+}
+
+// rowForEnc is rowFor with key's encoding when the caller has it ("" when not).
+func (t *table) rowForEnc(key []any, enc string) (string, *row) {
+	if enc == "" {
+		enc = encodeKey(key)
+	}
+	var r *row
 	if r = t.rows[enc]; r == nil {
 		r = newRow(key, len(t.groups))
 		t.addRow(enc, r)

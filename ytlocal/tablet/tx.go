@@ -532,14 +532,14 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 				rec.Locks = append(rec.Locks, RowLock{Table: o.t.id, Key: o.key, Groups: o.groups, Exclusive: o.exclusive})
 			}
 		case opDelete:
-			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: o.t.allGroups})
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: o.t.allGroups, enc: o.enc})
 			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 		case opWrite:
 			values, err := e.resolveWrite(o, rec, pending)
 			if err != nil {
 				return 0, err
 			}
-			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o)})
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o), enc: o.enc})
 			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 		}
 	}
@@ -612,7 +612,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 			return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, w.Table)
 		}
 		// A delete of a missing row still records its lock timestamps.
-		k, r := t.rowFor(w.Key)
+		k, r := t.rowForEnc(w.Key, w.enc)
 		values := w.Values
 		if w.Delete {
 			values = nil

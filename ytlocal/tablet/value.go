@@ -92,6 +92,9 @@ func (c *column) normalize(v any) (any, error) {
 		if uint64(c.limits.max) < math.MaxInt64 && (i < c.limits.min || i > c.limits.max) {
 			return nil, c.rangeError(i)
 		}
+		if _, same := v.(int64); same {
+			return v, nil // already boxed as stored: no new allocation
+		}
 		return i, nil
 	case kindUint:
 		var u uint64
@@ -116,11 +119,14 @@ func (c *column) normalize(v any) (any, error) {
 		if c.limits.max < math.MaxInt64 && u > uint64(c.limits.max) {
 			return nil, c.rangeError(u)
 		}
+		if _, same := v.(uint64); same {
+			return v, nil
+		}
 		return u, nil
 	case kindDouble:
 		switch x := v.(type) {
 		case float64:
-			return x, nil
+			return v, nil
 		case float32:
 			return float64(x), nil
 		case int64:
@@ -146,6 +152,9 @@ func (c *column) normalize(v any) (any, error) {
 		}
 		if c.kind == kindUTF8 && !utf8.ValidString(s) {
 			return nil, fmt.Errorf("value of column %q is not valid UTF-8", c.name)
+		}
+		if _, same := v.(string); same {
+			return v, nil
 		}
 		return s, nil
 	case kindNull:
