@@ -117,6 +117,8 @@ type runnerStats struct {
 	dropped      atomic.Int64
 	// readAheads counts source batches read during the previous commit.
 	readAheads atomic.Int64
+	// pushesLocal and pushesHTTP count pushes to reader jobs on this worker and on others.
+	pushesLocal, pushesHTTP atomic.Int64
 	// mismatchesLogged is the payload mismatch count last logged.
 	mismatchesLogged atomic.Int64
 	// phases is where the job's wall time went, in Flow's epoch part names.
@@ -1402,6 +1404,10 @@ type JobStats struct {
 	// PayloadMismatches counts messages received again with a different payload under the
 	// same id: a swift computation that is not deterministic.
 	PayloadMismatches int64 `json:"payload_mismatches"`
+	// PushesLocal and PushesHTTP count the pushes this job sent to reader jobs on its own
+	// worker (handed over in memory) and on other workers (over HTTP).
+	PushesLocal int64 `json:"pushes_local"`
+	PushesHTTP  int64 `json:"pushes_http"`
 }
 
 func (r *runner) jobStats() JobStats {
@@ -1413,6 +1419,7 @@ func (r *runner) jobStats() JobStats {
 	return JobStats{
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
+		PushesLocal: r.stats.pushesLocal.Load(), PushesHTTP: r.stats.pushesHTTP.Load(),
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 	}

@@ -231,8 +231,10 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []y
 		var reset bool
 		var err error
 		if rt.workerID == r.w.id {
+			r.stats.pushesLocal.Add(1)
 			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, tag)
 		} else {
+			r.stats.pushesHTTP.Add(1)
 			acked, reset, err = pushInSession(ctx, s.client, rt, dest, batch, tag)
 		}
 		if err != nil {

@@ -247,6 +247,10 @@ func TestWorkerEndToEnd(t *testing.T) {
 	var off int64
 	require.NoError(t, yson.Unmarshal(ps["offset/lines"], &off))
 	assert.Equal(t, int64(3), off)
+	// Both jobs run on this worker: split's pushes to count were handed over in memory.
+	st := e.worker.Stats()["split-0"]
+	assert.Positive(t, st.PushesLocal, "pushes to a job of the same worker")
+	assert.Zero(t, st.PushesHTTP, "no push crossed HTTP")
 }
 
 // TestWorkerStopsRemovedJob: a job whose row disappears stops, and a new job for the same
