@@ -139,6 +139,15 @@ func TestIdleWait(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, r.idleWait(false), "idle swift source holding nothing")
 	sw.appendRows([]swiftRow{{offset: 0, id: "r0", ts: 1}}, 1)
 	require.Equal(t, 50*time.Millisecond, r.idleWait(false), "idle swift source holding a row")
+
+	// A job stays busy for empty_batch_backoff after it last found work: a source whose input
+	// pauses briefly is polled soon, one that stays idle backs off.
+	now := time.Now()
+	require.False(t, r.recentlyBusy(time.Time{}, now), "never found work")
+	require.True(t, r.recentlyBusy(now.Add(-200*time.Millisecond), now), "found work 200ms ago")
+	require.False(t, r.recentlyBusy(now.Add(-250*time.Millisecond), now), "idle for the whole backoff")
+	w.cfg.EmptyBatchBackoff = 20 * time.Millisecond
+	require.False(t, r.recentlyBusy(now.Add(-30*time.Millisecond), now), "the worker's override")
 }
 
 // TestReadAheadTopsUp: rows written to the queue after a read ahead ran (during the commit)

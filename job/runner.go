@@ -561,7 +561,8 @@ func (r *runner) run(ctx context.Context) error {
 		r.log.Info("job stopped", append([]log.Field{log.Int64("epochs", r.stats.epochs.Load())}, r.stats.phases.fields()...)...)
 	}()
 	lastCommit := uint64(0)
-	busy := false // the last epoch found work
+	busy := false          // an epoch found work lately (recentlyBusy)
+	var lastWork time.Time // when an epoch last found work
 	for ctx.Err() == nil {
 		started := time.Now()
 		r.batchRows = 0
@@ -608,9 +609,28 @@ func (r *runner) run(ctx context.Context) error {
 				r.stats.phases.since(&r.stats.phases.idle, start)
 			}
 		}
-		busy = !idle
+		if !idle {
+			lastWork = time.Now()
+		}
+		busy = r.recentlyBusy(lastWork, time.Now())
 	}
 	return nil
+}
+
+// recentlyBusy reports whether the job found work within the last empty_batch_backoff (at
+// lastWork): such a source keeps polling soon (idleWait) for that long after its input paused,
+// so that a sparse input (a quiet moment of a few tens of milliseconds at a low rate) does
+// not make its next rows wait the whole backoff; after that it backs off.
+func (r *runner) recentlyBusy(lastWork, now time.Time) bool {
+	return !lastWork.IsZero() && now.Sub(lastWork) < r.backoff()
+}
+
+// backoff is empty_batch_backoff, or the worker's override.
+func (r *runner) backoff() time.Duration {
+	if r.w.cfg.EmptyBatchBackoff > 0 {
+		return r.w.cfg.EmptyBatchBackoff
+	}
+	return r.dyn.EmptyBatchBackoff
 }
 
 // noteBatch records that an epoch took n rows from its input or a source, of at most limit.
@@ -636,15 +656,13 @@ func (r *runner) pace() time.Duration {
 }
 
 // idleWait is how long an idle job waits before its next epoch unless an input arrives:
-// empty_batch_backoff, or, for a source job whose previous epoch read rows and for a swift
-// source job that holds rows its offset has not passed, at most half of batch_duration (at
-// least 10ms): a source that is being written to is polled again soon, a swift source commits
-// its offset soon after its outputs are delivered, an idle one waits the backoff.
+// empty_batch_backoff, or, for a source job that read rows within the last
+// empty_batch_backoff (busy, recentlyBusy) and for a swift source job that holds rows its
+// offset has not passed, at most half of batch_duration (at least 10ms): a source that is
+// being written to is polled again soon, a swift source commits its offset soon after its
+// outputs are delivered, an idle one waits the backoff.
 func (r *runner) idleWait(busy bool) time.Duration {
-	backoff := r.dyn.EmptyBatchBackoff
-	if r.w.cfg.EmptyBatchBackoff > 0 {
-		backoff = r.w.cfg.EmptyBatchBackoff
-	}
+	backoff := r.backoff()
 	soon := busy && (len(r.sources) > 0 || len(r.swiftSrc) > 0) || r.swiftSourceHeld() > 0
 	if soon && r.dyn.BatchDuration > 0 {
 		backoff = min(backoff, max(r.dyn.BatchDuration/2, 10*time.Millisecond))
