@@ -71,15 +71,10 @@ func AppendMap(b []byte, m map[string]any) ([]byte, bool) {
 	start := len(b)
 	b = append(b, '{')
 	for _, k := range keys {
-		b = append(b, markString)
-		b = binary.AppendVarint(b, int64(len(k)))
-		b = append(b, k...)
-		b = append(b, '=')
 		var ok bool
-		if b, ok = AppendScalar(b, m[k]); !ok {
+		if b, ok = appendEntry(b, k, m[k]); !ok {
 			return b[:start], false
 		}
-		b = append(b, ';')
 	}
 	return append(b, '}'), true
 }
@@ -90,17 +85,22 @@ func AppendPairs(b []byte, keys []string, vals []any) ([]byte, bool) {
 	start := len(b)
 	b = append(b, '{')
 	for i, k := range keys {
-		b = append(b, markString)
-		b = binary.AppendVarint(b, int64(len(k)))
-		b = append(b, k...)
-		b = append(b, '=')
 		var ok bool
-		if b, ok = AppendScalar(b, vals[i]); !ok {
+		if b, ok = appendEntry(b, k, vals[i]); !ok {
 			return b[:start], false
 		}
-		b = append(b, ';')
 	}
 	return append(b, '}'), true
+}
+
+// appendEntry appends one map entry `"k"=v;`; ok is false when v is not a scalar.
+func appendEntry(b []byte, k string, v any) ([]byte, bool) {
+	b = append(b, markString)
+	b = binary.AppendVarint(b, int64(len(k)))
+	b = append(b, k...)
+	b = append(b, '=')
+	b, ok := AppendScalar(b, v)
+	return append(b, ';'), ok
 }
 
 // decoder reads scalars from a varbin.Reader; bad marks a value of a shape the fast path

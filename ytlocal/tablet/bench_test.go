@@ -36,24 +36,10 @@ func BenchmarkEngineInsert(b *testing.B) {
 // as the controller's dedup collection asks every DedupGCPeriod. It runs under the engine
 // lock, so its time is a stall of every other tablet command.
 func BenchmarkMergeWatermark(b *testing.B) {
-	const total, drop, batch = 700_000, 100_000, 10_000
+	const total, drop = 700_000, 100_000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e := New(Config{})
-		newMounted(b, e, "t", schema.Schema{Columns: []schema.Column{
-			{Name: "deduplication_message_key", Type: schema.TypeString, SortOrder: schema.SortAscending},
-			{Name: "system_timestamp", Type: schema.TypeUint64},
-		}})
-		for j := 0; j < total; j += batch {
-			rows := make([]map[string]any, batch)
-			for k := range rows {
-				n := j + k
-				rows[k] = map[string]any{"deduplication_message_key": fmt.Sprintf("count\x00%016x%032x", n*7919, n), "system_timestamp": uint64(n)}
-			}
-			if _, err := e.Run(func(tx string) error { return e.Insert(tx, "t", rows, InsertOptions{}) }); err != nil {
-				b.Fatal(err)
-			}
-		}
+		e := newDedupIndex(b, total)
 		// A lookup brings the key-order index up to date, as the epochs' lookups do.
 		if _, err := e.Lookup("t", []map[string]any{{"deduplication_message_key": "x"}}, LookupOptions{}); err != nil {
 			b.Fatal(err)
@@ -70,22 +56,7 @@ func BenchmarkMergeWatermark(b *testing.B) {
 // under the engine lock (capture_ms) and its encoding, which the server runs in the
 // background.
 func BenchmarkSnapshot(b *testing.B) {
-	const total, batch = 700_000, 10_000
-	e := New(Config{})
-	newMounted(b, e, "t", schema.Schema{Columns: []schema.Column{
-		{Name: "deduplication_message_key", Type: schema.TypeString, SortOrder: schema.SortAscending},
-		{Name: "system_timestamp", Type: schema.TypeUint64},
-	}})
-	for j := 0; j < total; j += batch {
-		rows := make([]map[string]any, batch)
-		for k := range rows {
-			n := j + k
-			rows[k] = map[string]any{"deduplication_message_key": fmt.Sprintf("count\x00%016x%032x", n*7919, n), "system_timestamp": uint64(n)}
-		}
-		if _, err := e.Run(func(tx string) error { return e.Insert(tx, "t", rows, InsertOptions{}) }); err != nil {
-			b.Fatal(err)
-		}
-	}
+	e := newDedupIndex(b, 700_000)
 	var capture time.Duration
 	var size int
 	b.ResetTimer()
@@ -101,4 +72,27 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 	b.ReportMetric(float64(capture.Milliseconds())/float64(b.N), "capture_ms")
 	b.ReportMetric(float64(size)/(1<<20), "MiB")
+}
+
+// newDedupIndex returns an engine with table "t" shaped like compact_input_messages holding
+// rows dedup rows, the n-th with system_timestamp n.
+func newDedupIndex(b *testing.B, rows int) *Engine {
+	b.Helper()
+	const batch = 10_000
+	e := New(Config{})
+	newMounted(b, e, "t", schema.Schema{Columns: []schema.Column{
+		{Name: "deduplication_message_key", Type: schema.TypeString, SortOrder: schema.SortAscending},
+		{Name: "system_timestamp", Type: schema.TypeUint64},
+	}})
+	for j := 0; j < rows; j += batch {
+		part := make([]map[string]any, min(batch, rows-j))
+		for k := range part {
+			n := j + k
+			part[k] = map[string]any{"deduplication_message_key": fmt.Sprintf("count\x00%016x%032x", n*7919, n), "system_timestamp": uint64(n)}
+		}
+		if _, err := e.Run(func(tx string) error { return e.Insert(tx, "t", part, InsertOptions{}) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e
 }
