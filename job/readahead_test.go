@@ -154,33 +154,24 @@ func TestIdleWait(t *testing.T) {
 // join the rows read ahead in the next epoch's batch, in offset order, instead of waiting
 // for one more epoch; a full read ahead is used as it is.
 func TestReadAheadTopsUp(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/ra/pipeline"})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
-	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/ra/input", Kind: ytstore.UserQueue, Schema: data}))
-	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/ra/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/ra/input"}))
+	e := startWordCount(t) // its queue and consumer; no job runs, so nothing else reads them
+	ctx := e.ctx
 	write := func(from, to int) {
 		rows := make([]map[string]any, 0, to-from)
 		for i := from; i < to; i++ {
-			rows = append(rows, map[string]any{"data": fmt.Sprintf("r%d", i)})
+			rows = append(rows, map[string]any{"text": fmt.Sprintf("r%d", i)})
 		}
-		require.NoError(t, st.InsertRows(ctx, "//tmp/ra/input", rows))
+		require.NoError(t, e.store.InsertRows(ctx, "//tmp/wc/input", rows))
 	}
 	offsets := func(rows []ytstore.QueueRow) []int64 {
 		out := make([]int64, len(rows))
 		for i, r := range rows {
 			out[i] = r.Offset
-			require.Equal(t, fmt.Sprintf("r%d", r.Offset), r.Columns["data"], "row at offset %d", r.Offset)
+			require.Equal(t, fmt.Sprintf("r%d", r.Offset), r.Columns["text"], "row at offset %d", r.Offset)
 		}
 		return out
 	}
-	s := &sourceState{id: "lines", src: queue.NewSource(st, "//tmp/ra/input", "//tmp/ra/consumer", 0, false)}
+	s := &sourceState{id: "lines", src: queue.NewSource(e.store, "//tmp/wc/input", "//tmp/wc/consumer", 0, false)}
 	write(0, 3)
 	s.readAhead(ctx, 0, 10)
 	<-s.ahead.done
