@@ -38,6 +38,10 @@ type Config struct {
 	// StateCacheKeys bounds the key hashes whose committed states a keyed job keeps in
 	// memory (statecache.go); default 100000; negative disables the cache.
 	StateCacheKeys int
+	// FreshInputIDs bounds the committed input ids a keyed exactly-once job remembers so that
+	// inputs born after its start need no dedup lookup (fresh.go); default 65536; negative
+	// looks every input up.
+	FreshInputIDs int
 	// PushTimeout bounds how long a push request waits for its messages to commit before
 	// answering with what committed so far; default 3s.
 	PushTimeout time.Duration
@@ -72,6 +76,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StateCacheKeys == 0 {
 		c.StateCacheKeys = 100000
+	}
+	if c.FreshInputIDs == 0 {
+		c.FreshInputIDs = defaultFreshLimit
 	}
 	if c.PushTimeout <= 0 {
 		c.PushTimeout = 3 * time.Second

@@ -18,7 +18,9 @@
 // a tenth of max_rows_per_batch without filling it, the next starts a quarter of
 // batch_duration after it at the earliest (fewer, larger epochs). The commit's writes to
 // different tables go out concurrently. A keyed job keeps the states it loaded or committed
-// in memory (statecache.go) and loads only keys it has not seen. A stopping job answers the
+// in memory (statecache.go) and loads only keys it has not seen; it looks up in the dedup
+// index only inputs that may be committed already: born (stored upstream) before it started,
+// of unknown birth, or committed by itself (fresh.go). A stopping job answers the
 // pushes waiting for its commits at once; a worker that lost its session stops its jobs and
 // writes their last statuses under their leases.
 //

@@ -111,10 +111,12 @@ func (s *sourceState) waitAdvance() {
 
 // runnerStats are counters readable from other goroutines.
 type runnerStats struct {
-	epochs       atomic.Int64
-	duplicates   atomic.Int64
-	lastCommitTS atomic.Uint64
-	dropped      atomic.Int64
+	epochs     atomic.Int64
+	duplicates atomic.Int64
+	// lookupsSkipped counts inputs not looked up in the dedup index (fresh.go).
+	lookupsSkipped atomic.Int64
+	lastCommitTS   atomic.Uint64
+	dropped        atomic.Int64
 	// readAheads counts source batches read during the previous commit.
 	readAheads atomic.Int64
 	// pushesLocal and pushesHTTP count pushes to reader jobs on this worker and on others.
@@ -197,6 +199,8 @@ type runner struct {
 	partState map[string][]byte
 	// stateCache holds the committed states of the job's keys (statecache.go).
 	stateCache *stateCache
+	// fresh tells which inputs need no dedup lookup (fresh.go); nil: look every input up.
+	fresh *freshInputs
 
 	stats     runnerStats
 	completed atomic.Bool
@@ -299,6 +303,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		seq:        map[string]int64{},
 		partState:  map[string][]byte{},
 		stateCache: newStateCache(w.cfg.StateCacheKeys),
+		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
 	if comp.Passthrough {
@@ -558,7 +563,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	r.log.Info("job started", log.Int("timers", r.timers.Len()), log.Int("outputs_pending", r.outbox.size()))
 	defer func() {
-		r.log.Info("job stopped", append([]log.Field{log.Int64("epochs", r.stats.epochs.Load())}, r.stats.phases.fields()...)...)
+		r.log.Info("job stopped", append([]log.Field{log.Int64("epochs", r.stats.epochs.Load()), log.Int64("dedup_lookups_skipped", r.stats.lookupsSkipped.Load()), log.Int64("duplicates_dropped", r.stats.duplicates.Load())}, r.stats.phases.fields()...)...)
 	}()
 	lastCommit := uint64(0)
 	busy := false          // an epoch found work lately (recentlyBusy)
@@ -821,6 +826,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	token := pre.token
 	b.SeqNo = token
+	if r.fresh != nil && r.cfg.Dedup {
+		r.fresh.started(token)
+	}
 
 	committedSet := map[string]bool{}
 	if pre.dedupErr != nil {
@@ -906,6 +914,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.failures = 0
 	r.problem.Store(nil)
 	r.outbox.committed()
+	if r.fresh != nil && r.cfg.Dedup {
+		r.fresh.committed(plan.Fresh)
+	}
 	if !r.cfg.Source {
 		r.stateCache.committed(w.States)
 	} else {
@@ -1055,11 +1066,30 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		pre.tx = tx
 	})
 	if r.cfg.Dedup && len(b.Inputs) > 0 {
-		keys := make([]ytstore.DedupKey, len(b.Inputs))
-		for i, in := range b.Inputs {
-			keys[i] = r.dedupKey(in)
+		keys := make([]ytstore.DedupKey, 0, len(b.Inputs))
+		var at []int // b.Inputs index of keys[i] when some inputs are not looked up
+		for i := range b.Inputs {
+			if r.fresh == nil || r.fresh.needLookup(&b.Inputs[i]) {
+				keys = append(keys, r.dedupKey(b.Inputs[i]))
+				at = append(at, i)
+			}
 		}
-		wg.Go(func() { pre.found, pre.dedupErr = r.store.LookupDedupRows(ctx, keys) })
+		if skipped := len(b.Inputs) - len(keys); skipped > 0 {
+			r.stats.lookupsSkipped.Add(int64(skipped))
+		}
+		pre.found = make([]ytstore.DedupHit, len(b.Inputs))
+		if len(keys) > 0 {
+			wg.Go(func() {
+				hits, err := r.store.LookupDedupRows(ctx, keys)
+				if err != nil {
+					pre.dedupErr = err
+					return
+				}
+				for i, h := range hits {
+					pre.found[at[i]] = h
+				}
+			})
+		}
 	}
 	if !r.cfg.Source && !r.cfg.Swift {
 		seen := map[uint64]bool{}
@@ -1426,6 +1456,9 @@ type JobStats struct {
 	// worker (handed over in memory) and on other workers (over HTTP).
 	PushesLocal int64 `json:"pushes_local"`
 	PushesHTTP  int64 `json:"pushes_http"`
+	// LookupsSkipped counts inputs that needed no dedup lookup: born after the job started and
+	// not committed by it (fresh.go).
+	LookupsSkipped int64 `json:"dedup_lookups_skipped"`
 }
 
 func (r *runner) jobStats() JobStats {
@@ -1437,7 +1470,7 @@ func (r *runner) jobStats() JobStats {
 	return JobStats{
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
-		PushesLocal: r.stats.pushesLocal.Load(), PushesHTTP: r.stats.pushesHTTP.Load(),
+		PushesLocal: r.stats.pushesLocal.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 	}

@@ -27,6 +27,9 @@ type wireMessage struct {
 	Payload  []byte `json:"payload"`
 	EventTS  uint64 `json:"event_ts,omitempty"`
 	SystemTS uint64 `json:"system_ts,omitempty"`
+	// Born is the token of the epoch that stored the message (its output chunk id); 0 when
+	// not known (epoch.Input.Born).
+	Born uint64 `json:"born,omitempty"`
 }
 
 // maxPushBytes bounds a /push request body.
@@ -68,7 +71,7 @@ func fromWire(m wireMessage) (epoch.Input, error) {
 			return epoch.Input{}, fmt.Errorf("message %s: payload: %w", m.ID, err)
 		}
 	}
-	in := epoch.Input{Message: flow.Message{StreamID: m.Stream, MessageID: m.ID, Key: key, Payload: payload, EventTimestamp: m.EventTS, SystemTimestamp: m.SystemTS}}
+	in := epoch.Input{Message: flow.Message{StreamID: m.Stream, MessageID: m.ID, Key: key, Payload: payload, EventTimestamp: m.EventTS, SystemTimestamp: m.SystemTS}, Born: m.Born}
 	if len(m.Payload) > 0 {
 		in.PayloadFingerprint = farm.Fingerprint64(m.Payload)
 	}
@@ -771,7 +774,7 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
 	for i := range rows {
 		r := &rows[i]
-		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp}
+		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Chunk.ID}
 	}
 	resp, err := w.acceptPush(ctx, pr)
 	if err != nil {

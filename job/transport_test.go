@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/varbin"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -264,16 +265,33 @@ func ids(rows []ytstore.OutputRow) []string {
 
 func TestPushBodyRoundTripAndErrors(t *testing.T) {
 	rows := []ytstore.OutputRow{
-		{MessageID: "m1", StreamID: "s", Key: epoch.EncodeKey(flow.Key{uint64(5), "w"}), KeyHash: 5, Payload: []byte("{word=w}"), EventTimestamp: 3, SystemTimestamp: 4},
+		{MessageID: "m1", StreamID: "s", Key: epoch.EncodeKey(flow.Key{uint64(5), "w"}), KeyHash: 5, Payload: []byte("{word=w}"), EventTimestamp: 3, SystemTimestamp: 4,
+			Chunk: ytstore.OutputChunk{ID: 1 << 62, Part: 1}},
 		{MessageID: "m2", KeyHash: 1 << 63},
 	}
 	body := encodePush("job-1", "count", pushTag{sender: "split/0", session: 3, seq: 9}, rows)
 	pr, err := decodePush(body)
 	require.NoError(t, err)
 	assert.Equal(t, pushRequest{JobID: "job-1", Computation: "count", Sender: "split/0", Session: 3, Seq: 9, Messages: []wireMessage{
-		{ID: "m1", Stream: "s", Key: rows[0].Key, KeyHash: 5, Payload: rows[0].Payload, EventTS: 3, SystemTS: 4},
+		{ID: "m1", Stream: "s", Key: rows[0].Key, KeyHash: 5, Payload: rows[0].Payload, EventTS: 3, SystemTS: 4, Born: 1 << 62},
 		{ID: "m2", KeyHash: 1 << 63},
-	}}, pr)
+	}}, pr, "a message's birth is its output chunk id")
+
+	// Format 1 (earlier senders) has no births: its messages are of unknown birth.
+	v1 := []byte{pushFormatV1}
+	v1 = varbin.AppendString(v1, "job-1")
+	v1 = varbin.AppendString(v1, "count")
+	v1 = varbin.AppendString(v1, "")
+	v1 = varbin.AppendUvarint(v1, 0)
+	v1 = varbin.AppendUvarint(v1, 0)
+	v1 = varbin.AppendUvarint(v1, 1)
+	v1 = ytstore.AppendMessage(v1, &rows[0])
+	old, err := decodePush(v1)
+	require.NoError(t, err)
+	require.Len(t, old.Messages, 1)
+	assert.Equal(t, "m1", old.Messages[0].ID)
+	assert.Zero(t, old.Messages[0].Born)
+
 	for name, b := range map[string][]byte{
 		"empty":     nil,
 		"format":    append([]byte{9}, body[1:]...),

@@ -12,21 +12,27 @@ import (
 // read as the JSON pushRequest of earlier versions.
 const pushContentType = "application/x-yt-flow-push"
 
-// pushFormat is the first byte of a binary push body.
-const pushFormat = 1
+// pushFormat is the first byte of a binary push body. Format 2 follows every message record
+// with the message's birth (wireMessage.Born) as a uvarint; format 1 (earlier versions) has
+// none, and its messages count as of unknown birth.
+const (
+	pushFormat   = 2
+	pushFormatV1 = 1
+)
 
 // errBadPush marks a push body that cannot be decoded.
 var errBadPush = errors.New("malformed push body")
 
 // encodePush writes a binary push body: pushFormat; job id, computation, sender as
 // length-prefixed strings; session, seq and the message count as uvarints; then one message
-// record per message (ytstore.AppendMessage, as in output chunks). Unlike JSON it needs no
-// base64 for the YSON key and payload bytes.
+// record per message (ytstore.AppendMessage, as in output chunks), each followed by the
+// message's birth, its output chunk id, as a uvarint. Unlike JSON it needs no base64 for the
+// YSON key and payload bytes.
 func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow) []byte {
 	size := 64 + len(jobID) + len(computation) + len(tag.sender)
 	for i := range rows {
 		r := &rows[i]
-		size += len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 48
+		size += len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 58
 	}
 	b := make([]byte, 0, size)
 	b = append(b, pushFormat)
@@ -38,6 +44,7 @@ func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow
 	b = varbin.AppendUvarint(b, uint64(len(rows)))
 	for i := range rows {
 		b = ytstore.AppendMessage(b, &rows[i])
+		b = varbin.AppendUvarint(b, rows[i].Chunk.ID)
 	}
 	return b
 }
@@ -45,9 +52,10 @@ func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow
 // decodePush reads a binary push body. Errors wrap errBadPush and say where it broke.
 func decodePush(body []byte) (pushRequest, error) {
 	var pr pushRequest
-	if len(body) == 0 || body[0] != pushFormat {
+	if len(body) == 0 || (body[0] != pushFormat && body[0] != pushFormatV1) {
 		return pr, fmt.Errorf("%w: unknown format", errBadPush)
 	}
+	withBirth := body[0] == pushFormat
 	d := varbin.NewReader(body[1:])
 	pr.JobID = d.String()
 	pr.Computation = d.String()
@@ -67,6 +75,9 @@ func decodePush(body []byte) (pushRequest, error) {
 		var r ytstore.OutputRow
 		ytstore.ReadMessage(d, &r)
 		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp}
+		if withBirth {
+			pr.Messages[i].Born = d.Uvarint()
+		}
 		if d.Failed() {
 			return pr, fmt.Errorf("%w: job %s: message %d of %d truncated", errBadPush, pr.JobID, i, n)
 		}

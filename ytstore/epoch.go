@@ -534,6 +534,13 @@ func (k compactLookupKey) MarshalYSON(w *yson.Writer) error {
 	return w.Err()
 }
 
+// dedupLookupRow is what a dedup lookup reads of a found row: the payload fingerprint. The
+// other columns are not decoded; a row without system_timestamp (a message without one) is
+// found like any other.
+type dedupLookupRow struct {
+	PayloadFingerprint *uint64 `yson:"payload_fingerprint"`
+}
+
 // LookupDedupRows reports, per key, whether the dedup index holds the message and the payload
 // fingerprint it was registered with.
 func (s *Store) LookupDedupRows(ctx context.Context, keys []DedupKey) ([]DedupHit, error) {
@@ -551,7 +558,7 @@ func (s *Store) LookupDedupRows(ctx context.Context, keys []DedupKey) ([]DedupHi
 			plainAt = append(plainAt, i)
 		}
 	}
-	rows, err := lookup[inputMessageRow](ctx, s, TableInputMessages, plain)
+	rows, err := lookup[dedupLookupRow](ctx, s, TableInputMessages, plain)
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +567,7 @@ func (s *Store) LookupDedupRows(ctx context.Context, keys []DedupKey) ([]DedupHi
 			hits[plainAt[j]] = DedupHit{Found: true, PayloadFingerprint: fingerprintIn(r.PayloadFingerprint)}
 		}
 	}
-	crows, err := lookup[compactInputMessageRow](ctx, s, TableCompactInputMessages, compact)
+	crows, err := lookup[dedupLookupRow](ctx, s, TableCompactInputMessages, compact)
 	if err != nil {
 		return nil, err
 	}

@@ -307,3 +307,25 @@ func TestCommitEpochInTxBegunAhead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(101), token, "the fenced commit wrote nothing")
 }
+
+// TestDedupRowWithoutSystemTimestamp: a message that carries no system timestamp gets a
+// dedup row without one (null), and lookups still find it (they once failed to decode it
+// and kept the reader's epoch from ever applying).
+func TestDedupRowWithoutSystemTimestamp(t *testing.T) {
+	s, ctx := epochStore(t)
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+	w := sampleEpoch("p1", lease, 100)
+	var keys []DedupKey
+	for i := range w.Dedup {
+		w.Dedup[i].SystemTimestamp = 0
+		keys = append(keys, w.Dedup[i].DedupKey)
+	}
+	require.NotEmpty(t, keys)
+	require.NoError(t, s.CommitEpoch(ctx, w))
+	hits, err := s.LookupDedupRows(ctx, keys)
+	require.NoError(t, err)
+	for i, h := range hits {
+		assert.True(t, h.Found, "key %d (%s)", i, keys[i].MessageID)
+	}
+}

@@ -77,6 +77,10 @@ type Input struct {
 	// bytes); 0 when not known. The dedup index keeps it to recognise a copy with another
 	// payload.
 	PayloadFingerprint uint64
+	// Born is the token (cluster timestamp) of the epoch that stored the message, drawn
+	// before that epoch committed, so no job received the message before it; 0 when not
+	// known (swift outputs, senders of earlier versions). See job/fresh.go.
+	Born uint64
 }
 
 // DueTimer is a stored timer: its id (Timer.MessageID) and key hash identify its row.

@@ -1,0 +1,122 @@
+package job
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytql"
+)
+
+func freshIn(id string, born uint64) epoch.Input {
+	return epoch.Input{Message: flow.Message{MessageID: id}, Born: born}
+}
+
+func TestFreshInputsRemembersAndForgets(t *testing.T) {
+	f := newFreshInputs(3)
+	a := freshIn("a", 150)
+	assert.True(t, f.needLookup(&a), "before the first token everything is looked up")
+
+	f.started(100)
+	f.started(120) // only the first token counts
+	assert.False(t, f.needLookup(&a), "born after the floor and not committed here")
+	for _, in := range []epoch.Input{freshIn("x", 100), freshIn("y", 7), freshIn("z", 0)} {
+		assert.True(t, f.needLookup(&in), "%s born %d, not after the floor", in.Message.MessageID, in.Born)
+	}
+
+	f.committed([]epoch.Input{a, freshIn("old", 90)})
+	assert.True(t, f.needLookup(&a), "an input this job committed is looked up when it comes again")
+	assert.Len(t, f.recent, 1, "an input born before the floor is not remembered")
+
+	f.committed([]epoch.Input{freshIn("b", 160), freshIn("c", 170)})
+	assert.Equal(t, uint64(100), f.floor, "3 ids held: nothing forgotten yet")
+	f.committed([]epoch.Input{freshIn("d", 165)})
+	// 4 > 3: the oldest epoch (a, born 150) is forgotten and the floor covers it.
+	assert.Equal(t, uint64(150), f.floor)
+	assert.True(t, f.needLookup(&a), "a forgotten input is looked up: its birth is not after the floor")
+	for _, id := range []string{"b", "c", "d"} {
+		in := freshIn(id, 200)
+		assert.True(t, f.needLookup(&in), "%s is still remembered", id)
+	}
+	e := freshIn("e", 151)
+	assert.False(t, f.needLookup(&e))
+
+	// The same id in two remembered epochs (a collision, or a recomputed epoch) stays
+	// remembered until both are forgotten.
+	g := newFreshInputs(2)
+	g.started(10)
+	g.committed([]epoch.Input{freshIn("same", 20)})
+	g.committed([]epoch.Input{freshIn("same", 30)})
+	g.committed([]epoch.Input{freshIn("other", 40)}) // forgets the first epoch only
+	same := freshIn("same", 31)
+	assert.True(t, g.needLookup(&same), "still held by the second epoch")
+	assert.Equal(t, uint64(20), g.floor)
+
+	assert.Nil(t, newFreshInputs(-1), "a negative limit disables it")
+}
+
+// TestFreshInputsSkipLookup: inputs born after a keyed job started are not looked up in the
+// dedup index, yet a copy of one the job committed is still dropped, and after a restart (new
+// job, new lease) the same copy is looked up and dropped again.
+func TestFreshInputsSkipLookup(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	countLease := e.putJob("count-0", "count", "count-p0", -1)
+	e.write("warm")
+	e.waitCounts(map[string]int64{"warm": 1})
+	// Outputs of epochs of split that read after this point are born after count's first
+	// epoch, which committed "warm".
+	e.write("a b c")
+	e.waitCounts(map[string]int64{"warm": 1, "a": 1, "b": 1, "c": 1})
+	assert.GreaterOrEqual(t, e.worker.Stats()["count-0"].LookupsSkipped, int64(3), "a, b and c needed no lookup")
+
+	born, err := e.store.GenerateTimestamp(e.ctx)
+	require.NoError(t, err)
+	key := flow.Key{ytql.FarmHash("pushed"), "pushed"}
+	payload, err := yson.Marshal(flow.Row{"word": "pushed"})
+	require.NoError(t, err)
+	push := func(job string) pushResponse {
+		t.Helper()
+		body, err := json.Marshal(pushRequest{JobID: job, Computation: "count", Messages: []wireMessage{{
+			ID: "handmade-1", Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload, Born: born,
+		}}})
+		require.NoError(t, err)
+		resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		var pr pushResponse
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&pr))
+		return pr
+	}
+
+	before := e.worker.Stats()["count-0"]
+	assert.Equal(t, []string{"handmade-1"}, push("count-0").Acked)
+	e.waitCounts(map[string]int64{"warm": 1, "a": 1, "b": 1, "c": 1, "pushed": 1})
+	after := e.worker.Stats()["count-0"]
+	assert.Equal(t, before.LookupsSkipped+1, after.LookupsSkipped, "born after the job started: not looked up")
+
+	// The ack was lost, say: the sender pushes the same message again.
+	pr := push("count-0")
+	assert.Equal(t, []string{"handmade-1"}, pr.Acked, "a copy is acknowledged: %+v", pr)
+	e.eventually("the copy to be dropped", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
+	assert.Equal(t, after.LookupsSkipped, e.worker.Stats()["count-0"].LookupsSkipped, "a committed id is looked up")
+
+	// A new job for the partition, after the old lease is gone: the copy was born before it
+	// started, so it is looked up and dropped.
+	require.NoError(t, e.store.AbortLease(e.ctx, countLease))
+	e.deleteJob("count-0")
+	e.putJob("count-1", "count", "count-p0", -1)
+	e.eventually("count-1 to run", func() bool { _, ok := e.worker.Stats()["count-1"]; return ok })
+	assert.Equal(t, []string{"handmade-1"}, push("count-1").Acked)
+	e.eventually("the copy to be dropped by the new job", func() bool { return e.worker.Stats()["count-1"].Duplicates >= 1 })
+	assert.Zero(t, e.worker.Stats()["count-1"].LookupsSkipped)
+	e.write("d")
+	e.waitCounts(map[string]int64{"warm": 1, "a": 1, "b": 1, "c": 1, "pushed": 1, "d": 1})
+}
