@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -14,9 +15,10 @@ import (
 // any order, so each push carries its sender (the job id, unique per incarnation), a push
 // session (1, 2, … per sender; a later session replaces every earlier one) and a sequence
 // number within the session (1, 2, …). The reader offers push n of a session only after push n-1 of the
-// same session was offered completely; a push whose predecessor does not arrive in time, a
-// push of an unknown session that is not its first, or any push after one that was only
-// partly accepted (full inbox) is refused and marks the session broken. The sender then
+// same session was offered completely; a push that arrives before the first push of its (new)
+// session waits for it too. A push whose predecessor does not arrive in time, a push of a
+// session older than the sender's latest, or any push after one that was only partly accepted
+// (full inbox) is refused and marks the session broken. The sender then
 // waits until none of its pushes to that reader is in flight and starts a new session, which
 // sends every unacknowledged row again, in production order. A reader that restarts knows no
 // session, so pushes that were in flight towards its previous incarnation cannot overtake
@@ -26,8 +28,14 @@ import (
 // whatever order concurrent pushes arrive in (TestPushOrderOffersInSequence,
 // TestSwiftSessionsUnderFaults per-user running totals).
 
-// pushOrderWait bounds how long a push waits for its predecessor to be offered.
-const pushOrderWait = 2 * time.Second
+// pushOrderWait bounds how long a push waits for its predecessor to be offered, and
+// pushSessionStartWait how long it waits for the first push of its session: that one left
+// the sender together with it, unless it was refused before it was ordered (its job was not
+// running yet), so a long wait would only hold the sender's new session back.
+const (
+	pushOrderWait        = 2 * time.Second
+	pushSessionStartWait = 500 * time.Millisecond
+)
 
 // readerStream is the reader-side state of one sender's push session.
 type readerStream struct {
@@ -49,6 +57,11 @@ func newPushOrder() *pushOrder { return &pushOrder{streams: map[string]*readerSt
 // errOutOfOrder is the refusal of a push that cannot be offered in sequence.
 const errOutOfOrder = "out of sequence; start a new push session"
 
+// errPushOutOfSequence is the sender's error for a push refused with errOutOfOrder: its
+// session broke (an earlier push of it failed or was refused); the sender starts a new one
+// once its pushes in flight ended, without backing off for it.
+var errPushOutOfSequence = errors.New("push out of sequence")
+
 // offerInOrder waits until push seq of (sender, session) is next, then calls offer (under the
 // ordering lock, so no later push of the session is offered before it ends). offer reports
 // whether it accepted every message; if not, the session is broken. It returns false (with
@@ -61,23 +74,26 @@ func (o *pushOrder) offerInOrder(ctx context.Context, sender string, session, se
 	}
 	deadline := time.NewTimer(pushOrderWait)
 	defer deadline.Stop()
+	var startDeadline <-chan time.Time
 	o.mu.Lock()
 	for {
 		st := o.streams[sender]
-		if seq == 1 && (st == nil || st.session < session) {
+		if st == nil {
+			st = &readerStream{changed: make(chan struct{})} // session 0: none started yet
+			o.streams[sender] = st
+		}
+		if seq == 1 && st.session < session {
 			// A new session replaces the sender's earlier ones: pushes of an old session
 			// still waiting are refused when they wake, late ones when they arrive.
-			if st != nil {
-				close(st.changed)
-			}
+			close(st.changed)
 			st = &readerStream{session: session, next: 1, changed: make(chan struct{})}
 			o.streams[sender] = st
 		}
-		if st == nil || st.session != session || st.next == 0 || seq < st.next {
+		if session < st.session || (session == st.session && (st.next == 0 || seq < st.next)) {
 			o.mu.Unlock()
 			return false
 		}
-		if seq == st.next {
+		if session == st.session && seq == st.next {
 			complete := offer()
 			if complete {
 				st.next++
@@ -89,10 +105,21 @@ func (o *pushOrder) offerInOrder(ctx context.Context, sender string, session, se
 			o.mu.Unlock()
 			return true
 		}
+		// A predecessor of this push, or the first push of its session, is still to come.
+		starting := session > st.session
+		if starting && startDeadline == nil {
+			t := time.NewTimer(pushSessionStartWait)
+			defer t.Stop()
+			startDeadline = t.C
+		}
 		changed := st.changed
 		o.mu.Unlock()
 		select {
 		case <-changed:
+		case <-startDeadline:
+			if starting {
+				return false // the session never started here: nothing of it was offered
+			}
 		case <-deadline.C:
 			o.mu.Lock()
 			if st := o.streams[sender]; st != nil && st.session == session && st.next != 0 && st.next < seq {

@@ -82,3 +82,43 @@ func TestPushOrderLostPredecessor(t *testing.T) {
 		t.Fatal("the session was not broken by the lost push")
 	}
 }
+
+// TestPushOrderWaitsForSessionStart: a push that arrives before the first push of its session
+// waits for it instead of breaking the session, which used to happen whenever concurrent
+// pushes raced at a session's start.
+func TestPushOrderWaitsForSessionStart(t *testing.T) {
+	o := newPushOrder()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var offered []uint64
+	record := func(seq uint64) func() bool {
+		return func() bool { mu.Lock(); offered = append(offered, seq); mu.Unlock(); return true }
+	}
+	done := make(chan bool, 1)
+	go func() { done <- o.offerInOrder(ctx, "new", 1, 2, record(2)) }()
+	// Push 2 is waiting once it has put its sender's stream in place (a push that returns
+	// first was refused at once).
+	for waiting := false; !waiting; {
+		select {
+		case ok := <-done:
+			t.Fatalf("push 2 returned %v before push 1 arrived", ok)
+		default:
+		}
+		o.mu.Lock()
+		waiting = o.streams["new"] != nil
+		o.mu.Unlock()
+	}
+	if !o.offerInOrder(ctx, "new", 1, 1, record(1)) {
+		t.Fatal("push 1 refused")
+	}
+	if !<-done {
+		t.Fatal("push 2, which arrived first, was refused")
+	}
+	if len(offered) != 2 || offered[0] != 1 || offered[1] != 2 {
+		t.Fatalf("offered %v, want [1 2]", offered)
+	}
+	// A session whose first push never comes is refused, and nothing of it is offered.
+	if o.offerInOrder(ctx, "lost", 1, 2, func() bool { t.Fatal("offered"); return false }) {
+		t.Fatal("push 2 of a session that never started was accepted")
+	}
+}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -251,13 +252,19 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []y
 		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
 			delete(s.pushes, rt.jobID)
 		}
+		// A push that fails breaks its session; only the first failure of a session backs
+		// the reader off (its other pushes in flight fail with it), and a refusal for being out
+		// of sequence (the session broke earlier) does not.
+		wasBroken := true
 		if st := s.streams[rt.jobID]; (err != nil || reset) && st != nil && st.session == tag.session {
+			wasBroken = st.broken
 			st.broken = true
 		}
-		if err != nil {
-			s.failed(rt.jobID, time.Second)
-		} else {
+		switch {
+		case err == nil:
 			s.succeeded(rt.jobID)
+		case !wasBroken && !errors.Is(err, errPushOutOfSequence):
+			s.failed(rt.jobID, time.Second)
 		}
 		s.mu.Unlock()
 		s.signal()

@@ -781,7 +781,7 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 		return nil, true, fmt.Errorf("push to job %s on this worker: %w", rt.jobID, err)
 	}
 	if resp.Refused != "" && len(resp.Acked) == 0 {
-		return nil, true, fmt.Errorf("push to job %s on this worker: refused: %s", rt.jobID, resp.Refused)
+		return nil, true, refusal(fmt.Sprintf("push to job %s on this worker", rt.jobID), resp.Refused)
 	}
 	return resp.Acked, resp.Reset, nil
 }
@@ -814,7 +814,15 @@ func pushInSession(ctx context.Context, client *http.Client, rt route, computati
 		return nil, true, fmt.Errorf("push to job %s at %s: decode response: %w", rt.jobID, rt.address, err)
 	}
 	if pr.Refused != "" && len(pr.Acked) == 0 {
-		return nil, true, fmt.Errorf("push to job %s at %s: refused: %s", rt.jobID, rt.address, pr.Refused)
+		return nil, true, refusal(fmt.Sprintf("push to job %s at %s", rt.jobID, rt.address), pr.Refused)
 	}
 	return pr.Acked, pr.Reset, nil
+}
+
+// refusal is the error of a push the reader refused for reason.
+func refusal(what, reason string) error {
+	if reason == errOutOfOrder {
+		return fmt.Errorf("%s: refused: %w", what, errPushOutOfSequence)
+	}
+	return fmt.Errorf("%s: refused: %s", what, reason)
 }
