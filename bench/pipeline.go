@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type Options struct {
 	EmptyBatchBackoff time.Duration
 	// SwiftSource runs split as a swift source (no output store) instead of a transform source.
 	SwiftSource bool
+	// MaxRowsPerBatch of both computations; 0 keeps the default (1000), or the value of the
+	// environment variable BENCH_MAX_ROWS_PER_BATCH when set.
+	MaxRowsPerBatch int
 }
 
 // Pipeline is one word-count pipeline under Root: input queue and consumer, the result
@@ -141,8 +145,12 @@ func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	if o.EmptyBatchBackoff > 0 {
 		text = strings.ReplaceAll(text, "batch_duration = ", fmt.Sprintf("empty_batch_backoff = %d; batch_duration = ", o.EmptyBatchBackoff.Milliseconds()))
 	}
-	if v := os.Getenv("BENCH_MAX_ROWS_PER_BATCH"); v != "" {
-		text = strings.ReplaceAll(text, "batch_duration = ", "max_rows_per_batch = "+v+"; batch_duration = ")
+	maxRows := os.Getenv("BENCH_MAX_ROWS_PER_BATCH")
+	if o.MaxRowsPerBatch > 0 {
+		maxRows = strconv.Itoa(o.MaxRowsPerBatch)
+	}
+	if maxRows != "" {
+		text = strings.ReplaceAll(text, "batch_duration = ", "max_rows_per_batch = "+maxRows+"; batch_duration = ")
 	}
 	if _, err := spec.ParseConfig([]byte(text)); err != nil {
 		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)

@@ -225,46 +225,58 @@ func BenchmarkPipeline(b *testing.B) {
 	rates := map[string]float64{}
 	b.Logf("input: %d messages over %d words; durable server %v; %d in-process workers; load average %s", pr.messages, pr.words, pr.durable, pr.workers, loadAvg())
 
-	b.Run("raw", func(b *testing.B) {
-		// One pass takes a fraction of a second: rawPasses passes, each into fresh tables,
-		// make the figure less sensitive to a scheduling hiccup.
-		const rawPasses = 5
-		var total, cpu time.Duration
-		for i := range b.N {
-			srv := startServer(b, pr.durable)
-			for pass := range rawPasses {
-				p := newPipeline(b, srv.Addr(), fmt.Sprintf("raw%d-%d", i, pass), Options{})
-				start, cpu0 := time.Now(), cpuTime()
-				if err := WriteRaw(context.Background(), p, words, 1000); err != nil {
-					b.Fatal(err)
-				}
-				total += time.Since(start)
-				cpu += cpuTime() - cpu0
-				got, err := p.Totals(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				for w, n := range want {
-					if got[w] != n {
-						b.Fatalf("raw: %s = %d, want %d", w, got[w], n)
+	// raw writes in calls of 1000 rows, as many as an epoch takes from one input at most by
+	// default (max_rows_per_batch); raw_batch4000 in calls of 4000, the counterpart of
+	// exactly_once_batch4000.
+	for _, rawMode := range []struct {
+		name  string
+		batch int
+	}{{"raw", 1000}, {"raw_batch4000", 4000}} {
+		b.Run(rawMode.name, func(b *testing.B) {
+			// One pass takes a fraction of a second: rawPasses passes, each into fresh tables,
+			// make the figure less sensitive to a scheduling hiccup.
+			const rawPasses = 5
+			var total, cpu time.Duration
+			for i := range b.N {
+				srv := startServer(b, pr.durable)
+				for pass := range rawPasses {
+					p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d-%d", rawMode.name, i, pass), Options{})
+					start, cpu0 := time.Now(), cpuTime()
+					if err := WriteRaw(context.Background(), p, words, rawMode.batch); err != nil {
+						b.Fatal(err)
+					}
+					total += time.Since(start)
+					cpu += cpuTime() - cpu0
+					got, err := p.Totals(context.Background())
+					if err != nil {
+						b.Fatal(err)
+					}
+					for w, n := range want {
+						if got[w] != n {
+							b.Fatalf("raw: %s = %d, want %d", w, got[w], n)
+						}
 					}
 				}
+				closeServer(srv) // an iteration's data must not weigh on the next (GC scans it)
 			}
-			closeServer(srv) // an iteration's data must not weigh on the next (GC scans it)
-		}
-		rates["raw"] = float64(pr.messages*b.N*rawPasses) / total.Seconds()
-		b.ReportMetric(rates["raw"], "msgs/s")
-		b.ReportMetric(cpu.Seconds()*1e6/float64(pr.messages*b.N*rawPasses), "cpu_us/msg")
-		b.Logf("raw: %.0f msgs/s, load average %s", rates["raw"], loadAvg())
-	})
+			rates[rawMode.name] = float64(pr.messages*b.N*rawPasses) / total.Seconds()
+			b.ReportMetric(rates[rawMode.name], "msgs/s")
+			b.ReportMetric(cpu.Seconds()*1e6/float64(pr.messages*b.N*rawPasses), "cpu_us/msg")
+			b.Logf("%s: %.0f msgs/s, load average %s", rawMode.name, rates[rawMode.name], loadAvg())
+		})
+	}
 
 	for _, mode := range []struct {
 		name, processing string
 		swift            bool
+		maxRows          int
 	}{
-		{"exactly_once", "", false},
-		{"at_least_once", "at_least_once_consistent", false},
-		{"exactly_once_swift_source", "", true},
+		{"exactly_once", "", false, 0},
+		{"at_least_once", "at_least_once_consistent", false, 0},
+		{"exactly_once_swift_source", "", true, 0},
+		// The same as exactly_once with max_rows_per_batch = 4000 instead of the default 1000:
+		// fewer, larger epochs, and fewer writes per message (one count row per word and epoch).
+		{"exactly_once_batch4000", "", false, 4000},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			var total, startup, counted, cpu time.Duration
@@ -274,6 +286,7 @@ func BenchmarkPipeline(b *testing.B) {
 				srv := startServer(b, pr.durable)
 				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
 					Tablets: pr.partitions, CountPartitions: pr.partitions, ProcessingMode: mode.processing, Finite: true, SwiftSource: mode.swift,
+					MaxRowsPerBatch: mode.maxRows,
 				})
 				e, s, c, x := finiteRun(b, p, srv.Addr(), pr.workers, words, want, mode.processing != "", nil)
 				total, startup, counted, extra = total+e, startup+s, counted+c, extra+x
@@ -295,6 +308,10 @@ func BenchmarkPipeline(b *testing.B) {
 			if raw := rates["raw"]; raw > 0 {
 				b.ReportMetric(rates[mode.name]/raw, "x_raw")
 				b.ReportMetric(rates[mode.name+"_counted"]/raw, "counted_x_raw")
+			}
+			if raw := rates["raw_batch4000"]; raw > 0 && mode.maxRows == 4000 {
+				b.ReportMetric(rates[mode.name]/raw, "x_raw_batch4000")
+				b.ReportMetric(rates[mode.name+"_counted"]/raw, "counted_x_raw_batch4000")
 			}
 		})
 	}
@@ -377,6 +394,10 @@ func BenchmarkPipeline(b *testing.B) {
 	if raw := rates["raw"]; raw > 0 {
 		b.Logf("ratios in this run: exactly_once/raw = %.2f, at_least_once/raw = %.2f (raw %.0f msgs/s, exactly_once %.0f, at_least_once %.0f)",
 			rates["exactly_once"]/raw, rates["at_least_once"]/raw, raw, rates["exactly_once"], rates["at_least_once"])
+	}
+	if raw4k := rates["raw_batch4000"]; raw4k > 0 && rates["raw"] > 0 {
+		b.Logf("with max_rows_per_batch = 4000: exactly_once_batch4000/raw = %.2f, /raw_batch4000 = %.2f (raw_batch4000 %.0f msgs/s, exactly_once_batch4000 %.0f)",
+			rates["exactly_once_batch4000"]/rates["raw"], rates["exactly_once_batch4000"]/raw4k, raw4k, rates["exactly_once_batch4000"])
 	}
 }
 
