@@ -100,3 +100,21 @@ func (f *freshInputs) committed(ins []epoch.Input) {
 		}
 	}
 }
+
+// swiftBirth is the birth of a swift output: the earliest birth of its parents (it cannot
+// be delivered before any of them was), the same on every recomputation since a swift output's
+// id names its parents; 0 when it has none or a parent's birth is not known. born maps a
+// parent id to its birth.
+func swiftBirth(parents []string, born map[string]uint64) uint64 {
+	var least uint64
+	for _, p := range parents {
+		b := born[p]
+		if b == 0 {
+			return 0
+		}
+		if least == 0 || b < least {
+			least = b
+		}
+	}
+	return least
+}

@@ -994,11 +994,16 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 		release()
 		return 0, false, err
 	}
+	born := make(map[string]uint64, len(b.Inputs))
+	for _, in := range b.Inputs {
+		born[in.Message.MessageID] = in.Born
+	}
 	for i, o := range c.Stored {
 		rows = append(rows, ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
 			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payloads[i],
 			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+			Born: swiftBirth(o.Parents, born),
 		})
 		parents = append(parents, o.Parents)
 	}

@@ -333,7 +333,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		b.Sources = append(b.Sources, epoch.SourceRow{
 			SourcePartition: epoch.SourcePartition{SourceID: s.src.id, Partition: r.job.SourcePartition},
 			Offset:          row.Offset, Payload: flow.Row(row.Columns),
-			SystemTimestamp: stamp, EventTimestamp: tsMicros(row.Timestamp, now),
+			SystemTimestamp: stamp, EventTimestamp: tsMicros(row.Timestamp, now), Born: row.Timestamp,
 		})
 	}
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)
@@ -364,11 +364,18 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if err != nil {
 		return 0, false, err
 	}
+	// A row's outputs are born when the row was committed to its queue: a re-read gives them
+	// the same birth (epoch.Input.Born).
+	born := make(map[string]uint64, len(plan.Groups))
+	for _, g := range plan.Groups {
+		born[g.Messages[0].MessageID] = g.SourceRow().Born
+	}
 	for i, o := range c.Stored {
 		outs = append(outs, ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
 			KeyHash: o.KeyHash, Key: epoch.EncodeKey(o.Message.Key), Payload: payloads[i],
 			EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+			Born: swiftBirth(o.Parents, born),
 		})
 		parents = append(parents, o.Parents)
 	}

@@ -27,8 +27,8 @@ type wireMessage struct {
 	Payload  []byte `json:"payload"`
 	EventTS  uint64 `json:"event_ts,omitempty"`
 	SystemTS uint64 `json:"system_ts,omitempty"`
-	// Born is the token of the epoch that stored the message (its output chunk id); 0 when
-	// not known (epoch.Input.Born).
+	// Born is the message's birth (ytstore.OutputRow.Birth); 0 when not known
+	// (epoch.Input.Born).
 	Born uint64 `json:"born,omitempty"`
 }
 
@@ -774,7 +774,7 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
 	for i := range rows {
 		r := &rows[i]
-		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Chunk.ID}
+		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Birth()}
 	}
 	resp, err := w.acceptPush(ctx, pr)
 	if err != nil {

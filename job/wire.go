@@ -26,7 +26,7 @@ var errBadPush = errors.New("malformed push body")
 // encodePush writes a binary push body: pushFormat; job id, computation, sender as
 // length-prefixed strings; session, seq and the message count as uvarints; then one message
 // record per message (ytstore.AppendMessage, as in output chunks), each followed by the
-// message's birth, its output chunk id, as a uvarint. Unlike JSON it needs no base64 for the
+// message's birth (OutputRow.Birth) as a uvarint. Unlike JSON it needs no base64 for the
 // YSON key and payload bytes.
 func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow) []byte {
 	size := 64 + len(jobID) + len(computation) + len(tag.sender)
@@ -44,7 +44,7 @@ func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow
 	b = varbin.AppendUvarint(b, uint64(len(rows)))
 	for i := range rows {
 		b = ytstore.AppendMessage(b, &rows[i])
-		b = varbin.AppendUvarint(b, rows[i].Chunk.ID)
+		b = varbin.AppendUvarint(b, rows[i].Birth())
 	}
 	return b
 }

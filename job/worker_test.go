@@ -88,6 +88,13 @@ func startWordCountOpts(t testing.TB, via func(ytAddr string) string, tune func(
 // startWordCountSpec is startWordCountOpts with another static spec (same tables).
 func startWordCountSpec(t testing.TB, specText string, via func(ytAddr string) string, tune func(*Config)) *wcEnv {
 	t.Helper()
+	return startWordCountEnv(t, specText, via, tune, false)
+}
+
+// startWordCountEnv is startWordCountSpec; with rowTimestamps the input queue's schema has the
+// $timestamp system column, so its rows report their commit timestamps.
+func startWordCountEnv(t testing.TB, specText string, via func(ytAddr string) string, tune func(*Config), rowTimestamps bool) *wcEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
@@ -99,8 +106,12 @@ func startWordCountSpec(t testing.TB, specText string, via func(ytAddr string) s
 	t.Cleanup(st.Close)
 	require.NoError(t, st.CreatePipeline(ctx))
 	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(specText), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	inputColumns := []schema.Column{{Name: "text", Type: schema.TypeString}}
+	if rowTimestamps {
+		inputColumns = append(inputColumns, schema.Column{Name: "$timestamp", Type: schema.TypeUint64})
+	}
 	for _, ut := range []ytstore.UserTable{
-		{Path: "//tmp/wc/input", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}},
+		{Path: "//tmp/wc/input", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: inputColumns}},
 		{Path: "//tmp/wc/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/wc/input"},
 		{Path: "//tmp/wc/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
 			{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending},

@@ -146,6 +146,20 @@ type OutputRow struct {
 	// Chunk is the output store chunk holding the message (AssignChunks); zero for a row
 	// of the per-message table output_messages written by an earlier version.
 	Chunk OutputChunk `yson:"-"`
+	// Born is the birth of a message held only in memory (swift outputs): a cluster timestamp
+	// before which it cannot have been delivered, the same on every recomputation; 0 when not
+	// known. Not stored. See Birth.
+	Born uint64 `yson:"-"`
+}
+
+// Birth is the cluster timestamp before which the message cannot have reached any reader:
+// its chunk id (the token of the epoch that stored it, drawn before that epoch committed and
+// so before the message could be sent) for a stored message, else Born; 0 when not known.
+func (r *OutputRow) Birth() uint64 {
+	if r.Chunk.ID != 0 {
+		return r.Chunk.ID
+	}
+	return r.Born
 }
 
 // OutputKey identifies an output store row: a chunk (Chunk set, MessageID empty) or a

@@ -77,9 +77,10 @@ type Input struct {
 	// bytes); 0 when not known. The dedup index keeps it to recognise a copy with another
 	// payload.
 	PayloadFingerprint uint64
-	// Born is the token (cluster timestamp) of the epoch that stored the message, drawn
-	// before that epoch committed, so no job received the message before it; 0 when not
-	// known (swift outputs, senders of earlier versions). See job/fresh.go.
+	// Born is a cluster timestamp before which no job can have received the message, the
+	// same for every copy of it: the token of the epoch that stored it, or for a swift output
+	// the earliest birth of its parents (a swift source row's is its commit timestamp,
+	// $timestamp); 0 when not known (senders of earlier versions). See job/fresh.go.
 	Born uint64
 }
 
@@ -102,6 +103,9 @@ type SourceRow struct {
 	Payload         flow.Row
 	SystemTimestamp uint64
 	EventTimestamp  uint64
+	// Born is the row's commit timestamp in its queue ($timestamp), 0 when not known: the
+	// birth of a swift source's outputs (Input.Born).
+	Born uint64
 }
 
 // Batch is what one epoch fetched.
