@@ -1,19 +1,14 @@
 package job
 
 import (
-	"bytes"
-	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
-	"github.com/ytflow/yt-flow/ytql"
 )
 
 func freshIn(id string, born uint64) epoch.Input {
@@ -80,21 +75,9 @@ func TestFreshInputsSkipLookup(t *testing.T) {
 
 	born, err := e.store.GenerateTimestamp(e.ctx)
 	require.NoError(t, err)
-	key := flow.Key{ytql.FarmHash("pushed"), "pushed"}
-	payload, err := yson.Marshal(flow.Row{"word": "pushed"})
-	require.NoError(t, err)
 	push := func(job string) pushResponse {
 		t.Helper()
-		body, err := json.Marshal(pushRequest{JobID: job, Computation: "count", Messages: []wireMessage{{
-			ID: "handmade-1", Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload, Born: born,
-		}}})
-		require.NoError(t, err)
-		resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
-		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		var pr pushResponse
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&pr))
-		return pr
+		return e.pushWords(job, "handmade-1", "pushed", nil, born)
 	}
 
 	before := e.worker.Stats()["count-0"]

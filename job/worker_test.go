@@ -322,20 +322,7 @@ func TestWorkerDropsDuplicates(t *testing.T) {
 
 	// The id split gave its only output (deterministic: source offset 0, first output).
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
-	key := flow.Key{ytql.FarmHash("dup"), "dup"}
-	payload, err := yson.Marshal(flow.Row{"word": "dup"})
-	require.NoError(t, err)
-	req := pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
-		ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload,
-	}}}
-	body, err := json.Marshal(req)
-	require.NoError(t, err)
-	resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	var pr pushResponse
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&pr))
-	assert.Equal(t, []string{id}, pr.Acked, "a duplicate is acknowledged")
+	assert.Equal(t, []string{id}, e.pushWords("count-0", id, "dup", nil, 0).Acked, "a duplicate is acknowledged")
 
 	e.eventually("the duplicate to be counted", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
 	e.write("dup2")
@@ -343,6 +330,29 @@ func TestWorkerDropsDuplicates(t *testing.T) {
 
 	stats := fetchStats(t, e.worker.Addr())
 	assert.GreaterOrEqual(t, stats["count-0"].Duplicates, int64(1), "the duplicate counter is served on /stats")
+}
+
+// pushWords pushes one message of stream "words" with id, the word count key of word and
+// payload (nil: {word=word}, as split would send it) to job of computation "count" over the
+// JSON /push of earlier versions, and returns the reply.
+func (e *wcEnv) pushWords(job, id, word string, payload []byte, born uint64) pushResponse {
+	e.t.Helper()
+	key := flow.Key{ytql.FarmHash(word), word}
+	if payload == nil {
+		var err error
+		payload, err = yson.Marshal(flow.Row{"word": word})
+		require.NoError(e.t, err)
+	}
+	body, err := json.Marshal(pushRequest{JobID: job, Computation: "count", Messages: []wireMessage{{
+		ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload, Born: born,
+	}}})
+	require.NoError(e.t, err)
+	resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
+	require.NoError(e.t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var pr pushResponse
+	require.NoError(e.t, json.NewDecoder(resp.Body).Decode(&pr))
+	return pr
 }
 
 func fetchStats(t *testing.T, addr string) map[string]JobStats {
@@ -546,15 +556,7 @@ func TestAtLeastOnceConsistent(t *testing.T) {
 
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
 	key := flow.Key{ytql.FarmHash("again"), "again"}
-	payload, err := yson.Marshal(flow.Row{"word": "again"})
-	require.NoError(t, err)
-	body, err := json.Marshal(pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
-		ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload,
-	}}})
-	require.NoError(t, err)
-	resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	_ = resp.Body.Close()
+	e.pushWords("count-0", id, "again", nil, 0)
 	e.waitCounts(map[string]int64{"again": 2})
 	assert.Zero(t, e.worker.Stats()["count-0"].Duplicates, "no dedup index, no duplicates detected")
 	dup, err := e.store.LookupDedup(e.ctx, []ytstore.DedupKey{{ComputationID: "count", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), MessageID: id, Compact: true}})
@@ -609,21 +611,10 @@ func TestCommittedPayloadMismatchReported(t *testing.T) {
 	e.waitCounts(map[string]int64{"same": 1})
 
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
-	key := flow.Key{ytql.FarmHash("same"), "same"}
 	push := func(payload flow.Row) pushResponse {
 		enc, _, err := marshalPayloads([]flow.Row{payload}) // as the producer encodes it
 		require.NoError(t, err)
-		b := enc[0]
-		body, err := json.Marshal(pushRequest{JobID: "count-0", Computation: "count", Messages: []wireMessage{{
-			ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: b,
-		}}})
-		require.NoError(t, err)
-		resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
-		require.NoError(t, err)
-		defer func() { _ = resp.Body.Close() }()
-		var pr pushResponse
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&pr))
-		return pr
+		return e.pushWords("count-0", id, "same", enc[0], 0)
 	}
 	assert.Equal(t, []string{id}, push(flow.Row{"word": "same"}).Acked, "an identical copy is a plain duplicate")
 	e.eventually("the identical copy to be dropped", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
