@@ -15,7 +15,7 @@
 // idle job waits empty_batch_backoff for new work (a source job that just read rows, or a
 // swift source holding undelivered rows, at most half of batch_duration), unless input
 // arrives. Under load a busy job paces its epochs: after one whose largest batch took at least
-// a tenth of max_rows_per_batch without filling it, the next starts a quarter of
+// a tenth of max_rows_per_batch without filling it, the next starts half of
 // batch_duration after it at the earliest (fewer, larger epochs). The commit's writes to
 // different tables go out concurrently. A keyed job keeps the states it loaded or committed
 // in memory (statecache.go) and loads only keys it has not seen; it looks up in the dedup
