@@ -140,17 +140,15 @@ func (p *Pipeline) Load(ctx context.Context, words []string) error {
 // Specs returns the static and dynamic spec of the pipeline, checked by the spec parser.
 func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	o := p.opts
+	maxRows := o.MaxRowsPerBatch
+	if v, err := strconv.Atoi(os.Getenv("BENCH_MAX_ROWS_PER_BATCH")); err == nil && v > 0 && maxRows == 0 {
+		maxRows = v
+	}
 	text := e2e.WordCountSpec(e2e.SpecParams{Root: p.Root, ProcessingMode: o.ProcessingMode, Finite: o.Finite,
-		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource})
+		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
+		MaxRowsPerBatch: maxRows})
 	if o.EmptyBatchBackoff > 0 {
 		text = strings.ReplaceAll(text, "batch_duration = ", fmt.Sprintf("empty_batch_backoff = %d; batch_duration = ", o.EmptyBatchBackoff.Milliseconds()))
-	}
-	maxRows := os.Getenv("BENCH_MAX_ROWS_PER_BATCH")
-	if o.MaxRowsPerBatch > 0 {
-		maxRows = strconv.Itoa(o.MaxRowsPerBatch)
-	}
-	if maxRows != "" {
-		text = strings.ReplaceAll(text, "batch_duration = ", "max_rows_per_batch = "+maxRows+"; batch_duration = ")
 	}
 	if _, err := spec.ParseConfig([]byte(text)); err != nil {
 		return nil, nil, fmt.Errorf("bench: spec of %s: %w", p.Path, err)

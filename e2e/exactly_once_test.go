@@ -46,7 +46,10 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	sd := seed(t)
 	rng := rand.New(rand.NewPCG(sd, 1))
 	c := NewCluster(t)
-	wc := NewWordCount(t, c, "faults", WordCountOptions{Messages: messages(100000), Words: 1000, Tablets: 2, CountPartitions: 4, Seed: sd})
+	// 100 rows per epoch (not 1000) keep the pipeline running for the whole fault schedule:
+	// with the defaults it can complete before the later faults find jobs to hit.
+	wc := NewWordCount(t, c, "faults", WordCountOptions{Messages: messages(100000), Words: 1000, Tablets: 2, CountPartitions: 4, Seed: sd,
+		MaxRowsPerBatch: 100})
 	wc.StartPipeline(t)
 	ctrl := []*Proc{wc.Controller(t, "controller-a"), wc.Controller(t, "controller-b")}
 	workers := map[string]*Proc{}

@@ -45,7 +45,10 @@ type WordCountOptions struct {
 	AtMostOnceBytes int64
 	// SwiftSource runs split as a swift source (TSwiftOrderedSourceComputation).
 	SwiftSource bool
-	Seed        uint64
+	// MaxRowsPerBatch of both computations; 0 keeps the default (1000). Fault tests lower it
+	// so that the pipeline still runs while their faults are injected.
+	MaxRowsPerBatch int
+	Seed            uint64
 }
 
 // NewWordCount creates the user tables, loads the input and writes the spec file.
@@ -98,7 +101,8 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	flush()
 
 	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
-		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource})
+		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
+		MaxRowsPerBatch: o.MaxRowsPerBatch})
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -123,6 +127,8 @@ type SpecParams struct {
 	// SwiftSource makes split a swift source (TSwiftOrderedSourceComputation: outputs
 	// delivered from memory, recomputed after a restart) instead of a transform source.
 	SwiftSource bool
+	// MaxRowsPerBatch of both computations; 0 keeps the default (1000).
+	MaxRowsPerBatch int
 }
 
 // WordCountSpec renders the runner config of the word-count pipeline under p.Root:
@@ -146,8 +152,12 @@ func WordCountSpec(p SpecParams) string {
 	if batch <= 0 {
 		batch = 100 * time.Millisecond
 	}
+	batchSpec := fmt.Sprint(batch.Milliseconds())
+	if p.MaxRowsPerBatch > 0 {
+		batchSpec += fmt.Sprintf("; max_rows_per_batch = %d", p.MaxRowsPerBatch)
+	}
 	return strings.NewReplacer("SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
-		"BATCH", fmt.Sprint(batch.Milliseconds()),
+		"BATCH", batchSpec,
 		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1)), "COUNTN", fmt.Sprint(max(p.CountPartitions, 1))).Replace(wordCountSpec)
 }
 
