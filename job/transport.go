@@ -80,9 +80,19 @@ func fromWire(m wireMessage) (epoch.Input, error) {
 
 // pending is one buffered input of an inbox.
 type pending struct {
-	in    epoch.Input
-	taken bool
-	done  chan struct{} // closed once the input is persisted (committed or a known duplicate)
+	in        epoch.Input
+	taken     bool
+	persisted bool // committed, or a known duplicate: acknowledged (ack)
+	// waiters are the pushes waiting for this input (usually one; more when a sender
+	// retransmitted it before the first copy's push was answered).
+	waiters []*pushWaiter
+}
+
+// pushWaiter is one push waiting until all of its inputs are persisted. Its fields are
+// guarded by the inbox's mutex; done is closed when left reaches zero.
+type pushWaiter struct {
+	left int
+	done chan struct{}
 }
 
 // inbox is a job's bounded buffer of received inputs. The HTTP handlers offer and wait, the
@@ -113,16 +123,19 @@ func (b *inbox) stop() {
 	b.stopOnce.Do(func() { close(b.stopped) })
 }
 
-// offer buffers ins (a message already buffered is not buffered twice) and returns, per
-// accepted message, the channel closed once it is persisted. Messages beyond the limit are
-// not accepted (back-pressure).
-func (b *inbox) offer(ins []epoch.Input) map[string]<-chan struct{} {
-	waits := map[string]<-chan struct{}{}
+// offer buffers ins (a message already buffered is not buffered twice) and returns the
+// accepted ones, a prefix of ins: messages beyond the limit are not accepted (back-pressure).
+// The returned waiter's done is closed once every accepted message is persisted.
+func (b *inbox) offer(ins []epoch.Input) (w *pushWaiter, accepted []*pending) {
+	w = &pushWaiter{done: make(chan struct{})}
+	accepted = make([]*pending, 0, len(ins))
 	b.mu.Lock()
 	for _, in := range ins {
 		id := in.Message.MessageID
 		if p, ok := b.byID[id]; ok {
-			waits[id] = p.done
+			accepted = append(accepted, p)
+			w.left++
+			p.waiters = append(p.waiters, w)
 			// Invariant: a repeated message whose payload differs from the buffered copy is
 			// reported, never silently replaced (TestInboxReportsPayloadMismatch).
 			if !reflect.DeepEqual(p.in.Message.Payload, in.Message.Payload) {
@@ -136,17 +149,34 @@ func (b *inbox) offer(ins []epoch.Input) map[string]<-chan struct{} {
 		if len(b.byID) >= b.limit {
 			break
 		}
-		p := &pending{in: in, done: make(chan struct{})}
+		p := &pending{in: in, waiters: []*pushWaiter{w}}
+		w.left++
 		b.byID[id] = p
 		b.order = append(b.order, p)
-		waits[id] = p.done
+		accepted = append(accepted, p)
+	}
+	if w.left == 0 {
+		close(w.done)
 	}
 	b.mu.Unlock()
 	select {
 	case b.notify <- struct{}{}:
 	default:
 	}
-	return waits
+	return w, accepted
+}
+
+// persistedIDs returns the ids of the messages of ps persisted so far.
+func (b *inbox) persistedIDs(ps []*pending) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if p.persisted {
+			ids = append(ids, p.in.Message.MessageID)
+		}
+	}
+	return ids
 }
 
 // take marks up to max untaken inputs as taken and returns them in arrival order.
@@ -156,8 +186,8 @@ func (b *inbox) take(max int) []epoch.Input {
 	var out []epoch.Input
 	live := b.order[:0]
 	for _, p := range b.order {
-		if _, ok := b.byID[p.in.Message.MessageID]; !ok || b.byID[p.in.Message.MessageID] != p {
-			continue // acknowledged and dropped
+		if p.persisted || b.byID[p.in.Message.MessageID] != p {
+			continue // acknowledged, or dropped
 		}
 		live = append(live, p)
 		if !p.taken && len(out) < max {
@@ -165,18 +195,25 @@ func (b *inbox) take(max int) []epoch.Input {
 			out = append(out, p.in)
 		}
 	}
+	clear(b.order[len(live):])
 	b.order = live
 	return out
 }
 
-// ack drops persisted inputs and wakes their waiting senders.
+// ack drops persisted inputs and wakes the pushes waiting for them.
 func (b *inbox) ack(ids []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, id := range ids {
 		if p, ok := b.byID[id]; ok {
 			delete(b.byID, id)
-			close(p.done)
+			p.persisted = true
+			for _, w := range p.waiters {
+				if w.left--; w.left == 0 {
+					close(w.done)
+				}
+			}
+			p.waiters = nil
 		}
 	}
 }
@@ -331,54 +368,39 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		}
 		ins = append(ins, in)
 	}
-	var waits map[string]<-chan struct{}
+	var waiter *pushWaiter
+	var accepted []*pending
 	complete := false
 	if !r.order.offerInOrder(ctx, pr.Sender, pr.Session, pr.Seq, func() bool {
-		waits = r.inbox.offer(ins)
-		complete = len(waits) == len(ins)
+		waiter, accepted = r.inbox.offer(ins)
+		complete = len(accepted) == len(ins)
 		return complete
 	}) {
 		return reply(pushResponse{Refused: errOutOfOrder, Reset: true})
 	}
-	if len(waits) == 0 && len(ins) > 0 {
+	if len(accepted) == 0 && len(ins) > 0 {
 		return reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
 	}
 	reset := !complete && pr.Session != 0
-	deadline := time.NewTimer(w.cfg.PushTimeout)
-	defer deadline.Stop()
-	ids := make([]string, 0, len(waits))
-	for id := range waits {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var acked []string
 	// answerNow replies with what is persisted now; the sender retransmits the rest.
 	answerNow := func() (pushResponse, error) {
-		for _, rest := range ids[len(acked):] {
-			select {
-			case <-waits[rest]:
-				acked = append(acked, rest)
-			default:
-			}
-		}
-		return reply(pushResponse{Acked: acked, Reset: reset})
+		return reply(pushResponse{Acked: r.inbox.persistedIDs(accepted), Reset: reset})
 	}
-	for _, id := range ids {
-		select {
-		case <-waits[id]:
-			acked = append(acked, id)
-		case <-r.inbox.stopped:
-			// The job stopped (removed, rebalanced, lease lost): what it did not commit never
-			// will be; answer now so that the sender sends the rest to the key's new owner
-			// instead of waiting for the push timeout.
-			return answerNow()
-		case <-deadline.C:
-			return answerNow()
-		case <-ctx.Done():
-			return pushResponse{}, ctx.Err()
-		}
+	deadline := time.NewTimer(w.cfg.PushTimeout)
+	defer deadline.Stop()
+	select {
+	case <-waiter.done:
+		return answerNow() // every accepted message
+	case <-r.inbox.stopped:
+		// The job stopped (removed, rebalanced, lease lost): what it did not commit never
+		// will be; answer now so that the sender sends the rest to the key's new owner
+		// instead of waiting for the push timeout.
+		return answerNow()
+	case <-deadline.C:
+		return answerNow()
+	case <-ctx.Done():
+		return pushResponse{}, ctx.Err()
 	}
-	return reply(pushResponse{Acked: acked, Reset: reset})
 }
 
 // swiftOutput names an in-memory output of a swift computation: its destination and id.

@@ -22,12 +22,13 @@ func input(id string) epoch.Input {
 
 func TestInboxBackPressure(t *testing.T) {
 	b := newInbox(2)
-	waits := b.offer([]epoch.Input{input("a"), input("b"), input("c")})
-	assert.Len(t, waits, 2, "a full inbox accepts nothing more")
-	assert.NotContains(t, waits, "c")
+	w, accepted := b.offer([]epoch.Input{input("a"), input("b"), input("c")})
+	require.Len(t, accepted, 2, "a full inbox accepts nothing more")
+	assert.Equal(t, "b", accepted[1].in.Message.MessageID, "the accepted messages are a prefix of the push")
 
-	again := b.offer([]epoch.Input{input("a")})
-	assert.Equal(t, waits["a"], again["a"], "a retransmitted message waits on the buffered copy")
+	again, acceptedAgain := b.offer([]epoch.Input{input("a")})
+	require.Len(t, acceptedAgain, 1)
+	assert.Same(t, accepted[0], acceptedAgain[0], "a retransmitted message waits on the buffered copy")
 
 	got := b.take(10)
 	require.Len(t, got, 2)
@@ -37,16 +38,32 @@ func TestInboxBackPressure(t *testing.T) {
 
 	b.ack([]string{"a"})
 	select {
-	case <-waits["a"]:
+	case <-again.done:
 	default:
-		t.Fatal("ack does not wake the waiting sender")
+		t.Fatal("ack does not wake the retransmission's push")
 	}
 	select {
-	case <-waits["b"]:
-		t.Fatal("an input not acknowledged is reported persisted")
+	case <-w.done:
+		t.Fatal("a push with an input not acknowledged is reported persisted")
 	default:
 	}
-	assert.Equal(t, 1, b.len())
+	assert.Equal(t, []string{"a"}, b.persistedIDs(accepted), "only the acknowledged input is persisted")
+	b.ack([]string{"b"})
+	select {
+	case <-w.done:
+	default:
+		t.Fatal("ack of the push's last input does not wake it")
+	}
+	assert.Equal(t, []string{"a", "b"}, b.persistedIDs(accepted))
+	assert.Equal(t, 0, b.len())
+
+	empty, none := b.offer(nil)
+	assert.Empty(t, none)
+	select {
+	case <-empty.done:
+	default:
+		t.Fatal("a push with nothing to wait for is not answered at once")
+	}
 }
 
 // newTestWorker returns a worker serving /push for one job without any YT connection.
