@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,32 +76,34 @@ const eventTimeSpec = `{
   };
 }`
 
-// TestEventTimeTimersFollowTheWatermark runs the controller and a worker on ytlocal with a
-// source whose event timestamps come from a payload column (event_timestamp_assigner, in
-// seconds of 2001: far behind the wall clock) and a keyed computation whose event_time
-// timers are due 10 s of event time after each message. A timer fires once the published
-// @event_watermark passes its trigger, not by the wall clock: the timer of "a" has not fired
-// when "b", 5 s of event time later, is processed (with wall-clock timers it would have
-// fired in that very epoch, timers first), and both fire once "c", 20 s later, is read.
-func TestEventTimeTimersFollowTheWatermark(t *testing.T) {
+// eventTimeEnv runs the controller and a worker on ytlocal for spec (eventTimeSpec or a
+// variant) over an input queue of tablets tablets; everything stops when the test ends.
+type eventTimeEnv struct {
+	t   *testing.T
+	ctx context.Context
+	st  *ytstore.Store
+}
+
+func startEventTimeEnv(t *testing.T, spec string, tablets int) *eventTimeEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
 	require.NoError(t, err)
-	defer func() { _ = srv.Close() }() // last: the controller and worker stop first
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		_ = srv.Close() // last: the controller and worker stop first
+	})
 	const path = "//tmp/et/pipeline"
 	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: path})
 	require.NoError(t, err)
-	defer st.Close()
+	t.Cleanup(st.Close)
 	require.NoError(t, st.CreatePipeline(ctx))
-	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(eventTimeSpec), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	require.NoError(t, st.SetSpecs(ctx, ytstore.SpecUpdate{Spec: yson.RawValue(spec), SpecVersion: 1, TargetState: ytstore.TargetWorking}))
 	result := schema.Schema{UniqueKeys: true, Columns: []schema.Column{
 		{Name: "key", Type: schema.TypeString, SortOrder: schema.SortAscending}, {Name: "at", Type: schema.TypeInt64}}}
 	for _, ut := range []ytstore.UserTable{
-		{Path: "//tmp/et/input", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{
+		{Path: "//tmp/et/input", Kind: ytstore.UserQueue, TabletCount: tablets, Schema: schema.Schema{Columns: []schema.Column{
 			{Name: "key", Type: schema.TypeString}, {Name: "ts", Type: schema.TypeInt64}}}},
 		{Path: "//tmp/et/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/et/input"},
 		{Path: "//tmp/et/seen", Kind: ytstore.UserSortedTable, Schema: result},
@@ -114,36 +117,58 @@ func TestEventTimeTimersFollowTheWatermark(t *testing.T) {
 	w := job.NewWorker(job.Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", EmptyBatchBackoff: 20 * time.Millisecond,
 		PollPeriod: 50 * time.Millisecond, StatusPeriod: 50 * time.Millisecond})
 	wg.Go(func() { _ = w.Run(ctx) })
+	return &eventTimeEnv{t: t, ctx: ctx, st: st}
+}
 
-	const t0 = int64(1_000_000_000) // seconds
-	rows := func(table string) map[string]int64 {
-		out := map[string]int64{}
-		got, err := st.SelectRows(ctx, "key, at from ["+table+"]")
-		if err != nil {
-			return out
-		}
-		for _, r := range got {
-			k, _ := r["key"].(string)
-			at, _ := r["at"].(int64)
-			out[k] = at
-		}
+// rows reads a result table as key → at.
+func (e *eventTimeEnv) rows(table string) map[string]int64 {
+	out := map[string]int64{}
+	got, err := e.st.SelectRows(e.ctx, "key, at from ["+table+"]")
+	if err != nil {
 		return out
 	}
-	published := func() uint64 {
-		a, err := st.Attributes(ctx)
-		if err != nil || a.EventWatermark == nil {
-			return 0
-		}
-		return *a.EventWatermark
+	for _, r := range got {
+		k, _ := r["key"].(string)
+		at, _ := r["at"].(int64)
+		out[k] = at
 	}
-	write := func(key string, ts int64) {
-		require.NoError(t, st.InsertRows(ctx, "//tmp/et/input", []map[string]any{{"key": key, "ts": ts}}))
+	return out
+}
+
+// published is @event_watermark (0 before the first publication).
+func (e *eventTimeEnv) published() uint64 {
+	a, err := e.st.Attributes(e.ctx)
+	if err != nil || a.EventWatermark == nil {
+		return 0
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		require.Eventually(t, cond, 2*time.Minute, 20*time.Millisecond, what)
-	}
-	micros := func(s int64) int64 { return s * 1_000_000 }
+	return *a.EventWatermark
+}
+
+// write appends one input row to the queue's tablet.
+func (e *eventTimeEnv) write(key string, ts int64, tablet int) {
+	require.NoError(e.t, e.st.InsertRows(e.ctx, "//tmp/et/input", []map[string]any{{"key": key, "ts": ts, "$tablet_index": int64(tablet)}}))
+}
+
+func (e *eventTimeEnv) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	require.Eventually(e.t, cond, 2*time.Minute, 20*time.Millisecond, what)
+}
+
+func micros(s int64) int64 { return s * 1_000_000 }
+
+const t0 = int64(1_000_000_000) // seconds of 2001: far behind the wall clock
+
+// TestEventTimeTimersFollowTheWatermark runs the controller and a worker on ytlocal with a
+// source whose event timestamps come from a payload column (event_timestamp_assigner, in
+// seconds of 2001: far behind the wall clock) and a keyed computation whose event_time
+// timers are due 10 s of event time after each message. A timer fires once the published
+// @event_watermark passes its trigger, not by the wall clock: the timer of "a" has not fired
+// when "b", 5 s of event time later, is processed (with wall-clock timers it would have
+// fired in that very epoch, timers first), and both fire once "c", 20 s later, is read.
+func TestEventTimeTimersFollowTheWatermark(t *testing.T) {
+	e := startEventTimeEnv(t, eventTimeSpec, 1)
+	rows, published, waitFor := e.rows, e.published, e.waitFor
+	write := func(key string, ts int64) { e.write(key, ts, 0) }
 
 	write("a", t0)
 	waitFor("a seen", func() bool { return rows("//tmp/et/seen")["a"] == micros(t0) })
@@ -161,4 +186,34 @@ func TestEventTimeTimersFollowTheWatermark(t *testing.T) {
 	assert.GreaterOrEqual(t, published(), uint64(micros(t0+15)))
 	_, cFired := rows("//tmp/et/fired")["c"]
 	assert.False(t, cFired, fmt.Sprintf("c's timer is due at %d s, past every event read", t0+30))
+}
+
+// TestEventTimeIdlePartition: over a queue of two tablets of which only the first is written,
+// the second tablet's source job has read nothing, so its estimate is the beginning of time
+// and the EventWatermark cannot pass it: event_time timers would never fire before the
+// pipeline completes. With watermark_generator.idle_partitions (1 s, max_ratio 0.5) the job
+// reports itself idle and the controller leaves it out once it has been idle for a second:
+// the published watermark reaches what the first tablet read and the timer of "a" fires.
+func TestEventTimeIdlePartition(t *testing.T) {
+	spec := strings.Replace(eventTimeSpec, `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`,
+		`watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"};
+		  watermark_generator = {out_of_orderness_bound = 0; idle_partitions = {duration = 1000; max_ratio = 0.5}}};`, 1)
+	require.NotEqual(t, eventTimeSpec, spec)
+	e := startEventTimeEnv(t, spec, 2)
+
+	e.write("a", t0, 0)
+	e.write("c", t0+20, 0)
+	e.waitFor("a fired", func() bool { return e.rows("//tmp/et/fired")["a"] == micros(t0+10) })
+	assert.GreaterOrEqual(t, e.published(), uint64(micros(t0+20)), "the idle tablet does not hold the watermark at the beginning of time")
+	statuses, err := e.st.JobStatuses(e.ctx)
+	require.NoError(t, err)
+	idle := 0
+	for _, st := range statuses {
+		if st.EventIdleSince != 0 {
+			idle++
+		}
+	}
+	assert.Positive(t, idle, "a job reports itself idle: %+v", statuses)
+	_, cFired := e.rows("//tmp/et/fired")["c"]
+	assert.False(t, cFired, "c's timer is due past every event read")
 }

@@ -271,7 +271,9 @@ func (c *cycler) advanceEventWatermark(ctx context.Context, in *Input, attrs *yt
 		published = *attrs.EventWatermark
 	}
 	if c.ew == nil {
-		c.ew = NewEventWatermarkTracker(published)
+		c.ew = NewEventWatermarkTracker(published, in.Topology)
+	} else {
+		c.ew.SetTopology(in.Topology)
 	}
 	w, _ := c.ew.Observe(in.Partitions, in.Jobs, in.Statuses)
 	if w > published || (attrs.EventWatermark == nil && w > 0) {

@@ -1,6 +1,9 @@
 package controller
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Topology is what scheduling needs to know of the static and dynamic specs.
 type Topology struct {
@@ -25,6 +28,17 @@ type Computation struct {
 	// until the retiring partitions with overlapping ranges have drained, and
 	// per-key order across the change is not kept.
 	RelaxedOrdering bool
+	// IdlePartitions is the source computation's watermark_generator.idle_partitions rule
+	// (nil: idle jobs count like any other in the EventWatermark).
+	IdlePartitions *IdleRule
+}
+
+// IdleRule leaves idle source jobs out of the EventWatermark: a job idle (its
+// job_status.event_idle_since) for at least Duration, while at most MaxRatio of the
+// computation's jobs are left out (EventWatermarkBound).
+type IdleRule struct {
+	Duration time.Duration
+	MaxRatio float64
 }
 
 // Source is one source of a source computation.

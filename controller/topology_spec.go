@@ -17,6 +17,9 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 		d := dyn.Computation(id)
 		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed"}
 		if c.Kind.Source() {
+			if ws := c.Watermark; ws != nil && ws.IdlePartitions != nil {
+				tc.IdlePartitions = &IdleRule{Duration: ws.IdlePartitions.Duration, MaxRatio: ws.IdlePartitions.MaxRatio}
+			}
 			for sid, s := range c.Sources {
 				src := Source{ID: sid}
 				if s.Queue != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"sort"
 
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -42,9 +43,26 @@ func NewWatermarkTracker(published uint64) *WatermarkTracker {
 }
 
 // NewEventWatermarkTracker returns a tracker of the pipeline EventWatermark that continues
-// from a published value: the same two-observation rule over EventWatermarkBound.
-func NewEventWatermarkTracker(published uint64) *WatermarkTracker {
-	return &WatermarkTracker{w: published, bound: EventWatermarkBound}
+// from a published value: the same two-observation rule over EventWatermarkBound, with the
+// idle-partition rules of the source computations of t.
+func NewEventWatermarkTracker(published uint64, t Topology) *WatermarkTracker {
+	tr := &WatermarkTracker{w: published}
+	tr.SetTopology(t)
+	return tr
+}
+
+// SetTopology makes an EventWatermark tracker follow the idle-partition rules of t (a new
+// spec version).
+func (t *WatermarkTracker) SetTopology(top Topology) {
+	rules := map[string]IdleRule{}
+	for _, c := range top.Computations {
+		if c.IdlePartitions != nil {
+			rules[c.ID] = *c.IdlePartitions
+		}
+	}
+	t.bound = func(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
+		return eventWatermarkBound(partitions, jobs, statuses, rules)
+	}
 }
 
 // Value returns the current watermark.
@@ -125,19 +143,56 @@ func watermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses
 // "EventWatermark"); ok is false when it gives none. The preconditions are those of the
 // SystemWatermark (every partition has a job, every job a running or completed status);
 // the bound is the smallest event_watermark a job reports, and math.MaxUint64 when no job
-// reports one: every source is exhausted and no job holds a message.
+// reports one: every source is exhausted and no job holds a message. This is the bound
+// without idle-partition rules; the tracker applies those of the spec (SetTopology).
 //
 // Invariant: event_time timers fire only once every source job's estimate and every held
 // message's event timestamp have passed their trigger (TestEventWatermarkBound,
 // TestEventTimeTimersFollowTheWatermark).
 func EventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
+	return eventWatermarkBound(partitions, jobs, statuses, nil)
+}
+
+// eventWatermarkBound is EventWatermarkBound with the idle-partition rules of source
+// computations (by computation id): a job of such a computation that reports itself idle
+// (event_idle_since, sent only while it holds no message) for at least the rule's duration,
+// by its own clock (updated_at − event_idle_since), is left out, the lowest estimates first,
+// as long as at most max_ratio of the computation's jobs are left out and at least one counts.
+//
+// Invariant: only the estimate of a job that holds no message is ever left out, so no message
+// still in the pipeline is passed (TestEventWatermarkIdlePartitions, TestEventIdleSince).
+func eventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus, rules map[string]IdleRule) (uint64, bool) {
 	status, ok := reportingLayout(partitions, jobs, statuses)
 	if !ok {
 		return 0, false
 	}
+	skip := map[string]bool{}
+	if len(rules) > 0 {
+		idle := map[string][]ytstore.JobStatus{} // by computation
+		count := map[string]int{}
+		for _, j := range jobs {
+			rule, has := rules[j.ComputationID]
+			if !has {
+				continue
+			}
+			count[j.ComputationID]++
+			st := status[j.JobID]
+			since := uint64(st.EventIdleSince)
+			if since != 0 && st.EventWatermark != 0 && st.UpdatedAt >= since && st.UpdatedAt-since >= uint64(rule.Duration.Microseconds()) {
+				idle[j.ComputationID] = append(idle[j.ComputationID], st)
+			}
+		}
+		for comp, sts := range idle {
+			allowed := min(int(rules[comp].MaxRatio*float64(count[comp])), count[comp]-1)
+			sort.Slice(sts, func(a, b int) bool { return sts[a].EventWatermark < sts[b].EventWatermark })
+			for _, st := range sts[:min(allowed, len(sts))] {
+				skip[st.JobID] = true
+			}
+		}
+	}
 	w := uint64(math.MaxUint64)
 	for _, j := range jobs {
-		if ew := status[j.JobID].EventWatermark; ew != 0 {
+		if ew := status[j.JobID].EventWatermark; ew != 0 && !skip[j.JobID] {
 			w = min(w, uint64(ew))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -328,7 +329,7 @@ func TestEventWatermarkBound(t *testing.T) {
 		}
 	}
 
-	tr := NewEventWatermarkTracker(100)
+	tr := NewEventWatermarkTracker(100, Topology{})
 	steps := []struct {
 		statuses []ytstore.JobStatus
 		want     uint64
@@ -343,5 +344,62 @@ func TestEventWatermarkBound(t *testing.T) {
 		if w, _ := tr.Observe(parts, jobs, s.statuses); w != s.want {
 			t.Fatalf("step %d: Observe = %d, want %d", i, w, s.want)
 		}
+	}
+}
+
+// TestEventWatermarkIdlePartitions: with an idle_partitions rule, a source job that has been
+// idle for the rule's duration (by its own clock) is left out of the EventWatermark, the
+// lowest estimates first, up to max_ratio of the computation's jobs and never all of them; a
+// job idle for less, a job of a computation without the rule and a job that is not idle count.
+func TestEventWatermarkIdlePartitions(t *testing.T) {
+	const sec = 1_000_000
+	rules := map[string]IdleRule{"src": {Duration: 60 * time.Second, MaxRatio: 0.5}}
+	var parts []ytstore.Partition
+	var jobs []ytstore.Job
+	for _, id := range []string{"s1", "s2", "s3", "s4", "o1", "k"} {
+		comp := map[byte]string{'s': "src", 'o': "other", 'k': "keyed"}[id[0]]
+		parts = append(parts, ytstore.Partition{PartitionID: id})
+		jobs = append(jobs, ytstore.Job{JobID: id, PartitionID: id, ComputationID: comp})
+	}
+	st := func(id string, ew, idleSince uint64) ytstore.JobStatus {
+		return ytstore.JobStatus{JobID: id, State: ytstore.JobRunning, UpdatedAt: 1000 * sec, EventWatermark: ytstore.OptionalUint64(ew), EventIdleSince: ytstore.OptionalUint64(idleSince)}
+	}
+	busy := func(id string, ew uint64) ytstore.JobStatus { return st(id, ew, 0) }
+	cases := []struct {
+		name     string
+		statuses []ytstore.JobStatus
+		want     uint64
+	}{
+		{"no idle job", []ytstore.JobStatus{busy("s1", 100), busy("s2", 500), busy("s3", 600), busy("s4", 700), busy("o1", 800), busy("k", 0)}, 100},
+		{"an idle job for a minute is left out", []ytstore.JobStatus{st("s1", 100, 900*sec), busy("s2", 500), busy("s3", 600), busy("s4", 700), busy("o1", 800), busy("k", 0)}, 500},
+		{"idle for less than the duration counts", []ytstore.JobStatus{st("s1", 100, 950*sec), busy("s2", 500), busy("s3", 600), busy("s4", 700), busy("o1", 800), busy("k", 0)}, 100},
+		{"at most max_ratio (2 of 4), the lowest first", []ytstore.JobStatus{st("s1", 100, 900*sec), st("s2", 200, 900*sec), st("s3", 300, 900*sec), busy("s4", 700), busy("o1", 800), busy("k", 0)}, 300},
+		{"a held message still counts", []ytstore.JobStatus{st("s1", 100, 900*sec), busy("s2", 500), busy("s3", 600), busy("s4", 700), busy("o1", 800), busy("k", 50)}, 50},
+		{"another computation has no rule", []ytstore.JobStatus{busy("s1", 400), busy("s2", 500), busy("s3", 600), busy("s4", 700), st("o1", 100, 900*sec), busy("k", 0)}, 100},
+	}
+	for _, c := range cases {
+		got, ok := eventWatermarkBound(parts, jobs, c.statuses, rules)
+		if !ok || got != c.want {
+			t.Errorf("%s: bound = %d, %v; want %d", c.name, got, ok, c.want)
+		}
+	}
+
+	// Never every job of a computation: with max_ratio 1 and both jobs idle, one counts.
+	two := []ytstore.Job{{JobID: "a", PartitionID: "a", ComputationID: "src"}, {JobID: "b", PartitionID: "b", ComputationID: "src"}}
+	got, ok := eventWatermarkBound([]ytstore.Partition{{PartitionID: "a"}, {PartitionID: "b"}}, two,
+		[]ytstore.JobStatus{st("a", 100, 900*sec), st("b", 200, 900*sec)}, map[string]IdleRule{"src": {Duration: time.Second, MaxRatio: 1}})
+	if !ok || got != 200 {
+		t.Errorf("all idle: bound = %d, %v; want 200 (one job always counts)", got, ok)
+	}
+
+	// The tracker follows the rules of its topology.
+	top := Topology{Computations: []Computation{{ID: "src", Sources: []Source{{ID: "in"}}, IdlePartitions: &IdleRule{Duration: time.Second, MaxRatio: 0.5}}}}
+	tr := NewEventWatermarkTracker(0, top)
+	obs := []ytstore.JobStatus{st("a", 100, 900*sec), st("b", 200, 0)}
+	parts2 := []ytstore.Partition{{PartitionID: "a"}, {PartitionID: "b"}}
+	tr.Observe(parts2, two, obs)
+	obs[0].UpdatedAt, obs[1].UpdatedAt = 1001*sec, 1001*sec
+	if w, _ := tr.Observe(parts2, two, obs); w != 200 {
+		t.Errorf("tracker with the rule: %d, want 200", w)
 	}
 }

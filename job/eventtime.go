@@ -119,3 +119,29 @@ func (r *runner) eventWatermark() uint64 {
 func (r *runner) sourcesOpen() bool {
 	return len(r.sources)+len(r.swiftSrc) > 0 && !r.completed.Load()
 }
+
+// noteSourceRead records what an epoch's reads of the job's sources gave (rows, over all of
+// them) at now (µs): the sources are idle from the first read that found nothing after the
+// last one that found rows.
+func (r *runner) noteSourceRead(rows int, now uint64) {
+	if rows > 0 {
+		r.sourceIdleSince.Store(0)
+		return
+	}
+	r.sourceIdleSince.CompareAndSwap(0, now)
+}
+
+// eventIdleSince is the job's job_status.event_idle_since: since when its sources have given
+// no row, for a source job whose sources are open and that holds no message (its bound is then
+// only its estimate, which the controller may leave out under the idle_partitions rule); 0
+// otherwise.
+//
+// Invariant: a job that holds a message never reports itself idle, so leaving idle jobs out of
+// the EventWatermark never passes a message still in the pipeline (TestEventIdleSince).
+func (r *runner) eventIdleSince() uint64 {
+	since := r.sourceIdleSince.Load()
+	if since == 0 || !r.sourcesOpen() || r.inbox.minEventTS() != 0 || r.outbox.minEventTS() != 0 {
+		return 0
+	}
+	return since
+}

@@ -76,6 +76,40 @@ func TestJobEventWatermark(t *testing.T) {
 	assert.Equal(t, uint64(0), src.eventWatermark(), "an exhausted source no longer bounds it")
 }
 
+// TestEventIdleSince: a source job is idle from the first read that found nothing after the
+// last that found rows, reports it only while it holds no message and its sources are open,
+// and is busy again at the next row; a keyed job never reports it.
+func TestEventIdleSince(t *testing.T) {
+	keyed := eventRunner(nil)
+	keyed.noteSourceRead(0, 100) // not a source job: never called by it, and never reported
+	assert.Equal(t, uint64(0), keyed.eventIdleSince())
+
+	r := eventRunner(&spec.WatermarkStrategy{Generator: true})
+	r.sources = []*sourceState{{id: "in"}}
+	assert.Equal(t, uint64(0), r.eventIdleSince(), "not idle before any read")
+	r.noteSourceRead(3, 100)
+	assert.Equal(t, uint64(0), r.eventIdleSince(), "rows read: busy")
+	r.noteSourceRead(0, 200)
+	r.noteSourceRead(0, 300)
+	assert.Equal(t, uint64(200), r.eventIdleSince(), "idle since the first empty read")
+
+	r.outbox.add([]ytstore.OutputRow{{Destination: "d", MessageID: "o1", EventTimestamp: 250}})
+	assert.Equal(t, uint64(0), r.eventIdleSince(), "an undelivered output is held: not reported idle")
+	r.outbox.finish("p", "d", []string{"o1"})
+	assert.Equal(t, uint64(200), r.eventIdleSince(), "delivered: idle again, since the same time")
+	w, _ := r.inbox.offer([]epoch.Input{{Message: flow.Message{MessageID: "m1", EventTimestamp: 900}}})
+	assert.Equal(t, uint64(0), r.eventIdleSince(), "a buffered input is held: not reported idle")
+	r.inbox.ack([]string{"m1"})
+	<-w.done
+
+	r.noteSourceRead(1, 400)
+	assert.Equal(t, uint64(0), r.eventIdleSince(), "a row ends the idle period")
+	r.noteSourceRead(0, 500)
+	assert.Equal(t, uint64(500), r.eventIdleSince())
+	r.completed.Store(true)
+	assert.Equal(t, uint64(0), r.eventIdleSince(), "an exhausted source is not idle: it no longer bounds the watermark")
+}
+
 // TestEventTimerStreamDelays: an event_time timer stream's time is the pipeline
 // EventWatermark shifted back by the largest delay of its streams_with_delays; +inf (every
 // source exhausted) stays +inf, and a delay larger than the watermark gives 0.

@@ -225,6 +225,9 @@ type runner struct {
 	openEpoch atomic.Uint64
 	// eventSeen is the largest event timestamp a source job read (eventtime.go).
 	eventSeen atomic.Uint64
+	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
+	// last one that found rows; 0 while the sources give rows (eventtime.go).
+	sourceIdleSince atomic.Uint64
 	loaded    atomic.Bool
 	// problem is the last transient error (source unreadable, lookup failed, epoch not
 	// applied), reported in job_status while the job keeps running; cleared by a commit.
@@ -771,6 +774,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if r.applied.Swap(draining) != draining {
 		r.w.wakeStatus()
 	}
+	sourceRows, sourcesRead := 0, false
 	for _, s := range r.sources {
 		if s.ended || draining || blocked {
 			continue
@@ -786,6 +790,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			r.stats.readAheads.Add(1)
 		}
 		r.noteBatch(len(rows), limit)
+		sourceRows, sourcesRead = sourceRows+len(rows), true
 		if len(rows) == 0 && s.src.Finite {
 			s.ended = true
 		}
@@ -796,6 +801,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 				SystemTimestamp: tsMicros(row.Timestamp, now), EventTimestamp: tsMicros(row.Timestamp, now),
 			})
 		}
+	}
+	if sourcesRead {
+		r.noteSourceRead(sourceRows, now)
 	}
 	r.updateCompleted()
 	empty := len(b.Inputs) == 0 && len(b.Timers) == 0 && len(b.Sources) == 0
@@ -1411,7 +1419,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 	updated := nowMicros()
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
-		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()),
+		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
 		Epoch:          r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
 	}

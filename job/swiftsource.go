@@ -231,6 +231,9 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	}
 	r.stats.phases.since(&r.stats.phases.fetch, phase)
 	r.stats.phases.rows.Add(int64(read))
+	if !draining && len(r.swiftSrc) > 0 {
+		r.noteSourceRead(read, now)
+	}
 
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, PartitionStates: map[string][]byte{}}
 	advanced := map[*swiftSource]int64{}

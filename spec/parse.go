@@ -424,7 +424,22 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 		gf := p.w.Fields(gn, f.Path("watermark_generator"))
 		ws.Generator = true
 		ws.OutOfOrderness = gf.Duration("out_of_orderness_bound", time.Minute)
-		gf.Skip("use_source_watermark", "idle_partitions", "unavailable_partition_groups", "late_data_partitions")
+		if in := gf.Node("idle_partitions"); in != nil {
+			path := gf.Path("idle_partitions")
+			inf := p.w.Fields(in, path)
+			ws.IdlePartitions = &IdlePartitions{
+				Duration: inf.Duration("duration", time.Minute),
+				MaxRatio: inf.Float("max_ratio", 0.4),
+			}
+			inf.Close()
+			if ws.IdlePartitions.Duration <= 0 {
+				p.errorf(path+"/duration", "must be positive, got %v", ws.IdlePartitions.Duration)
+			}
+			if r := ws.IdlePartitions.MaxRatio; !(r > 0 && r <= 1) {
+				p.errorf(path+"/max_ratio", "must be in (0, 1], got %v", r)
+			}
+		}
+		gf.Skip("use_source_watermark", "unavailable_partition_groups", "late_data_partitions")
 		gf.Close()
 	}
 	f.Skip("watermark_percentile", "watermark_alignment")

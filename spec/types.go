@@ -393,8 +393,8 @@ type AtMostOnceStrategy struct {
 // WatermarkStrategy is what the runtime interprets of a source computation's
 // watermark_strategy: where its outputs' event timestamps come from and how far behind the
 // largest one seen the computation's EventWatermark estimate stays. The other keys of the
-// block (watermark_percentile, watermark_alignment, the generator's idle_partitions, …) are
-// accepted and not interpreted.
+// block (watermark_percentile, watermark_alignment, the generator's late_data_partitions, …)
+// are accepted and not interpreted.
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
 	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
@@ -407,6 +407,17 @@ type WatermarkStrategy struct {
 	// event timestamp seen.
 	Generator      bool
 	OutOfOrderness time.Duration
+	// IdlePartitions is watermark_generator.idle_partitions when present: nil otherwise.
+	IdlePartitions *IdlePartitions
+}
+
+// IdlePartitions is the idle-partition rule of a watermark generator: a job of the
+// computation whose sources have given no row for Duration (and that holds no message) does
+// not hold the pipeline EventWatermark back, as long as at most MaxRatio of the computation's
+// jobs are left out that way (at least one always counts).
+type IdlePartitions struct {
+	Duration time.Duration // 1m by default
+	MaxRatio float64       // (0, 1], 0.4 by default
 }
 
 // Timer is one timer stream of a computation.

@@ -267,7 +267,19 @@ func TestWatermarkStrategy(t *testing.T) {
 		watermark_percentile = {value = 90.0; delay = 60000}}`)
 	require.NoError(t, err)
 	assert.Equal(t, &WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "milliseconds", LimitBySystemTimestamp: true,
-		Generator: true, OutOfOrderness: 5 * time.Second}, p.Computations["src"].Watermark)
+		Generator: true, OutOfOrderness: 5 * time.Second, IdlePartitions: &IdlePartitions{Duration: time.Minute, MaxRatio: 0.4}},
+		p.Computations["src"].Watermark)
+
+	p, err = parse(`{watermark_generator = {idle_partitions = {}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, &IdlePartitions{Duration: time.Minute, MaxRatio: 0.4}, p.Computations["src"].Watermark.IdlePartitions,
+		"idle_partitions defaults: 1m, 0.4")
+
+	_, err = parse(`{watermark_generator = {idle_partitions = {duration = 0; max_ratio = 1.5; typo = 1}}}`)
+	require.Error(t, err)
+	assert.Equal(t, `computations/src/watermark_strategy/watermark_generator/idle_partitions/duration: must be positive, got 0s
+computations/src/watermark_strategy/watermark_generator/idle_partitions/max_ratio: must be in (0, 1], got 1.5
+computations/src/watermark_strategy/watermark_generator/idle_partitions/typo: unknown key`, err.Error())
 
 	p, err = parse(`{event_timestamp_assigner = {column = "ts"}; watermark_generator = {}}`)
 	require.NoError(t, err)

@@ -128,6 +128,13 @@ type JobStatus struct {
 	// folds these into the pipeline EventWatermark (controller.EventWatermarkBound).
 	// Pipelines created before the column existed do not store it (always 0).
 	EventWatermark OptionalUint64 `yson:"event_watermark,omitempty"`
+	// EventIdleSince is, for a source job whose sources have given no row since then and that
+	// holds no message, the time (µs since the epoch, the worker's clock like UpdatedAt) of its
+	// first read that found nothing; 0 when it is not idle. The controller leaves such a job
+	// out of the EventWatermark once it has been idle for the computation's
+	// watermark_generator.idle_partitions.duration (controller.EventWatermarkBound).
+	// Pipelines created before the column existed do not store it (always 0).
+	EventIdleSince OptionalUint64 `yson:"event_idle_since,omitempty"`
 }
 
 // OptionalUint64 is a uint64 column that may be null (read as 0): a column added to a table
@@ -206,6 +213,7 @@ func coordTables() []tableDef {
 			coordVal("draining", schema.TypeBoolean),
 			coordVal("system_watermark", schema.TypeUint64),
 			coordVal("event_watermark", schema.TypeUint64),
+			coordVal("event_idle_since", schema.TypeUint64),
 		)},
 		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
 			coordVal("time", schema.TypeUint64),
@@ -322,25 +330,43 @@ func (s *Store) DeleteWorker(ctx context.Context, workerID string) error {
 // event-time bounds, the controller publishes @event_watermark and event_time timers follow
 // it. The answer is read once; a failed read is an error, tried again at the next call.
 func (s *Store) EventWatermarks(ctx context.Context) (bool, error) {
+	cols, err := s.jobStatusColumns(ctx)
+	return cols.eventWatermark, err
+}
+
+// jobStatusOptional records which columns added to job_status after its first version the
+// pipeline's table has.
+type jobStatusOptional struct {
+	eventWatermark, eventIdleSince bool
+}
+
+// jobStatusColumns reads, once, which optional columns the pipeline's job_status has; a
+// failed read is an error, tried again at the next call.
+func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error) {
 	s.eventWatermarksMu.Lock()
 	defer s.eventWatermarksMu.Unlock()
 	if s.eventWatermarksRead {
-		return s.eventWatermarks, nil
+		return s.jobStatusCols, nil
 	}
 	var sc schema.Schema
 	if err := s.yc.GetNode(ctx, s.child(TableJobStatus).Attr("schema"), &sc, nil); err != nil {
-		return false, fmt.Errorf("ytstore: read the schema of %s: %w", s.child(TableJobStatus), classify(err))
+		return jobStatusOptional{}, fmt.Errorf("ytstore: read the schema of %s: %w", s.child(TableJobStatus), classify(err))
 	}
 	s.eventWatermarksRead = true
 	for _, c := range sc.Columns {
-		if c.Name == "event_watermark" {
-			s.eventWatermarks = true
+		switch c.Name {
+		case "event_watermark":
+			s.jobStatusCols.eventWatermark = true
+		case "event_idle_since":
+			s.jobStatusCols.eventIdleSince = true
 		}
 	}
-	if !s.eventWatermarks {
+	if !s.jobStatusCols.eventWatermark {
 		s.logger.Warn("job_status has no event_watermark column (pipeline created by an older version): event_time timers fire by the wall clock")
+	} else if !s.jobStatusCols.eventIdleSince {
+		s.logger.Warn("job_status has no event_idle_since column (pipeline created by an older version): idle source partitions hold the event watermark back")
 	}
-	return s.eventWatermarks, nil
+	return s.jobStatusCols, nil
 }
 
 func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) error {
@@ -349,10 +375,15 @@ func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) er
 		return err
 	}
 	defer tx.abort()
-	if ok, err := s.EventWatermarks(ctx); err != nil {
+	cols, err := s.jobStatusColumns(ctx)
+	if err != nil {
 		return err
-	} else if !ok {
+	}
+	if !cols.eventWatermark {
 		st.EventWatermark = 0 // a pipeline of an older version: not stored
+	}
+	if !cols.eventIdleSince {
+		st.EventIdleSince = 0
 	}
 	if err := tx.insert(ctx, TableJobStatus, []any{st}); err != nil {
 		return err

@@ -43,10 +43,10 @@ type Store struct {
 	// (pipelines created before it do not); checked once, on the first epoch commit.
 	fingerprintsOnce sync.Once
 	fingerprints     bool
-	// eventWatermarks records whether job_status has the event_watermark column.
+	// jobStatusCols records which optional columns job_status has (jobStatusColumns).
 	eventWatermarksMu   sync.Mutex
 	eventWatermarksRead bool
-	eventWatermarks     bool
+	jobStatusCols       jobStatusOptional
 }
 
 // Open connects to the cluster. It does not check that the pipeline exists
