@@ -10,6 +10,7 @@ import (
 	"go.ytsaurus.tech/library/go/core/log"
 
 	"github.com/ytflow/yt-flow/connectors/queue"
+	"github.com/ytflow/yt-flow/internal/ybin"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -275,6 +276,12 @@ func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string
 	ds := make([]queue.Delivery, 0, len(rows))
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
+		if ybin.IsMap(row.Payload) {
+			// The stored payload is the row, a binary YSON map: sent as it is.
+			ds = append(ds, queue.Delivery{SequenceNumber: row.SequenceNumber, Encoded: row.Payload})
+			ids = append(ids, row.MessageID)
+			continue
+		}
 		payload, err := decodePayload(row.Payload)
 		if err != nil {
 			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))

@@ -131,17 +131,31 @@ func (s *Store) OpenProducerSession(ctx context.Context, producerPath, queuePath
 // resending after a failure with the same numbers never duplicates. It returns the last
 // sequence number the queue holds for the session.
 func (s *Store) Push(ctx context.Context, ps *ProducerSession, firstSeqNo int64, rows []map[string]any) (int64, error) {
-	if len(rows) == 0 {
-		return ps.LastSequenceNumber, nil
-	}
 	anyRows := make([]any, len(rows))
 	for i, r := range rows {
 		anyRows[i] = r
 	}
+	return s.push(ctx, ps, firstSeqNo, anyRows)
+}
+
+// PushEncoded is Push of rows already encoded as YSON maps (an output store's payloads): they
+// are sent as they are, without decoding and encoding them again.
+func (s *Store) PushEncoded(ctx context.Context, ps *ProducerSession, firstSeqNo int64, rows []yson.RawValue) (int64, error) {
+	anyRows := make([]any, len(rows))
+	for i, r := range rows {
+		anyRows[i] = r
+	}
+	return s.push(ctx, ps, firstSeqNo, anyRows)
+}
+
+func (s *Store) push(ctx context.Context, ps *ProducerSession, firstSeqNo int64, anyRows []any) (int64, error) {
+	if len(anyRows) == 0 {
+		return ps.LastSequenceNumber, nil
+	}
 	res, err := s.yc.PushQueueProducer(ctx, ypath.Path(ps.ProducerPath), ypath.Path(ps.QueuePath), ps.SessionID, ps.Epoch, anyRows,
 		&yt.PushQueueProducerOptions{SequenceNumber: &firstSeqNo})
 	if err != nil {
-		return 0, fmt.Errorf("ytstore: push %d rows to %s via %s session %s: %w", len(rows), ps.QueuePath, ps.ProducerPath, ps.SessionID, classify(err))
+		return 0, fmt.Errorf("ytstore: push %d rows to %s via %s session %s: %w", len(anyRows), ps.QueuePath, ps.ProducerPath, ps.SessionID, classify(err))
 	}
 	ps.LastSequenceNumber = res.LastSequenceNumber
 	return res.LastSequenceNumber, nil

@@ -451,7 +451,7 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 	p := ypath.Path(sw.Path)
 	rows := make([]any, len(sw.Rows))
 	for i, r := range sw.Rows {
-		rows[i] = r
+		rows[i] = sinkRow(r)
 	}
 	if sw.Delete {
 		if err := s.yc.DeleteRows(ctx, p, rows, &yt.DeleteRowsOptions{TransactionOptions: tx.opts()}); err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/internal/ybin"
+
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -32,10 +34,17 @@ func queueEnv(t *testing.T) (*ytstore.Store, context.Context) {
 
 func TestAsyncSinkResendSameSeqNo(t *testing.T) {
 	st, ctx := queueEnv(t)
+	// Odd rows are handed over as they are stored (encoded), even ones decoded: runs of
+	// either kind are pushed in sequence order.
 	ds := func(from, to int64) []Delivery {
 		var out []Delivery
 		for i := from; i < to; i++ {
-			out = append(out, Delivery{SequenceNumber: i, Row: map[string]any{"v": i}})
+			d := Delivery{SequenceNumber: i, Row: map[string]any{"v": i}}
+			if i%2 == 1 {
+				d.Encoded, _ = ybin.AppendMap(nil, d.Row)
+				d.Row = nil
+			}
+			out = append(out, d)
 		}
 		return out
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 
+	"go.ytsaurus.tech/yt/go/yson"
+
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -43,10 +45,12 @@ func (s *SyncSink) Write(msgs []flow.Message) (ytstore.SinkWrite, error) {
 }
 
 // Delivery is one stored output to deliver: its sequence number in the partition's producer
-// session and its payload row.
+// session and its payload row, decoded (Row) or as the YSON map it is stored as (Encoded,
+// sent as it is; used when set).
 type Delivery struct {
 	SequenceNumber int64
 	Row            map[string]any
+	Encoded        yson.RawValue
 }
 
 // AsyncSink delivers rows from the output store to a queue through a producer session whose
@@ -78,14 +82,21 @@ func (s *AsyncSink) Deliver(ctx context.Context, ds []Delivery) error {
 		s.session = ps
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i].SequenceNumber < ds[j].SequenceNumber })
+	// A run is a stretch of consecutive sequence numbers, all decoded or all encoded rows.
 	var run []map[string]any
+	var encoded []yson.RawValue
 	first := int64(-1)
 	flush := func() error {
-		if len(run) == 0 {
+		if len(run) == 0 && len(encoded) == 0 {
 			return nil
 		}
-		_, err := s.store.Push(ctx, s.session, first, run)
-		run, first = nil, -1
+		var err error
+		if len(encoded) > 0 {
+			_, err = s.store.PushEncoded(ctx, s.session, first, encoded)
+		} else {
+			_, err = s.store.Push(ctx, s.session, first, run)
+		}
+		run, encoded, first = nil, nil, -1
 		if err != nil {
 			s.session = nil // re-open: the epoch may have moved on
 			return fmt.Errorf("async queue sink %s: %w", s.queuePath, err)
@@ -96,7 +107,8 @@ func (s *AsyncSink) Deliver(ctx context.Context, ds []Delivery) error {
 		if d.SequenceNumber <= s.session.LastSequenceNumber {
 			continue
 		}
-		if first >= 0 && d.SequenceNumber != first+int64(len(run)) {
+		isEncoded := d.Encoded != nil
+		if first >= 0 && (d.SequenceNumber != first+int64(len(run)+len(encoded)) || isEncoded != (len(encoded) > 0)) {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -104,7 +116,11 @@ func (s *AsyncSink) Deliver(ctx context.Context, ds []Delivery) error {
 		if first < 0 {
 			first = d.SequenceNumber
 		}
-		run = append(run, d.Row)
+		if isEncoded {
+			encoded = append(encoded, d.Encoded)
+		} else {
+			run = append(run, d.Row)
+		}
 	}
 	return flush()
 }

@@ -171,6 +171,51 @@ func DecodeList(b []byte) (vals []any, ok bool) {
 	return vals, true
 }
 
+// IsMap reports whether b is exactly one map of scalars in the binary YSON shape DecodeMap
+// takes (whether its keys are distinct is not checked), without decoding it: a payload that
+// can be sent on as it is.
+func IsMap(b []byte) bool {
+	r := varbin.NewReader(b)
+	if r.Byte() != '{' {
+		return false
+	}
+	for !r.Failed() && r.Len() > 0 {
+		if c, _ := r.Peek(); c == '}' {
+			break
+		}
+		if r.Byte() != markString || !skipString(r) || r.Byte() != '=' || !skipScalar(r) || r.Byte() != ';' {
+			return false
+		}
+	}
+	return r.Byte() == '}' && !r.Failed() && r.Len() == 0
+}
+
+func skipString(r *varbin.Reader) bool {
+	n := r.Varint()
+	if n < 0 || n > int64(r.Len()) {
+		return false
+	}
+	r.Next(int(n))
+	return !r.Failed()
+}
+
+func skipScalar(r *varbin.Reader) bool {
+	switch r.Byte() {
+	case markString:
+		return skipString(r)
+	case markInt64:
+		r.Varint()
+	case markUint64:
+		r.Uvarint()
+	case markDouble:
+		return r.Next(8) != nil
+	case markFalse, markTrue, '#':
+	default:
+		return false
+	}
+	return !r.Failed()
+}
+
 // DecodeMap decodes what AppendMap writes; keys must be distinct.
 func DecodeMap(b []byte) (m map[string]any, ok bool) {
 	m, n, ok := DecodeMapPrefix(b)

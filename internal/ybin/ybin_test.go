@@ -85,6 +85,12 @@ func TestDecodeRejects(t *testing.T) {
 		if _, ok := DecodeMap(b); ok {
 			t.Errorf("%s: decoded %q", name, b)
 		}
+		if IsMap(b) != (name == "dup key") { // IsMap does not look for repeated keys
+			t.Errorf("%s: IsMap = %v", name, !(name == "dup key"))
+		}
+	}
+	if !IsMap(good) {
+		t.Errorf("IsMap(%q) = false", good)
 	}
 	for name, b := range map[string][]byte{"text": []byte("[1;2]"), "open": []byte("[\x02\x02;"), "no sep": []byte("[\x02\x02]")} {
 		if _, ok := DecodeList(b); ok {
@@ -101,6 +107,16 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte("[\x02\x02;\x01\x02ab;]"))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// IsMap accepts what DecodeMap decodes, and only documents the SDK reads as a map.
+		if _, ok := DecodeMap(b); ok && !IsMap(b) {
+			t.Fatalf("DecodeMap decodes %q, IsMap refuses it", b)
+		}
+		if IsMap(b) {
+			var sdk map[string]any
+			if err := yson.Unmarshal(b, &sdk); err != nil {
+				t.Fatalf("IsMap accepted %q, SDK refused: %v", b, err)
+			}
+		}
 		if m, ok := DecodeMap(b); ok {
 			var sdk map[string]any
 			if err := yson.Unmarshal(b, &sdk); err != nil {
