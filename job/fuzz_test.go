@@ -48,7 +48,7 @@ func FuzzPushRequest(f *testing.F) {
 // what it accepts encodes back to a body that decodes the same.
 func FuzzPushBody(f *testing.F) {
 	rows := []ytstore.OutputRow{{MessageID: "m1", StreamID: "s", Key: epoch.EncodeKey(flow.Key{uint64(5), "w"}), KeyHash: 5, Payload: []byte("{word=w}"), EventTimestamp: 3, SystemTimestamp: 4}}
-	f.Add(encodePush("j", "c", pushTag{sender: "s", session: 1, seq: 2}, rows))
+	f.Add(encodePush("j", "c", pushTag{sender: "s", session: 1, seq: 2}, rowPtrs(rows)))
 	f.Add(encodePush("j", "c", pushTag{}, nil))
 	f.Add([]byte{pushFormat, 1, 'j', 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -60,7 +60,7 @@ func FuzzPushBody(f *testing.F) {
 		for i, m := range pr.Messages {
 			again[i] = ytstore.OutputRow{MessageID: m.ID, StreamID: m.Stream, Key: m.Key, Payload: m.Payload, KeyHash: m.KeyHash, EventTimestamp: m.EventTS, SystemTimestamp: m.SystemTS}
 		}
-		pr2, err := decodePush(encodePush(pr.JobID, pr.Computation, pushTag{sender: pr.Sender, session: pr.Session, seq: pr.Seq}, again))
+		pr2, err := decodePush(encodePush(pr.JobID, pr.Computation, pushTag{sender: pr.Sender, session: pr.Session, seq: pr.Seq}, rowPtrs(again)))
 		if err != nil {
 			t.Fatalf("re-encoded body does not decode: %v", err)
 		}

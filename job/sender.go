@@ -178,13 +178,14 @@ func (s *sender) round(ctx context.Context) {
 		}
 		// The oldest rows first, in id (production) order; the scan ends once every open job
 		// has a full window.
-		byJob := make([][]ytstore.OutputRow, len(jobs))
+		// The rows are the outbox's own (never changed once added), not copies.
+		byJob := make([][]*ytstore.OutputRow, len(jobs))
 		r.outbox.inOrder(dest, func(row *ytstore.OutputRow) bool {
 			if _, ok := flying[row.MessageID]; ok {
 				return true
 			}
 			if i := owner(row.KeyHash); i >= 0 && len(byJob[i]) < room[i] {
-				byJob[i] = append(byJob[i], *row)
+				byJob[i] = append(byJob[i], row)
 				want--
 			}
 			return want > 0
@@ -216,7 +217,7 @@ func (s *sender) sessionOpen(jobID string) bool {
 }
 
 // startPush pushes batch to the reader job of rt in the background; the lock must be held.
-func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []ytstore.OutputRow) {
+func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*ytstore.OutputRow) {
 	r := s.r
 	flying := s.inFlight[dest]
 	for _, row := range batch {

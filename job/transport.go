@@ -183,7 +183,7 @@ func (b *inbox) persistedIDs(ps []*pending) []string {
 func (b *inbox) take(max int) []epoch.Input {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []epoch.Input
+	out := make([]epoch.Input, 0, min(max, len(b.byID)))
 	live := b.order[:0]
 	for _, p := range b.order {
 		if p.persisted || b.byID[p.in.Message.MessageID] != p {
@@ -500,8 +500,9 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 	if len(rows) == 0 {
 		return
 	}
+	slab := make([]outMsg, len(rows)) // one allocation for the batch's entries
 	o.mu.Lock()
-	for _, r := range rows {
+	for i, r := range rows {
 		m := o.pending[r.Destination]
 		if m == nil {
 			m = map[string]*outMsg{}
@@ -510,7 +511,8 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		if _, have := m[r.MessageID]; have {
 			continue
 		}
-		msg := &outMsg{row: r}
+		msg := &slab[i]
+		msg.row = r
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
@@ -784,18 +786,26 @@ func (o *outbox) size() int {
 
 // push sends msgs to a reader job outside any push session and returns the acknowledged ids.
 func push(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow) ([]string, error) {
-	acked, _, err := pushInSession(ctx, client, rt, computation, rows, pushTag{})
+	acked, _, err := pushInSession(ctx, client, rt, computation, rowPtrs(rows), pushTag{})
 	return acked, err
+}
+
+// rowPtrs points at each of rows.
+func rowPtrs(rows []ytstore.OutputRow) []*ytstore.OutputRow {
+	ps := make([]*ytstore.OutputRow, len(rows))
+	for i := range rows {
+		ps[i] = &rows[i]
+	}
+	return ps
 }
 
 // pushLocal hands rows to a reader job of this worker as push tag.seq of session tag.session,
 // like pushInSession but without encoding the push or crossing HTTP: the reader decodes keys
 // and payloads from the rows' bytes (which it only reads) and answers as the /push endpoint
 // would, through the same acceptPush.
-func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
+func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
-	for i := range rows {
-		r := &rows[i]
+	for i, r := range rows {
 		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Birth()}
 	}
 	resp, err := w.acceptPush(ctx, pr)
@@ -816,7 +826,7 @@ type pushTag struct {
 
 // pushInSession sends msgs to a reader job as push tag.seq of session tag.session and returns
 // the acknowledged ids and whether the session is broken (refused or partly accepted pushes).
-func pushInSession(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
+func pushInSession(ctx context.Context, client *http.Client, rt route, computation string, rows []*ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
 	body := encodePush(rt.jobID, computation, tag, rows)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rt.address+"/push", bytes.NewReader(body))
 	if err != nil {

@@ -286,7 +286,7 @@ func TestPushBodyRoundTripAndErrors(t *testing.T) {
 			Chunk: ytstore.OutputChunk{ID: 1 << 62, Part: 1}},
 		{MessageID: "m2", KeyHash: 1 << 63},
 	}
-	body := encodePush("job-1", "count", pushTag{sender: "split/0", session: 3, seq: 9}, rows)
+	body := encodePush("job-1", "count", pushTag{sender: "split/0", session: 3, seq: 9}, rowPtrs(rows))
 	pr, err := decodePush(body)
 	require.NoError(t, err)
 	assert.Equal(t, pushRequest{JobID: "job-1", Computation: "count", Sender: "split/0", Session: 3, Seq: 9, Messages: []wireMessage{

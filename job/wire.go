@@ -28,10 +28,9 @@ var errBadPush = errors.New("malformed push body")
 // record per message (ytstore.AppendMessage, as in output chunks), each followed by the
 // message's birth (OutputRow.Birth) as a uvarint. Unlike JSON it needs no base64 for the
 // YSON key and payload bytes.
-func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow) []byte {
+func encodePush(jobID, computation string, tag pushTag, rows []*ytstore.OutputRow) []byte {
 	size := 64 + len(jobID) + len(computation) + len(tag.sender)
-	for i := range rows {
-		r := &rows[i]
+	for _, r := range rows {
 		size += len(r.MessageID) + len(r.StreamID) + len(r.Key) + len(r.Payload) + 58
 	}
 	b := make([]byte, 0, size)
@@ -42,9 +41,9 @@ func encodePush(jobID, computation string, tag pushTag, rows []ytstore.OutputRow
 	b = varbin.AppendUvarint(b, tag.session)
 	b = varbin.AppendUvarint(b, tag.seq)
 	b = varbin.AppendUvarint(b, uint64(len(rows)))
-	for i := range rows {
-		b = ytstore.AppendMessage(b, &rows[i])
-		b = varbin.AppendUvarint(b, rows[i].Birth())
+	for _, r := range rows {
+		b = ytstore.AppendMessage(b, r)
+		b = varbin.AppendUvarint(b, r.Birth())
 	}
 	return b
 }

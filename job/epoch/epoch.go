@@ -154,12 +154,17 @@ type Plan struct {
 func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 	p := &Plan{Fresh: make([]Input, 0, len(b.Inputs)), Groups: make([]*Group, 0, len(b.Sources)+len(b.Timers)+len(b.Inputs)/4)}
 	byKey := make(map[string]*Group, len(b.Inputs)/4)
+	var keyBuf []byte
 	group := func(k flow.Key) *Group {
-		enc := string(EncodeKey(k))
-		g, ok := byKey[enc]
+		if kb, ok := appendKey(keyBuf[:0], k); ok {
+			keyBuf = kb
+		} else {
+			keyBuf = EncodeKey(k)
+		}
+		g, ok := byKey[string(keyBuf)] // no copy of the key for a lookup
 		if !ok {
 			g = &Group{Key: k, KeyHash: KeyHash(k)}
-			byKey[enc] = g
+			byKey[string(keyBuf)] = g
 			p.Groups = append(p.Groups, g)
 		}
 		return g
@@ -181,16 +186,19 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		g := group(in.Message.Key)
 		g.Messages = append(g.Messages, in.Message)
 	}
+	// One group per source row, allocated together.
+	groups, msgs := make([]Group, len(b.Sources)), make([]flow.Message, len(b.Sources))
 	for i := range b.Sources {
 		r := &b.Sources[i]
-		m := flow.Message{
+		msgs[i] = flow.Message{
 			StreamID:        r.SourceID,
 			MessageID:       SourceMessageID(cfg.ComputationID, r.SourcePartition, r.Offset),
 			Payload:         r.Payload,
 			SystemTimestamp: r.SystemTimestamp,
 			EventTimestamp:  r.EventTimestamp,
 		}
-		p.Groups = append(p.Groups, &Group{Messages: []flow.Message{m}, source: r})
+		groups[i] = Group{Messages: msgs[i : i+1 : i+1], source: r}
+		p.Groups = append(p.Groups, &groups[i])
 	}
 	return p
 }
