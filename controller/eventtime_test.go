@@ -217,3 +217,24 @@ func TestEventTimeIdlePartition(t *testing.T) {
 	_, cFired := e.rows("//tmp/et/fired")["c"]
 	assert.False(t, cFired, "c's timer is due past every event read")
 }
+
+// TestEventTimeLateDataPartition: over a queue of two tablets, the second lags 100 s of event
+// time behind the first. Without a rule the lagging tablet holds the EventWatermark, so the
+// timer of "a" (due 10 s after it, on the lagging tablet) waits; with
+// watermark_generator.late_data_partitions (value 100, delay 10 s) the watermark is the most
+// advanced tablet's estimate minus 10 s, "a" has become late data and its timer fires.
+func TestEventTimeLateDataPartition(t *testing.T) {
+	spec := strings.Replace(eventTimeSpec, `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`,
+		`watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"};
+		  watermark_generator = {out_of_orderness_bound = 0; late_data_partitions = {value = 100.0; delay = 10000}}};`, 1)
+	require.NotEqual(t, eventTimeSpec, spec)
+	e := startEventTimeEnv(t, spec, 2)
+
+	e.write("a", t0, 1)
+	e.waitFor("a seen", func() bool { return e.rows("//tmp/et/seen")["a"] == micros(t0) })
+	e.write("c", t0+100, 0)
+	e.waitFor("a fired", func() bool { return e.rows("//tmp/et/fired")["a"] == micros(t0+10) })
+	assert.GreaterOrEqual(t, e.published(), uint64(micros(t0+90)), "the most advanced tablet minus the delay")
+	_, cFired := e.rows("//tmp/et/fired")["c"]
+	assert.False(t, cFired, "c's timer is due past every event read")
+}

@@ -31,6 +31,16 @@ type Computation struct {
 	// IdlePartitions is the source computation's watermark_generator.idle_partitions rule
 	// (nil: idle jobs count like any other in the EventWatermark).
 	IdlePartitions *IdleRule
+	// LateDataPartitions is the source computation's watermark_generator.late_data_partitions
+	// rule (nil: the smallest bound of its jobs holds the EventWatermark).
+	LateDataPartitions *LateDataRule
+}
+
+// LateDataRule lets the EventWatermark pass a computation's lagging jobs: over their bounds it
+// is max(the smallest, the Percentile-th percentile − Delay) (EventWatermarkBound).
+type LateDataRule struct {
+	Percentile float64 // (0, 100]
+	Delay      time.Duration
 }
 
 // IdleRule leaves idle source jobs out of the EventWatermark: a job idle (its

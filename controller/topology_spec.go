@@ -20,6 +20,9 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 			if ws := c.Watermark; ws != nil && ws.IdlePartitions != nil {
 				tc.IdlePartitions = &IdleRule{Duration: ws.IdlePartitions.Duration, MaxRatio: ws.IdlePartitions.MaxRatio}
 			}
+			if ws := c.Watermark; ws != nil && ws.LateDataPartitions != nil {
+				tc.LateDataPartitions = &LateDataRule{Percentile: ws.LateDataPartitions.Percentile, Delay: ws.LateDataPartitions.Delay}
+			}
 			for sid, s := range c.Sources {
 				src := Source{ID: sid}
 				if s.Queue != nil {

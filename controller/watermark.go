@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/ytflow/yt-flow/ytstore"
@@ -51,18 +52,24 @@ func NewEventWatermarkTracker(published uint64, t Topology) *WatermarkTracker {
 	return tr
 }
 
-// SetTopology makes an EventWatermark tracker follow the idle-partition rules of t (a new
-// spec version).
+// SetTopology makes an EventWatermark tracker follow the idle- and late-data-partition rules
+// of t (a new spec version).
 func (t *WatermarkTracker) SetTopology(top Topology) {
-	rules := map[string]IdleRule{}
+	rules := map[string]WatermarkRules{}
 	for _, c := range top.Computations {
-		if c.IdlePartitions != nil {
-			rules[c.ID] = *c.IdlePartitions
+		if c.IdlePartitions != nil || c.LateDataPartitions != nil {
+			rules[c.ID] = WatermarkRules{Idle: c.IdlePartitions, LateData: c.LateDataPartitions}
 		}
 	}
 	t.bound = func(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) (uint64, bool) {
 		return eventWatermarkBound(partitions, jobs, statuses, rules)
 	}
+}
+
+// WatermarkRules are the watermark_generator rules of one source computation.
+type WatermarkRules struct {
+	Idle     *IdleRule
+	LateData *LateDataRule
 }
 
 // Value returns the current watermark.
@@ -153,26 +160,32 @@ func EventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, sta
 	return eventWatermarkBound(partitions, jobs, statuses, nil)
 }
 
-// eventWatermarkBound is EventWatermarkBound with the idle-partition rules of source
-// computations (by computation id): a job of such a computation that reports itself idle
-// (event_idle_since, sent only while it holds no message) for at least the rule's duration,
-// by its own clock (updated_at − event_idle_since), is left out, the lowest estimates first,
-// as long as at most max_ratio of the computation's jobs are left out and at least one counts.
+// eventWatermarkBound is EventWatermarkBound with the rules of source computations (by
+// computation id):
+//   - idle_partitions: a job that reports itself idle (event_idle_since, sent only while it
+//     holds no message) for at least the rule's duration, by its own clock (updated_at −
+//     event_idle_since), is left out, the lowest bounds first, as long as at most max_ratio
+//     of the computation's jobs are left out and at least one counts;
+//   - late_data_partitions (after that): the computation's jobs bound the watermark together
+//     by max(their smallest bound, their bounds' percentile − delay) instead of one by one.
 //
-// Invariant: only the estimate of a job that holds no message is ever left out, so no message
-// still in the pipeline is passed (TestEventWatermarkIdlePartitions, TestEventIdleSince).
-func eventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus, rules map[string]IdleRule) (uint64, bool) {
+// Invariant: only the estimate of a job that holds no message is left out as idle; what the
+// late-data rule passes is what Flow calls late data, and jobs of other computations (the
+// messages they hold) still bound the watermark one by one (TestEventWatermarkIdlePartitions,
+// TestEventWatermarkLateDataPartitions, TestEventIdleSince).
+func eventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus, rules map[string]WatermarkRules) (uint64, bool) {
 	status, ok := reportingLayout(partitions, jobs, statuses)
 	if !ok {
 		return 0, false
 	}
 	skip := map[string]bool{}
+	late := map[string][]uint64{} // bounds of the jobs of computations with a late-data rule
 	if len(rules) > 0 {
 		idle := map[string][]ytstore.JobStatus{} // by computation
 		count := map[string]int{}
 		for _, j := range jobs {
-			rule, has := rules[j.ComputationID]
-			if !has {
+			rule := rules[j.ComputationID].Idle
+			if rule == nil {
 				continue
 			}
 			count[j.ComputationID]++
@@ -183,7 +196,7 @@ func eventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, sta
 			}
 		}
 		for comp, sts := range idle {
-			allowed := min(int(rules[comp].MaxRatio*float64(count[comp])), count[comp]-1)
+			allowed := min(int(rules[comp].Idle.MaxRatio*float64(count[comp])), count[comp]-1)
 			sort.Slice(sts, func(a, b int) bool { return sts[a].EventWatermark < sts[b].EventWatermark })
 			for _, st := range sts[:min(allowed, len(sts))] {
 				skip[st.JobID] = true
@@ -192,9 +205,26 @@ func eventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, sta
 	}
 	w := uint64(math.MaxUint64)
 	for _, j := range jobs {
-		if ew := status[j.JobID].EventWatermark; ew != 0 && !skip[j.JobID] {
-			w = min(w, uint64(ew))
+		ew := uint64(status[j.JobID].EventWatermark)
+		if ew == 0 || skip[j.JobID] {
+			continue
 		}
+		if rules[j.ComputationID].LateData != nil {
+			late[j.ComputationID] = append(late[j.ComputationID], ew)
+			continue
+		}
+		w = min(w, ew)
+	}
+	for comp, bounds := range late {
+		rule := rules[comp].LateData
+		slices.Sort(bounds)
+		rank := int(math.Ceil(rule.Percentile / 100 * float64(len(bounds))))
+		pct := bounds[min(max(rank, 1), len(bounds))-1]
+		b := bounds[0]
+		if d := uint64(rule.Delay.Microseconds()); pct > d {
+			b = max(b, pct-d)
+		}
+		w = min(w, b)
 	}
 	return w, true
 }

@@ -353,7 +353,7 @@ func TestEventWatermarkBound(t *testing.T) {
 // job idle for less, a job of a computation without the rule and a job that is not idle count.
 func TestEventWatermarkIdlePartitions(t *testing.T) {
 	const sec = 1_000_000
-	rules := map[string]IdleRule{"src": {Duration: 60 * time.Second, MaxRatio: 0.5}}
+	rules := map[string]WatermarkRules{"src": {Idle: &IdleRule{Duration: 60 * time.Second, MaxRatio: 0.5}}}
 	var parts []ytstore.Partition
 	var jobs []ytstore.Job
 	for _, id := range []string{"s1", "s2", "s3", "s4", "o1", "k"} {
@@ -387,7 +387,7 @@ func TestEventWatermarkIdlePartitions(t *testing.T) {
 	// Never every job of a computation: with max_ratio 1 and both jobs idle, one counts.
 	two := []ytstore.Job{{JobID: "a", PartitionID: "a", ComputationID: "src"}, {JobID: "b", PartitionID: "b", ComputationID: "src"}}
 	got, ok := eventWatermarkBound([]ytstore.Partition{{PartitionID: "a"}, {PartitionID: "b"}}, two,
-		[]ytstore.JobStatus{st("a", 100, 900*sec), st("b", 200, 900*sec)}, map[string]IdleRule{"src": {Duration: time.Second, MaxRatio: 1}})
+		[]ytstore.JobStatus{st("a", 100, 900*sec), st("b", 200, 900*sec)}, map[string]WatermarkRules{"src": {Idle: &IdleRule{Duration: time.Second, MaxRatio: 1}}})
 	if !ok || got != 200 {
 		t.Errorf("all idle: bound = %d, %v; want 200 (one job always counts)", got, ok)
 	}
@@ -401,5 +401,55 @@ func TestEventWatermarkIdlePartitions(t *testing.T) {
 	obs[0].UpdatedAt, obs[1].UpdatedAt = 1001*sec, 1001*sec
 	if w, _ := tr.Observe(parts2, two, obs); w != 200 {
 		t.Errorf("tracker with the rule: %d, want 200", w)
+	}
+}
+
+// TestEventWatermarkLateDataPartitions: with a late_data_partitions rule a computation's jobs
+// bound the EventWatermark by max(their smallest bound, their percentile − delay): a job more
+// than delay behind the percentile no longer holds it back, one within delay still does; idle
+// jobs are left out first; jobs of other computations still bound it one by one.
+func TestEventWatermarkLateDataPartitions(t *testing.T) {
+	const sec = 1_000_000
+	var parts []ytstore.Partition
+	var jobs []ytstore.Job
+	for _, id := range []string{"s1", "s2", "s3", "s4", "k"} {
+		comp := "src"
+		if id == "k" {
+			comp = "keyed"
+		}
+		parts = append(parts, ytstore.Partition{PartitionID: id})
+		jobs = append(jobs, ytstore.Job{JobID: id, PartitionID: id, ComputationID: comp})
+	}
+	st := func(id string, ew, idleSince uint64) ytstore.JobStatus {
+		return ytstore.JobStatus{JobID: id, State: ytstore.JobRunning, UpdatedAt: 1000 * sec, EventWatermark: ytstore.OptionalUint64(ew), EventIdleSince: ytstore.OptionalUint64(idleSince)}
+	}
+	late := func(pct float64, delay time.Duration) map[string]WatermarkRules {
+		return map[string]WatermarkRules{"src": {LateData: &LateDataRule{Percentile: pct, Delay: delay}}}
+	}
+	cases := []struct {
+		name     string
+		rules    map[string]WatermarkRules
+		statuses []ytstore.JobStatus
+		want     uint64
+	}{
+		{"no rule: the laggard holds it", nil, []ytstore.JobStatus{st("s1", 100*sec, 0), st("s2", 500*sec, 0), st("s3", 510*sec, 0), st("s4", 520*sec, 0), st("k", 0, 0)}, 100 * sec},
+		{"value 100: the laggard more than the delay behind the most advanced is passed", late(100, 60*time.Second),
+			[]ytstore.JobStatus{st("s1", 100*sec, 0), st("s2", 500*sec, 0), st("s3", 510*sec, 0), st("s4", 520*sec, 0), st("k", 0, 0)}, 460 * sec},
+		{"within the delay the smallest still holds it", late(100, 60*time.Second),
+			[]ytstore.JobStatus{st("s1", 480*sec, 0), st("s2", 500*sec, 0), st("s3", 510*sec, 0), st("s4", 520*sec, 0), st("k", 0, 0)}, 480 * sec},
+		{"percentile 50 of four: the second", late(50, 10*time.Second),
+			[]ytstore.JobStatus{st("s1", 100*sec, 0), st("s2", 500*sec, 0), st("s3", 510*sec, 0), st("s4", 900*sec, 0), st("k", 0, 0)}, 490 * sec},
+		{"a message held downstream still counts", late(100, 60*time.Second),
+			[]ytstore.JobStatus{st("s1", 100*sec, 0), st("s2", 500*sec, 0), st("s3", 510*sec, 0), st("s4", 520*sec, 0), st("k", 200*sec, 0)}, 200 * sec},
+		{"idle jobs are left out first", map[string]WatermarkRules{"src": {Idle: &IdleRule{Duration: time.Second, MaxRatio: 0.25}, LateData: &LateDataRule{Percentile: 100, Delay: 60 * time.Second}}},
+			[]ytstore.JobStatus{st("s1", 100*sec, 0), st("s2", 500*sec, 0), st("s3", 510*sec, 0), st("s4", 900*sec, 10*sec), st("k", 0, 0)}, 450 * sec},
+		{"a delay beyond every bound keeps the smallest", late(100, 2000*time.Second),
+			[]ytstore.JobStatus{st("s1", 100*sec, 0), st("s2", 500*sec, 0), st("s3", 0, 0), st("s4", 520*sec, 0), st("k", 0, 0)}, 100 * sec},
+	}
+	for _, c := range cases {
+		got, ok := eventWatermarkBound(parts, jobs, c.statuses, c.rules)
+		if !ok || got != c.want {
+			t.Errorf("%s: bound = %d, %v; want %d", c.name, got, ok, c.want)
+		}
 	}
 }

@@ -439,7 +439,22 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 				p.errorf(path+"/max_ratio", "must be in (0, 1], got %v", r)
 			}
 		}
-		gf.Skip("use_source_watermark", "unavailable_partition_groups", "late_data_partitions")
+		if ln := gf.Node("late_data_partitions"); ln != nil {
+			path := gf.Path("late_data_partitions")
+			lf := p.w.Fields(ln, path)
+			ws.LateDataPartitions = &LateDataPartitions{
+				Percentile: lf.Float("value", 100),
+				Delay:      lf.Duration("delay", time.Minute),
+			}
+			lf.Close()
+			if v := ws.LateDataPartitions.Percentile; !(v > 0 && v <= 100) {
+				p.errorf(path+"/value", "must be in (0, 100], got %v", v)
+			}
+			if ws.LateDataPartitions.Delay < 0 {
+				p.errorf(path+"/delay", "must not be negative, got %v", ws.LateDataPartitions.Delay)
+			}
+		}
+		gf.Skip("use_source_watermark", "unavailable_partition_groups")
 		gf.Close()
 	}
 	f.Skip("watermark_percentile", "watermark_alignment")

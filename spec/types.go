@@ -392,9 +392,10 @@ type AtMostOnceStrategy struct {
 
 // WatermarkStrategy is what the runtime interprets of a source computation's
 // watermark_strategy: where its outputs' event timestamps come from and how far behind the
-// largest one seen the computation's EventWatermark estimate stays. The other keys of the
-// block (watermark_percentile, watermark_alignment, the generator's late_data_partitions, …)
-// are accepted and not interpreted.
+// largest one seen the computation's EventWatermark estimate stays, and the generator's
+// idle- and late-data-partition rules. The other keys of the block (watermark_percentile,
+// watermark_alignment, the generator's unavailable_partition_groups, …) are accepted and not
+// interpreted.
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
 	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
@@ -409,6 +410,18 @@ type WatermarkStrategy struct {
 	OutOfOrderness time.Duration
 	// IdlePartitions is watermark_generator.idle_partitions when present: nil otherwise.
 	IdlePartitions *IdlePartitions
+	// LateDataPartitions is watermark_generator.late_data_partitions when present: nil
+	// otherwise.
+	LateDataPartitions *LateDataPartitions
+}
+
+// LateDataPartitions lets the computation's EventWatermark pass partitions that lag far
+// behind the others: over its jobs' bounds (idle ones left out first), the watermark is
+// max(the smallest, the Percentile-th percentile − Delay), so a partition more than Delay
+// behind the percentile no longer holds it back (its data becomes late data).
+type LateDataPartitions struct {
+	Percentile float64       // (0, 100], 100 by default: the most advanced partition
+	Delay      time.Duration // 1m by default
 }
 
 // IdlePartitions is the idle-partition rule of a watermark generator: a job of the

@@ -275,6 +275,17 @@ func TestWatermarkStrategy(t *testing.T) {
 	assert.Equal(t, &IdlePartitions{Duration: time.Minute, MaxRatio: 0.4}, p.Computations["src"].Watermark.IdlePartitions,
 		"idle_partitions defaults: 1m, 0.4")
 
+	p, err = parse(`{watermark_generator = {late_data_partitions = {}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, &LateDataPartitions{Percentile: 100, Delay: time.Minute}, p.Computations["src"].Watermark.LateDataPartitions,
+		"late_data_partitions defaults: 100, 1m")
+	p, err = parse(`{watermark_generator = {late_data_partitions = {value = 90.0; delay = 5000}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, &LateDataPartitions{Percentile: 90, Delay: 5 * time.Second}, p.Computations["src"].Watermark.LateDataPartitions)
+	_, err = parse(`{watermark_generator = {late_data_partitions = {value = 0.0}}}`)
+	require.Error(t, err)
+	assert.Equal(t, `computations/src/watermark_strategy/watermark_generator/late_data_partitions/value: must be in (0, 100], got 0`, err.Error())
+
 	_, err = parse(`{watermark_generator = {idle_partitions = {duration = 0; max_ratio = 1.5; typo = 1}}}`)
 	require.Error(t, err)
 	assert.Equal(t, `computations/src/watermark_strategy/watermark_generator/idle_partitions/duration: must be positive, got 0s
