@@ -765,6 +765,19 @@ func (o *outbox) minEventTS() uint64 {
 	return least
 }
 
+// eventTimestamps returns the event timestamps of the pending rows (1 for a row without one).
+func (o *outbox) eventTimestamps() []uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ts []uint64
+	for _, m := range o.pending {
+		for _, r := range m {
+			ts = append(ts, max(r.row.EventTimestamp, 1))
+		}
+	}
+	return ts
+}
+
 // held counts the rows still in the output store: pending, acknowledged but not yet deleted,
 // and being deleted.
 func (o *outbox) held() int {

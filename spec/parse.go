@@ -450,14 +450,20 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 			if v := ws.LateDataPartitions.Percentile; !(v > 0 && v <= 100) {
 				p.errorf(path+"/value", "must be in (0, 100], got %v", v)
 			}
-			if ws.LateDataPartitions.Delay < 0 {
-				p.errorf(path+"/delay", "must not be negative, got %v", ws.LateDataPartitions.Delay)
-			}
 		}
 		gf.Skip("use_source_watermark", "unavailable_partition_groups")
 		gf.Close()
 	}
-	f.Skip("watermark_percentile", "watermark_alignment")
+	if pn := f.Node("watermark_percentile"); pn != nil {
+		path := f.Path("watermark_percentile")
+		pf := p.w.Fields(pn, path)
+		ws.Percentile = &WatermarkPercentile{Value: pf.Float("value", 100), Delay: pf.Duration("delay", time.Minute)}
+		pf.Close()
+		if v := ws.Percentile.Value; !(v > 0 && v <= 100) {
+			p.errorf(path+"/value", "must be in (0, 100], got %v", v)
+		}
+	}
+	f.Skip("watermark_alignment")
 	f.Close()
 	return ws
 }

@@ -393,8 +393,8 @@ type AtMostOnceStrategy struct {
 // WatermarkStrategy is what the runtime interprets of a source computation's
 // watermark_strategy: where its outputs' event timestamps come from and how far behind the
 // largest one seen the computation's EventWatermark estimate stays, and the generator's
-// idle- and late-data-partition rules. The other keys of the block (watermark_percentile,
-// watermark_alignment, the generator's unavailable_partition_groups, …) are accepted and not
+// idle- and late-data-partition rules and watermark_percentile. The other keys of the block
+// (watermark_alignment, the generator's unavailable_partition_groups, …) are accepted and not
 // interpreted.
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
@@ -413,6 +413,16 @@ type WatermarkStrategy struct {
 	// LateDataPartitions is watermark_generator.late_data_partitions when present: nil
 	// otherwise.
 	LateDataPartitions *LateDataPartitions
+	// Percentile is watermark_percentile when present: nil otherwise.
+	Percentile *WatermarkPercentile
+}
+
+// WatermarkPercentile bounds a source job's EventWatermark by its in-flight outputs more
+// loosely than their smallest event timestamp: max(the smallest, the Value-th percentile −
+// Delay), so a few stragglers more than Delay behind the bulk do not hold it back.
+type WatermarkPercentile struct {
+	Value float64       // (0, 100], 100 by default
+	Delay time.Duration // 1m by default
 }
 
 // LateDataPartitions lets the computation's EventWatermark pass partitions that lag far

@@ -267,8 +267,13 @@ func TestWatermarkStrategy(t *testing.T) {
 		watermark_percentile = {value = 90.0; delay = 60000}}`)
 	require.NoError(t, err)
 	assert.Equal(t, &WatermarkStrategy{AssignerColumn: "ts", AssignerFormat: "milliseconds", LimitBySystemTimestamp: true,
-		Generator: true, OutOfOrderness: 5 * time.Second, IdlePartitions: &IdlePartitions{Duration: time.Minute, MaxRatio: 0.4}},
+		Generator: true, OutOfOrderness: 5 * time.Second, IdlePartitions: &IdlePartitions{Duration: time.Minute, MaxRatio: 0.4},
+		Percentile: &WatermarkPercentile{Value: 90, Delay: time.Minute}},
 		p.Computations["src"].Watermark)
+	_, err = parse(`{watermark_percentile = {value = 101.0; delay = -1}}`)
+	require.Error(t, err)
+	assert.Equal(t, `computations/src/watermark_strategy/watermark_percentile/delay: duration -1: bad value: negative
+computations/src/watermark_strategy/watermark_percentile/value: must be in (0, 100], got 101`, err.Error())
 
 	p, err = parse(`{watermark_generator = {idle_partitions = {}}}`)
 	require.NoError(t, err)
