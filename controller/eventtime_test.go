@@ -82,6 +82,7 @@ type eventTimeEnv struct {
 	t   *testing.T
 	ctx context.Context
 	st  *ytstore.Store
+	w   *job.Worker
 }
 
 func startEventTimeEnv(t *testing.T, spec string, tablets int) *eventTimeEnv {
@@ -117,7 +118,7 @@ func startEventTimeEnv(t *testing.T, spec string, tablets int) *eventTimeEnv {
 	w := job.NewWorker(job.Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", EmptyBatchBackoff: 20 * time.Millisecond,
 		PollPeriod: 50 * time.Millisecond, StatusPeriod: 50 * time.Millisecond})
 	wg.Go(func() { _ = w.Run(ctx) })
-	return &eventTimeEnv{t: t, ctx: ctx, st: st}
+	return &eventTimeEnv{t: t, ctx: ctx, st: st, w: w}
 }
 
 // rows reads a result table as key → at.
@@ -237,4 +238,40 @@ func TestEventTimeLateDataPartition(t *testing.T) {
 	assert.GreaterOrEqual(t, e.published(), uint64(micros(t0+90)), "the most advanced tablet minus the delay")
 	_, cFired := e.rows("//tmp/et/fired")["c"]
 	assert.False(t, cFired, "c's timer is due past every event read")
+}
+
+// TestEventTimeAlignment: with watermark_alignment (drift_bound 100 s) a source job more than
+// 100 s of event time ahead of the pipeline EventWatermark reads nothing more until the
+// watermark catches up: tablet 0 is at +500 s while tablet 1 is at +0, so the row written to
+// tablet 0 at +600 s stays unread through epochs that hold it back; once tablet 1 reaches
+// +550 s the watermark is +500 s and it is read.
+func TestEventTimeAlignment(t *testing.T) {
+	spec := strings.Replace(eventTimeSpec, `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`,
+		`watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"};
+		  watermark_generator = {out_of_orderness_bound = 0}; watermark_alignment = {drift_bound = 100000}};`, 1)
+	require.NotEqual(t, eventTimeSpec, spec)
+	e := startEventTimeEnv(t, spec, 2)
+	holds := func() int64 {
+		var n int64
+		for _, st := range e.w.Stats() {
+			if st.ComputationID == "read" {
+				n += st.AlignmentHolds
+			}
+		}
+		return n
+	}
+
+	e.write("a1", t0+500, 0)
+	e.write("b1", t0, 1)
+	e.waitFor("a1 and b1 seen", func() bool { s := e.rows("//tmp/et/seen"); return s["a1"] != 0 && s["b1"] != 0 })
+	e.waitFor("tablet 0 held back", func() bool { return holds() > 0 })
+	e.write("a2", t0+600, 0)
+	after := holds()
+	e.waitFor("epochs after a2 held back", func() bool { return holds() >= after+3 })
+	_, a2Seen := e.rows("//tmp/et/seen")["a2"]
+	assert.False(t, a2Seen, "a row 600 s ahead is not read while the watermark is at +0")
+	assert.Less(t, e.published(), uint64(micros(t0+100)))
+
+	e.write("b2", t0+550, 1)
+	e.waitFor("a2 seen once the watermark caught up", func() bool { return e.rows("//tmp/et/seen")["a2"] == micros(t0+600) })
 }

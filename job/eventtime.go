@@ -170,3 +170,31 @@ func percentileBound(ts []uint64, pct float64, delay uint64) uint64 {
 	}
 	return ts[0]
 }
+
+// alignmentHold reports whether watermark_alignment holds the source job's reads back this
+// epoch: its estimate (the largest event timestamp read, minus the generator's
+// out-of-orderness bound) is more than drift_bound ahead of the pipeline EventWatermark the
+// worker last read. Nothing is held before a watermark is published. One EventWatermark
+// covers the pipeline, so the alignment group is the whole pipeline.
+//
+// Invariant: a held job still delivers and commits what it holds, so the watermark it waits
+// for can pass (TestAlignmentHold).
+func (r *runner) alignmentHold() bool {
+	ws := r.comp.Watermark
+	if ws == nil || ws.Alignment == nil {
+		return false
+	}
+	ew := r.w.eventWatermark.Load()
+	if ew == 0 {
+		return false
+	}
+	est := r.eventSeen.Load()
+	if ws.Generator {
+		est -= min(est, uint64(ws.OutOfOrderness.Microseconds()))
+	}
+	if est <= ew || est-ew <= uint64(ws.Alignment.DriftBound.Microseconds()) {
+		return false
+	}
+	r.stats.alignmentHolds.Add(1)
+	return true
+}

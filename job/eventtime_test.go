@@ -96,6 +96,31 @@ func TestPercentileBound(t *testing.T) {
 	assert.Equal(t, uint64(100), r.eventWatermark(), "once the source is exhausted every held output counts again")
 }
 
+// TestAlignmentHold: with watermark_alignment a source job holds its reads back while its
+// estimate is more than drift_bound ahead of the published EventWatermark, not before a
+// watermark is published, and reads again once the watermark catches up; without the
+// setting it never holds.
+func TestAlignmentHold(t *testing.T) {
+	r := eventRunner(&spec.WatermarkStrategy{Generator: true, OutOfOrderness: 10 * time.Microsecond,
+		Alignment: &spec.WatermarkAlignment{DriftBound: 100 * time.Microsecond}})
+	r.sources = []*sourceState{{id: "in"}}
+	r.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1000}}}, nil) // estimate 990
+	assert.False(t, r.alignmentHold(), "no watermark published yet")
+	r.w.eventWatermark.Store(800)
+	assert.True(t, r.alignmentHold(), "990 is 190 ahead of 800")
+	r.w.eventWatermark.Store(890)
+	assert.False(t, r.alignmentHold(), "100 ahead: within the bound")
+	r.w.eventWatermark.Store(math.MaxUint64)
+	assert.False(t, r.alignmentHold(), "every source exhausted")
+	assert.Equal(t, int64(1), r.jobStats().AlignmentHolds)
+
+	free := eventRunner(&spec.WatermarkStrategy{Generator: true})
+	free.sources = []*sourceState{{id: "in"}}
+	free.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1_000_000_000}}}, nil)
+	free.w.eventWatermark.Store(1)
+	assert.False(t, free.alignmentHold(), "no watermark_alignment")
+}
+
 // TestEventIdleSince: a source job is idle from the first read that found nothing after the
 // last that found rows, reports it only while it holds no message and its sources are open,
 // and is busy again at the next row; a keyed job never reports it.

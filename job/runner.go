@@ -119,6 +119,8 @@ type runnerStats struct {
 	dropped        atomic.Int64
 	// readAheads counts source batches read during the previous commit.
 	readAheads atomic.Int64
+	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
+	alignmentHolds atomic.Int64
 	// pushesLocal and pushesHTTP count pushes to reader jobs on this worker and on others.
 	pushesLocal, pushesHTTP atomic.Int64
 	// mismatchesLogged is the payload mismatch count last logged.
@@ -775,8 +777,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.w.wakeStatus()
 	}
 	sourceRows, sourcesRead := 0, false
+	held := len(r.sources) > 0 && !draining && !blocked && r.alignmentHold()
 	for _, s := range r.sources {
-		if s.ended || draining || blocked {
+		if s.ended || draining || blocked || held {
 			continue
 		}
 		rows, ahead, err := s.read(ctx, int64(limit))
@@ -1474,6 +1477,9 @@ type JobStats struct {
 	// LookupsSkipped counts inputs that needed no dedup lookup: born after the job started and
 	// not committed by it (fresh.go).
 	LookupsSkipped int64 `json:"dedup_lookups_skipped"`
+	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
+	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
+	AlignmentHolds int64 `json:"alignment_holds"`
 }
 
 func (r *runner) jobStats() JobStats {
@@ -1486,7 +1492,8 @@ func (r *runner) jobStats() JobStats {
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
-		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
+		AlignmentHolds: r.stats.alignmentHolds.Load(),
+		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 	}
 }

@@ -215,10 +215,11 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	// The reads include processing the rows (swiftRead runs the process function): both
 	// count as input_fetch in the phase times.
 	phase := time.Now()
-	read := 0
+	read, readTried := 0, false
 	caughtUp := map[*swiftSource]bool{}
+	held := !draining && r.alignmentHold()
 	for _, s := range r.swiftSrc {
-		n, atEnd, err := r.swiftRead(ctx, s, now, limit, draining)
+		n, atEnd, err := r.swiftRead(ctx, s, now, limit, draining || held)
 		if err != nil {
 			return 0, false, err
 		}
@@ -227,11 +228,12 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		}
 		caughtUp[s] = atEnd
 		read += n
+		readTried = readTried || n > 0 || (atEnd && !s.src.ended)
 		r.noteBatch(n, limit)
 	}
 	r.stats.phases.since(&r.stats.phases.fetch, phase)
 	r.stats.phases.rows.Add(int64(read))
-	if !draining && len(r.swiftSrc) > 0 {
+	if readTried { // a read that found rows, or found nothing (not one that was held back)
 		r.noteSourceRead(read, now)
 	}
 

@@ -463,7 +463,19 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 			p.errorf(path+"/value", "must be in (0, 100], got %v", v)
 		}
 	}
-	f.Skip("watermark_alignment")
+	if an := f.Node("watermark_alignment"); an != nil {
+		path := f.Path("watermark_alignment")
+		af := p.w.Fields(an, path)
+		ws.Alignment = &WatermarkAlignment{
+			GroupName:  af.String("group_name", "default-alignment-group"),
+			DriftBound: af.Duration("drift_bound", 20*time.Minute),
+		}
+		af.Skip("read_delays")
+		af.Close()
+		if ws.Alignment.DriftBound <= 0 {
+			p.errorf(path+"/drift_bound", "must be positive, got %v", ws.Alignment.DriftBound)
+		}
+	}
 	f.Close()
 	return ws
 }

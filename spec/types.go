@@ -393,9 +393,9 @@ type AtMostOnceStrategy struct {
 // WatermarkStrategy is what the runtime interprets of a source computation's
 // watermark_strategy: where its outputs' event timestamps come from and how far behind the
 // largest one seen the computation's EventWatermark estimate stays, and the generator's
-// idle- and late-data-partition rules and watermark_percentile. The other keys of the block
-// (watermark_alignment, the generator's unavailable_partition_groups, …) are accepted and not
-// interpreted.
+// idle- and late-data-partition rules, watermark_percentile and watermark_alignment. The
+// other keys (the generator's unavailable_partition_groups and use_source_watermark, the
+// alignment's read_delays) are accepted and not interpreted.
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
 	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
@@ -415,6 +415,16 @@ type WatermarkStrategy struct {
 	LateDataPartitions *LateDataPartitions
 	// Percentile is watermark_percentile when present: nil otherwise.
 	Percentile *WatermarkPercentile
+	// Alignment is watermark_alignment when present: nil otherwise.
+	Alignment *WatermarkAlignment
+}
+
+// WatermarkAlignment keeps the computation's source jobs from reading further than
+// DriftBound ahead of the pipeline EventWatermark (Flow: of the alignment group's slowest
+// source; here one EventWatermark covers the pipeline, so every group is the whole pipeline).
+type WatermarkAlignment struct {
+	GroupName  string        // "default-alignment-group" by default; recorded, not interpreted
+	DriftBound time.Duration // 20m by default
 }
 
 // WatermarkPercentile bounds a source job's EventWatermark by its in-flight outputs more

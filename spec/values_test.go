@@ -270,6 +270,16 @@ func TestWatermarkStrategy(t *testing.T) {
 		Generator: true, OutOfOrderness: 5 * time.Second, IdlePartitions: &IdlePartitions{Duration: time.Minute, MaxRatio: 0.4},
 		Percentile: &WatermarkPercentile{Value: 90, Delay: time.Minute}},
 		p.Computations["src"].Watermark)
+	p, err = parse(`{watermark_alignment = {drift_bound = 60000; read_delays = {in = 1000}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, &WatermarkAlignment{GroupName: "default-alignment-group", DriftBound: time.Minute}, p.Computations["src"].Watermark.Alignment)
+	p, err = parse(`{watermark_alignment = {}}`)
+	require.NoError(t, err)
+	assert.Equal(t, 20*time.Minute, p.Computations["src"].Watermark.Alignment.DriftBound, "drift_bound default: 20m")
+	_, err = parse(`{watermark_alignment = {drift_bound = 0}}`)
+	require.Error(t, err)
+	assert.Equal(t, `computations/src/watermark_strategy/watermark_alignment/drift_bound: must be positive, got 0s`, err.Error())
+
 	_, err = parse(`{watermark_percentile = {value = 101.0; delay = -1}}`)
 	require.Error(t, err)
 	assert.Equal(t, `computations/src/watermark_strategy/watermark_percentile/delay: duration -1: bad value: negative
