@@ -2,9 +2,9 @@ package controller
 
 import (
 	"math"
-	"slices"
 	"sort"
 
+	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -45,7 +45,7 @@ func NewWatermarkTracker(published uint64) *WatermarkTracker {
 
 // NewEventWatermarkTracker returns a tracker of the pipeline EventWatermark that continues
 // from a published value: the same two-observation rule over EventWatermarkBound, with the
-// idle-partition rules of the source computations of t.
+// watermark_generator rules of the source computations of t.
 func NewEventWatermarkTracker(published uint64, t Topology) *WatermarkTracker {
 	tr := &WatermarkTracker{w: published}
 	tr.SetTopology(t)
@@ -151,7 +151,8 @@ func watermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, statuses
 // SystemWatermark (every partition has a job, every job a running or completed status);
 // the bound is the smallest event_watermark a job reports, and math.MaxUint64 when no job
 // reports one: every source is exhausted and no job holds a message. This is the bound
-// without idle-partition rules; the tracker applies those of the spec (SetTopology).
+// without the spec's idle- and late-data-partition rules; the tracker applies those
+// (SetTopology).
 //
 // Invariant: event_time timers fire only once every source job's estimate and every held
 // message's event timestamp have passed their trigger (TestEventWatermarkBound,
@@ -217,14 +218,7 @@ func eventWatermarkBound(partitions []ytstore.Partition, jobs []ytstore.Job, sta
 	}
 	for comp, bounds := range late {
 		rule := rules[comp].LateData
-		slices.Sort(bounds)
-		rank := int(math.Ceil(rule.Percentile / 100 * float64(len(bounds))))
-		pct := bounds[min(max(rank, 1), len(bounds))-1]
-		b := bounds[0]
-		if d := uint64(rule.Delay.Microseconds()); pct > d {
-			b = max(b, pct-d)
-		}
-		w = min(w, b)
+		w = min(w, watermark.PercentileBound(bounds, rule.Percentile, uint64(rule.Delay.Microseconds())))
 	}
 	return w, true
 }

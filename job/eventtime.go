@@ -3,8 +3,8 @@ package job
 import (
 	"fmt"
 	"math"
-	"slices"
 
+	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/job/epoch"
 )
 
@@ -100,7 +100,7 @@ func (r *runner) eventWatermark() uint64 {
 	}
 	consider(r.inbox.minEventTS())
 	if wp := r.comp.Watermark; wp != nil && wp.Percentile != nil && r.sourcesOpen() {
-		consider(percentileBound(r.outbox.eventTimestamps(), wp.Percentile.Value, uint64(wp.Percentile.Delay.Microseconds())))
+		consider(watermark.PercentileBound(r.outbox.eventTimestamps(), wp.Percentile.Value, uint64(wp.Percentile.Delay.Microseconds())))
 	} else {
 		consider(r.outbox.minEventTS())
 	}
@@ -149,26 +149,6 @@ func (r *runner) eventIdleSince() uint64 {
 		return 0
 	}
 	return since
-}
-
-// percentileBound is watermark_percentile's bound over the event timestamps of a source job's
-// in-flight outputs: max(the smallest, the pct-th percentile (nearest rank) − delay); 0 when
-// there are none.
-//
-// Invariant: the bound lies between the smallest timestamp and the percentile, so a straggler
-// more than delay behind the bulk stops holding the watermark back while the bulk still does
-// (TestPercentileBound).
-func percentileBound(ts []uint64, pct float64, delay uint64) uint64 {
-	if len(ts) == 0 {
-		return 0
-	}
-	slices.Sort(ts)
-	rank := int(math.Ceil(pct / 100 * float64(len(ts))))
-	p := ts[min(max(rank, 1), len(ts))-1]
-	if p > delay {
-		return max(ts[0], p-delay)
-	}
-	return ts[0]
 }
 
 // alignmentHold reports whether watermark_alignment holds the source job's reads back this

@@ -2,7 +2,6 @@ package job
 
 import (
 	"math"
-	"slices"
 	"testing"
 	"time"
 
@@ -77,16 +76,10 @@ func TestJobEventWatermark(t *testing.T) {
 	assert.Equal(t, uint64(0), src.eventWatermark(), "an exhausted source no longer bounds it")
 }
 
-// TestPercentileBound: watermark_percentile's bound is max(smallest, percentile − delay)
-// (nearest rank), the smallest when the delay covers the spread, 0 without timestamps; a source
-// job with the rule bounds its in-flight outputs that way, and still by its estimate.
-func TestPercentileBound(t *testing.T) {
-	ts := []uint64{500, 100, 520, 510}
-	assert.Equal(t, uint64(460), percentileBound(slices.Clone(ts), 100, 60), "the straggler at 100 is passed")
-	assert.Equal(t, uint64(100), percentileBound(slices.Clone(ts), 100, 1000), "a delay covering the spread keeps the smallest")
-	assert.Equal(t, uint64(490), percentileBound(slices.Clone(ts), 50, 10), "50th of four: the second, 500")
-	assert.Equal(t, uint64(0), percentileBound(nil, 100, 10))
-
+// TestPercentileWatermark: a source job with watermark_percentile bounds its in-flight outputs
+// by max(smallest, percentile − delay) (internal/watermark.PercentileBound), and still by its
+// estimate; once its source is exhausted every held output counts again.
+func TestPercentileWatermark(t *testing.T) {
 	r := eventRunner(&spec.WatermarkStrategy{Generator: true, Percentile: &spec.WatermarkPercentile{Value: 100, Delay: 60 * time.Microsecond}}) // µs
 	r.sources = []*sourceState{{id: "in"}}
 	r.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1000}}}, nil)
