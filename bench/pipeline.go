@@ -343,7 +343,8 @@ func workerLogger() log.Structured {
 	return logzap.NewWithCore(zapcore.NewCore(zapcore.NewConsoleEncoder(logzap.ConsoleConfig(log.InfoLevel).EncoderConfig), zapcore.AddSync(os.Stderr), logzap.ZapifyLevel(log.InfoLevel)))
 }
 
-// StartRuntime runs controller.Run and n job workers for the pipeline at path until Stop.
+// StartRuntime runs n job workers and, once they have registered, controller.Run for the
+// pipeline at path until Stop.
 func StartRuntime(proxy, path string, n int) *Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{cancel: cancel}
@@ -354,13 +355,24 @@ func StartRuntime(proxy, path string, n int) *Runtime {
 			r.mu.Unlock()
 		}
 	}
+	for i := range n {
+		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger()})
+		stopped := make(chan struct{})
+		r.wg.Go(func() {
+			defer close(stopped)
+			fail(w.Run(ctx))
+		})
+		// As `yt-flow run`: the controller starts once the workers have registered, so that
+		// it does not place every job on the first worker and move half of them a cycle later.
+		select {
+		case <-w.Ready():
+		case <-stopped:
+		case <-time.After(time.Minute): // not registered: the run's own checks will say why
+		}
+	}
 	r.wg.Go(func() {
 		fail(controller.Run(ctx, controller.Config{Proxy: proxy, Path: path, Logger: workerLogger()}))
 	})
-	for i := range n {
-		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger()})
-		r.wg.Go(func() { fail(w.Run(ctx)) })
-	}
 	return r
 }
 

@@ -154,22 +154,32 @@ func (r *runner) run(ctx context.Context) int {
 	defer stopAll()
 	var wg sync.WaitGroup
 	errs := make(chan error, r.o.workers+1)
-	wg.Go(func() {
-		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path, Logger: r.logger}); err != nil {
-			errs <- fmt.Errorf("controller: %w", err)
-		}
-	})
 	for i := range r.o.workers {
 		w := job.NewWorker(job.Config{
 			Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path,
 			WorkerID: fmt.Sprintf("run-%d-%d", os.Getpid(), i), Logger: r.logger,
 		})
+		stopped := make(chan struct{})
 		wg.Go(func() {
+			defer close(stopped)
 			if err := w.Run(runCtx); err != nil {
 				errs <- fmt.Errorf("worker %s: %w", w.ID(), err)
 			}
 		})
+		// The controller starts once the workers have registered: one that cycled before the
+		// last registration would place every job on the first workers and move some of them
+		// a cycle later, restarting them (an at_least_once pipeline sees that as duplicates).
+		select {
+		case <-w.Ready():
+		case <-stopped: // its error is in errs
+		case <-ctx.Done(): // interrupted: watch below reports it
+		}
 	}
+	wg.Go(func() {
+		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path, Logger: r.logger}); err != nil {
+			errs <- fmt.Errorf("controller: %w", err)
+		}
+	})
 	code := r.watch(ctx, st, errs)
 	stopAll()
 	wg.Wait()
