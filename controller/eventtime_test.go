@@ -121,6 +121,14 @@ func startEventTimeEnv(t *testing.T, spec string, tablets int) *eventTimeEnv {
 	return &eventTimeEnv{t: t, ctx: ctx, st: st, w: w}
 }
 
+// eventTimeSpecWith is eventTimeSpec with more keys in the source's watermark_strategy.
+func eventTimeSpecWith(t *testing.T, more string) string {
+	const assigner = `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`
+	spec := strings.Replace(eventTimeSpec, assigner, strings.TrimSuffix(assigner, "};")+"; "+more+"};", 1)
+	require.NotEqual(t, eventTimeSpec, spec)
+	return spec
+}
+
 // rows reads a result table as key → at.
 func (e *eventTimeEnv) rows(table string) map[string]int64 {
 	out := map[string]int64{}
@@ -196,11 +204,7 @@ func TestEventTimeTimersFollowTheWatermark(t *testing.T) {
 // reports itself idle and the controller leaves it out once it has been idle for a second:
 // the published watermark reaches what the first tablet read and the timer of "a" fires.
 func TestEventTimeIdlePartition(t *testing.T) {
-	spec := strings.Replace(eventTimeSpec, `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`,
-		`watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"};
-		  watermark_generator = {out_of_orderness_bound = 0; idle_partitions = {duration = 1000; max_ratio = 0.5}}};`, 1)
-	require.NotEqual(t, eventTimeSpec, spec)
-	e := startEventTimeEnv(t, spec, 2)
+	e := startEventTimeEnv(t, eventTimeSpecWith(t, `watermark_generator = {out_of_orderness_bound = 0; idle_partitions = {duration = 1000; max_ratio = 0.5}}`), 2)
 
 	e.write("a", t0, 0)
 	e.write("c", t0+20, 0)
@@ -225,11 +229,7 @@ func TestEventTimeIdlePartition(t *testing.T) {
 // watermark_generator.late_data_partitions (value 100, delay 10 s) the watermark is the most
 // advanced tablet's estimate minus 10 s, "a" has become late data and its timer fires.
 func TestEventTimeLateDataPartition(t *testing.T) {
-	spec := strings.Replace(eventTimeSpec, `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`,
-		`watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"};
-		  watermark_generator = {out_of_orderness_bound = 0; late_data_partitions = {value = 100.0; delay = 10000}}};`, 1)
-	require.NotEqual(t, eventTimeSpec, spec)
-	e := startEventTimeEnv(t, spec, 2)
+	e := startEventTimeEnv(t, eventTimeSpecWith(t, `watermark_generator = {out_of_orderness_bound = 0; late_data_partitions = {value = 100.0; delay = 10000}}`), 2)
 
 	e.write("a", t0, 1)
 	e.waitFor("a seen", func() bool { return e.rows("//tmp/et/seen")["a"] == micros(t0) })
@@ -246,11 +246,7 @@ func TestEventTimeLateDataPartition(t *testing.T) {
 // tablet 0 at +600 s stays unread through epochs that hold it back; once tablet 1 reaches
 // +550 s the watermark is +500 s and it is read.
 func TestEventTimeAlignment(t *testing.T) {
-	spec := strings.Replace(eventTimeSpec, `watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"}};`,
-		`watermark_strategy = {event_timestamp_assigner = {column = "ts"; format = "seconds"};
-		  watermark_generator = {out_of_orderness_bound = 0}; watermark_alignment = {drift_bound = 100000}};`, 1)
-	require.NotEqual(t, eventTimeSpec, spec)
-	e := startEventTimeEnv(t, spec, 2)
+	e := startEventTimeEnv(t, eventTimeSpecWith(t, `watermark_generator = {out_of_orderness_bound = 0}; watermark_alignment = {drift_bound = 100000}`), 2)
 	holds := func() int64 {
 		var n int64
 		for _, st := range e.w.Stats() {

@@ -440,28 +440,15 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 			}
 		}
 		if ln := gf.Node("late_data_partitions"); ln != nil {
-			path := gf.Path("late_data_partitions")
-			lf := p.w.Fields(ln, path)
-			ws.LateDataPartitions = &LateDataPartitions{
-				Percentile: lf.Float("value", 100),
-				Delay:      lf.Duration("delay", time.Minute),
-			}
-			lf.Close()
-			if v := ws.LateDataPartitions.Percentile; !(v > 0 && v <= 100) {
-				p.errorf(path+"/value", "must be in (0, 100], got %v", v)
-			}
+			v, d := p.percentileDelay(ln, gf.Path("late_data_partitions"))
+			ws.LateDataPartitions = &LateDataPartitions{Percentile: v, Delay: d}
 		}
 		gf.Skip("use_source_watermark", "unavailable_partition_groups")
 		gf.Close()
 	}
 	if pn := f.Node("watermark_percentile"); pn != nil {
-		path := f.Path("watermark_percentile")
-		pf := p.w.Fields(pn, path)
-		ws.Percentile = &WatermarkPercentile{Value: pf.Float("value", 100), Delay: pf.Duration("delay", time.Minute)}
-		pf.Close()
-		if v := ws.Percentile.Value; !(v > 0 && v <= 100) {
-			p.errorf(path+"/value", "must be in (0, 100], got %v", v)
-		}
+		v, d := p.percentileDelay(pn, f.Path("watermark_percentile"))
+		ws.Percentile = &WatermarkPercentile{Value: v, Delay: d}
 	}
 	if an := f.Node("watermark_alignment"); an != nil {
 		path := f.Path("watermark_alignment")
@@ -478,6 +465,18 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 	}
 	f.Close()
 	return ws
+}
+
+// percentileDelay reads a {value = 100.0; delay = 1m} block (late_data_partitions,
+// watermark_percentile; defaults as shown, value in (0, 100]).
+func (p *parser) percentileDelay(n *yson.Node, path string) (value float64, delay time.Duration) {
+	f := p.w.Fields(n, path)
+	value, delay = f.Float("value", 100), f.Duration("delay", time.Minute)
+	f.Close()
+	if !(value > 0 && value <= 100) {
+		p.errorf(path+"/value", "must be in (0, 100], got %v", value)
+	}
+	return value, delay
 }
 
 var timerIDPattern = regexp.MustCompile(`^[0-9A-Za-z_-]+$`)
