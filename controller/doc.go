@@ -17,7 +17,8 @@
 // sets that bound as the dedup tables' watermark (their watermark row merger
 // drops older rows), or, for tables without the merger, deletes the rows in
 // bounded batches. It folds the jobs' event-time bounds the same way into the
-// pipeline EventWatermark (NewEventWatermarkTracker, EventWatermarkBound) and
+// pipeline EventWatermark (NewEventWatermarkTracker, EventWatermarkBound, with
+// the sources' idle_partitions and late_data_partitions rules) and
 // publishes it as @event_watermark, which event_time timers follow (pipelines
 // whose job_status has no event_watermark column get none). While the
 // partition count of a keyed computation changes,

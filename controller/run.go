@@ -272,8 +272,6 @@ func (c *cycler) advanceEventWatermark(ctx context.Context, in *Input, attrs *yt
 	}
 	if c.ew == nil {
 		c.ew = NewEventWatermarkTracker(published, in.Topology)
-	} else {
-		c.ew.SetTopology(in.Topology)
 	}
 	w, _ := c.ew.Observe(in.Partitions, in.Jobs, in.Statuses)
 	if w > published || (attrs.EventWatermark == nil && w > 0) {
@@ -356,6 +354,9 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 		if attrs.SpecVersion != c.specVersion || attrs.DynamicSpecVersion != c.dynVersion || c.specErr != nil && c.specVersion == 0 {
 			c.specVersion, c.dynVersion = attrs.SpecVersion, attrs.DynamicSpecVersion
 			c.topology, c.specErr = parseTopology(attrs)
+			if c.ew != nil && c.specErr == nil {
+				c.ew.SetTopology(c.topology) // the new version's watermark rules
+			}
 			if c.specErr != nil {
 				c.lg.Error("cannot parse the pipeline spec; running no jobs", log.Error(c.specErr))
 				c.log(ctx, "cannot parse the pipeline spec: "+c.specErr.Error())
