@@ -85,7 +85,7 @@ type eventTimeEnv struct {
 	w   *job.Worker
 }
 
-func startEventTimeEnv(t *testing.T, spec string, tablets int) *eventTimeEnv {
+func startEventTimeEnv(t *testing.T, spec string, tablets int, tweak ...func(*job.Config)) *eventTimeEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
 	require.NoError(t, err)
@@ -115,8 +115,12 @@ func startEventTimeEnv(t *testing.T, spec string, tablets int) *eventTimeEnv {
 	wg.Go(func() {
 		_ = controller.Run(ctx, controller.Config{Proxy: srv.Addr(), Path: path, Address: "ctl", Period: 50 * time.Millisecond})
 	})
-	w := job.NewWorker(job.Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", EmptyBatchBackoff: 20 * time.Millisecond,
-		PollPeriod: 50 * time.Millisecond, StatusPeriod: 50 * time.Millisecond})
+	cfg := job.Config{Proxy: srv.Addr(), Path: path, WorkerID: "w1", EmptyBatchBackoff: 20 * time.Millisecond,
+		PollPeriod: 50 * time.Millisecond, StatusPeriod: 50 * time.Millisecond}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	w := job.NewWorker(cfg)
 	wg.Go(func() { _ = w.Run(ctx) })
 	return &eventTimeEnv{t: t, ctx: ctx, st: st, w: w}
 }

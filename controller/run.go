@@ -135,7 +135,8 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		return err
 	}
 	lg.Info("became leader", log.String("session", sess.ID()), log.String("address", cfg.Address))
-	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{}}
+	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{}, notify: newNotifier(lg)}
+	defer c.notify.wait()
 	if err := st.SetControllerAttributes(termCtx, sess, "", cfg.Address); err != nil {
 		return fmt.Errorf("publish leader address: %w", err)
 	}
@@ -232,6 +233,8 @@ type cycler struct {
 	sourceCompleted bool
 	// completedJobs are the jobs whose status said completed at the last observation.
 	completedJobs map[string]bool
+	// notify tells the workers about layout and state changes (nil: no notifications).
+	notify *notifier
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -246,12 +249,17 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		return false, err
 	}
 	c.sourceCompleted = c.sourceCompleted || d.SourceCompleted
+	changed := !d.Layout.Empty()
 	if d.PipelineState != "" && d.PipelineState != attrs.PipelineState {
 		if err := c.st.SetControllerAttributes(ctx, c.sess, d.PipelineState, ""); err != nil {
 			return d.Transition, err
 		}
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
+		changed = true
+	}
+	if changed && c.notify != nil {
+		c.notify.notify(ctx, in.Workers, d.Layout.DeleteWorkers)
 	}
 	if err := c.advanceWatermark(ctx, in, attrs); err != nil {
 		return d.Transition, err

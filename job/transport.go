@@ -295,6 +295,15 @@ func (w *Worker) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	switch req.URL.Path {
 	case "/push":
 		w.handlePush(rw, req)
+	case "/layout":
+		// The controller changed the layout: read it now rather than at the next poll. The
+		// request carries nothing; the layout is read from YTsaurus as at every poll.
+		if req.Method != http.MethodPost {
+			http.Error(rw, "layout: POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		w.wakeStatus()
+		rw.WriteHeader(http.StatusNoContent)
 	case "/stats":
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(w.Stats())
