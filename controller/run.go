@@ -165,7 +165,7 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		// finite source usually follow, and their completion starts the pipeline's.
 		next := cfg.Period
 		if transition || start.Before(fastUntil) {
-			next = max(cfg.Period/10, 20*time.Millisecond)
+			next = max(cfg.Period/25, 20*time.Millisecond)
 		}
 		// Between regular cycles the leader peeks at the job statuses every fifth of the
 		// period: a job that newly reports its source completed starts the pipeline's

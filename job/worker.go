@@ -221,10 +221,10 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	for {
 		// While a job applies draining (the pipeline completes or stops) the controller waits
 		// for its statuses, and once a source job completed the layout is about to say
-		// draining: poll and report eight times as often.
+		// draining: poll and report twenty times as often (every 10 ms by default).
 		next := w.cfg.PollPeriod
 		if w.inTransition() {
-			next = max(w.cfg.PollPeriod/8, 10*time.Millisecond)
+			next = max(w.cfg.PollPeriod/20, 10*time.Millisecond)
 		}
 		poll.Reset(next)
 		select {
