@@ -34,6 +34,7 @@
 // again until its push answers or fails, and a round does not wait for slow readers. Inboxes
 // are bounded: a full inbox accepts nothing more and the sender retries later
 // (back-pressure). GET /stats serves per-job counters, among them the duplicates dropped.
+// POST /layout (from the leader controller) makes the worker poll the layout at once.
 //
 // Job row flags apply live: a draining job stops reading sources and firing timers but keeps
 // processing input and delivering outputs; a retiring job also refuses and drops its input
