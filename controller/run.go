@@ -136,7 +136,10 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 	}
 	lg.Info("became leader", log.String("session", sess.ID()), log.String("address", cfg.Address))
 	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{}, notify: newNotifier(lg)}
-	defer c.notify.wait()
+	defer func() {
+		cancel() // ends the notifications in flight at once
+		c.notify.wait()
+	}()
 	if err := st.SetControllerAttributes(termCtx, sess, "", cfg.Address); err != nil {
 		return fmt.Errorf("publish leader address: %w", err)
 	}
