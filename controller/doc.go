@@ -9,6 +9,8 @@
 // leader through ytstore, gathers the snapshot every cycle, pings and checks
 // leases, and applies decisions in the order the exactly-once protocol needs —
 // leases of removed jobs are aborted before any replacement job is written.
+// The first assignment of a pipeline waits briefly for workers that appear
+// together after the controller (WorkerSettle), so that they share it.
 // After a cycle that changed the layout or the pipeline state, the leader tells
 // every live worker to read the layout now (POST /layout, notify.go; best
 // effort: the workers' own polls remain the fallback).

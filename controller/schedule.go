@@ -71,6 +71,58 @@ type Scheduler struct {
 	drain map[string]statusMark // nil: no drained observation pending
 	// failures holds, per partition, the restart backoff after failed jobs.
 	failures map[string]backoff
+	// seen maps each live worker to the time this scheduler first saw it (µs; 0 for the
+	// workers of its first step); nil before the first step. See settling.
+	seen map[string]uint64
+}
+
+// WorkerSettle and MaxWorkerSettle (µs): a pipeline that has no job at all is not assigned
+// while a worker that appeared after the scheduler's first step was first seen less than
+// WorkerSettle ago, for at most MaxWorkerSettle after the first such worker appeared.
+// Workers started together after the controller (by hand or a script) then share the first
+// assignment instead of the first one taking every job and the others getting half of them
+// a cycle later, each move restarting a job under a new lease. Workers that were there when
+// the controller started (yt-flow run starts them first) are assigned at once.
+const (
+	WorkerSettle    = 1_000_000 // µs
+	MaxWorkerSettle = 5_000_000 // µs
+)
+
+// noteWorkers records when the live workers were first seen.
+func (s *Scheduler) noteWorkers(in *Input) {
+	first := s.seen == nil
+	if first {
+		s.seen = map[string]uint64{}
+	}
+	for _, w := range in.Workers {
+		if !in.WorkerAlive[w.WorkerID] {
+			continue
+		}
+		if _, ok := s.seen[w.WorkerID]; !ok {
+			if first {
+				s.seen[w.WorkerID] = 0
+			} else {
+				s.seen[w.WorkerID] = in.Now
+			}
+		}
+	}
+}
+
+// settling reports whether the first assignment of a pipeline waits for more workers (see
+// WorkerSettle).
+func (s *Scheduler) settling(in *Input) bool {
+	newest, oldest := uint64(0), uint64(0)
+	for _, w := range in.Workers {
+		t := s.seen[w.WorkerID]
+		if !in.WorkerAlive[w.WorkerID] || t == 0 {
+			continue
+		}
+		newest = max(newest, t)
+		if oldest == 0 || t < oldest {
+			oldest = t
+		}
+	}
+	return newest != 0 && in.Now < newest+WorkerSettle && in.Now < oldest+MaxWorkerSettle
 }
 
 // backoff delays the restart of a partition whose jobs keep failing, so that
@@ -137,6 +189,7 @@ type plan struct {
 	isNew      map[string]bool              // partition id -> job is created by this step
 	relaxed    map[string]bool              // computation id -> relaxed distribution ordering
 	changed    bool                         // jobs or partitions were added or removed
+	settling   bool                         // the first assignment waits for more workers
 }
 
 // Step decides one scheduling cycle.
@@ -153,6 +206,7 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	for _, c := range in.Topology.Computations {
 		p.relaxed[c.ID] = c.RelaxedOrdering
 	}
+	s.noteWorkers(in)
 	p.dropDeadWorkers()
 	p.dropOrphanStatuses()
 
@@ -181,7 +235,7 @@ func (s *Scheduler) Step(in *Input) *Decision {
 
 	finishing := state == ytstore.StateDraining || (state == ytstore.StateWorking && allSourcesDone)
 	p.setFlags(state == ytstore.StateDraining || allSourcesDone)
-	d.Transition = finishing
+	d.Transition = finishing || p.settling // a settling first assignment is looked at again soon
 	if !finishing {
 		s.drain = nil
 	} else if s.drained(p, statuses) {
@@ -501,6 +555,12 @@ func (p *plan) assign() {
 	sort.Strings(workers)
 	workers = slices.Compact(workers)
 	if len(workers) == 0 {
+		return
+	}
+	if len(p.jobs) == 0 && p.s.settling(p.in) {
+		// Invariant: workers that appear together after the controller share the first
+		// assignment (TestWorkersArrivingTogetherShareFirstAssignment).
+		p.settling = true
 		return
 	}
 	load := map[string]int{}

@@ -759,3 +759,55 @@ func TestRetiringAfterDrainingRestartsJob(t *testing.T) {
 		t.Error("retiring partition not removed after its job applied retiring with nothing in flight")
 	}
 }
+
+func TestWorkersArrivingTogetherShareFirstAssignment(t *testing.T) {
+	w := newWorld() // the controller starts before any worker
+	var s Scheduler
+	if _, created := w.step(t, &s); len(created) != 0 {
+		t.Fatalf("jobs without workers: %v", created)
+	}
+	w.workers["w1"] = true
+	d, created := w.step(t, &s) // w1 first seen: wait for others
+	if len(created) != 0 || !d.Transition {
+		t.Fatalf("first worker alone: created %d jobs, transition %v; want none and a quick next look", len(created), d.Transition)
+	}
+	w.workers["w2"] = true
+	for i := 0; ; i++ {
+		d, created = w.step(t, &s)
+		if len(created) > 0 {
+			break
+		}
+		if i > 10 {
+			t.Fatal("never assigned")
+		}
+	}
+	if len(created) != 5 || len(d.AbortLeases) != 0 {
+		t.Fatalf("first assignment created %d jobs and aborted %d leases, want 5 and 0", len(created), len(d.AbortLeases))
+	}
+	if l := w.load(); l["w1"] == 0 || l["w2"] == 0 {
+		t.Errorf("first assignment %v: both workers should hold jobs", l)
+	}
+	// A worker arriving once jobs exist is rebalanced to at once, as before.
+	w.workers["w3"] = true
+	if _, created = w.step(t, &s); len(created) == 0 {
+		t.Error("a new worker of a running pipeline got no job")
+	}
+}
+
+func TestWorkerSettleIsBounded(t *testing.T) {
+	w := newWorld()
+	var s Scheduler
+	w.step(t, &s)
+	// A worker appears at every step (every 0.5 s): the first assignment still comes within
+	// MaxWorkerSettle of the first one.
+	start := w.now
+	for i := 0; ; i++ {
+		w.workers["w"+itoa(i)] = true
+		if _, created := w.step(t, &s); len(created) > 0 {
+			break
+		}
+		if w.now-start > MaxWorkerSettle+1_000_000 {
+			t.Fatalf("no assignment %d µs after the first worker appeared", w.now-start)
+		}
+	}
+}
