@@ -252,22 +252,31 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		return false, err
 	}
 	c.sourceCompleted = c.sourceCompleted || d.SourceCompleted
-	changed := !d.Layout.Empty()
-	if d.PipelineState != "" && d.PipelineState != attrs.PipelineState {
-		if err := c.st.SetControllerAttributes(ctx, c.sess, d.PipelineState, ""); err != nil {
+	stateChanged := d.PipelineState != "" && d.PipelineState != attrs.PipelineState
+	if !d.Layout.Empty() && !stateChanged {
+		c.notifyWorkers(ctx, in, d)
+	}
+	if stateChanged {
+		err := c.st.SetControllerAttributes(ctx, c.sess, d.PipelineState, "")
+		c.notifyWorkers(ctx, in, d) // also when the layout changed and the state write failed
+		if err != nil {
 			return d.Transition, err
 		}
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
-		changed = true
-	}
-	if changed && c.notify != nil {
-		c.notify.notify(ctx, in.Workers, d.Layout.DeleteWorkers)
 	}
 	if err := c.advanceWatermark(ctx, in, attrs); err != nil {
 		return d.Transition, err
 	}
 	return d.Transition, c.advanceEventWatermark(ctx, in, attrs)
+}
+
+// notifyWorkers tells the live workers of the observation in that the layout or the
+// pipeline state changed.
+func (c *cycler) notifyWorkers(ctx context.Context, in *Input, d *Decision) {
+	if c.notify != nil {
+		c.notify.notify(ctx, in.Workers, d.Layout.DeleteWorkers)
+	}
 }
 
 // advanceEventWatermark folds the cycle's observation into the EventWatermark and publishes

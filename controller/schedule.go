@@ -88,11 +88,21 @@ const (
 	MaxWorkerSettle = 5_000_000 // µs
 )
 
-// noteWorkers records when the live workers were first seen.
+// noteWorkers records when the live workers were first seen and forgets the workers that
+// left the workers table.
 func (s *Scheduler) noteWorkers(in *Input) {
 	first := s.seen == nil
 	if first {
 		s.seen = map[string]uint64{}
+	}
+	present := make(map[string]bool, len(in.Workers))
+	for _, w := range in.Workers {
+		present[w.WorkerID] = true
+	}
+	for id := range s.seen {
+		if !present[id] {
+			delete(s.seen, id)
+		}
 	}
 	for _, w := range in.Workers {
 		if !in.WorkerAlive[w.WorkerID] {
