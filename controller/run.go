@@ -54,6 +54,10 @@ type Config struct {
 	// scans the dedup tables), unless the previous one stopped at its batch
 	// limit. Default 5s.
 	DedupGCPeriod time.Duration
+	// WorkerSettle is how long the first assignment of a pipeline waits for more workers
+	// after one appeared that the leader's first cycle did not see (at most five times as
+	// long in all; see Scheduler). Default 1s; negative: no wait.
+	WorkerSettle time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -72,6 +76,14 @@ func (c Config) withDefaults() Config {
 		c.Address = fmt.Sprintf("%s/pid:%d", cmp.Or(host, "localhost"), os.Getpid())
 	}
 	return c
+}
+
+// settleMicros is Config.WorkerSettle as Scheduler.Settle.
+func settleMicros(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Microseconds()
 }
 
 // errNotLeader means another controller holds the leader lock.
@@ -135,7 +147,7 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		return err
 	}
 	lg.Info("became leader", log.String("session", sess.ID()), log.String("address", cfg.Address))
-	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{}, notify: newNotifier(lg)}
+	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg)}
 	defer func() {
 		cancel() // ends the notifications in flight at once
 		c.notify.wait()

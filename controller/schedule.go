@@ -74,18 +74,22 @@ type Scheduler struct {
 	// seen maps each live worker to the time this scheduler first saw it (µs; 0 for the
 	// workers of its first step); nil before the first step. See settling.
 	seen map[string]uint64
+	// Settle is the settle window of the first assignment in µs (0: WorkerSettle; negative:
+	// none); it lasts at most five times as long after the first new worker appeared.
+	Settle int64
 }
 
-// WorkerSettle and MaxWorkerSettle (µs): a pipeline that has no job at all is not assigned
-// while a worker that appeared after the scheduler's first step was first seen less than
-// WorkerSettle ago, for at most MaxWorkerSettle after the first such worker appeared.
-// Workers started together after the controller (by hand or a script) then share the first
-// assignment instead of the first one taking every job and the others getting half of them
-// a cycle later, each move restarting a job under a new lease. Workers that were there when
-// the controller started (yt-flow run starts them first) are assigned at once.
+// WorkerSettle (µs) is the default settle window: a pipeline that has no job at all is not
+// assigned while a worker that appeared after the scheduler's first step was first seen
+// less than the window ago, for at most MaxSettleFactor windows after the first such worker
+// appeared. Workers started together after the controller (by hand or a script) then share
+// the first assignment instead of the first one taking every job and the others getting
+// half of them a cycle later, each move restarting a job under a new lease. Workers that
+// were there when the controller started (yt-flow run starts them first) are assigned at
+// once.
 const (
 	WorkerSettle    = 1_000_000 // µs
-	MaxWorkerSettle = 5_000_000 // µs
+	MaxSettleFactor = 5
 )
 
 // noteWorkers records when the live workers were first seen and forgets the workers that
@@ -121,6 +125,13 @@ func (s *Scheduler) noteWorkers(in *Input) {
 // settling reports whether the first assignment of a pipeline waits for more workers (see
 // WorkerSettle).
 func (s *Scheduler) settling(in *Input) bool {
+	window := uint64(WorkerSettle)
+	switch {
+	case s.Settle < 0:
+		return false
+	case s.Settle > 0:
+		window = uint64(s.Settle)
+	}
 	newest, oldest := uint64(0), uint64(0)
 	for _, w := range in.Workers {
 		t := s.seen[w.WorkerID]
@@ -132,7 +143,7 @@ func (s *Scheduler) settling(in *Input) bool {
 			oldest = t
 		}
 	}
-	return newest != 0 && in.Now < newest+WorkerSettle && in.Now < oldest+MaxWorkerSettle
+	return newest != 0 && in.Now < newest+window && in.Now < oldest+MaxSettleFactor*window
 }
 
 // backoff delays the restart of a partition whose jobs keep failing, so that
@@ -569,7 +580,8 @@ func (p *plan) assign() {
 	}
 	if len(p.jobs) == 0 && p.s.settling(p.in) {
 		// Invariant: workers that appear together after the controller share the first
-		// assignment (TestWorkersArrivingTogetherShareFirstAssignment).
+		// assignment (TestWorkersArrivingTogetherShareFirstAssignment,
+		// e2e/TestHandStartedControllerAssignsOnce).
 		p.settling = true
 		return
 	}

@@ -799,14 +799,14 @@ func TestWorkerSettleIsBounded(t *testing.T) {
 	var s Scheduler
 	w.step(t, &s)
 	// A worker appears at every step (every 0.5 s): the first assignment still comes within
-	// MaxWorkerSettle of the first one.
+	// MaxSettleFactor windows of the first one.
 	start := w.now
 	for i := 0; ; i++ {
 		w.workers["w"+itoa(i)] = true
 		if _, created := w.step(t, &s); len(created) > 0 {
 			break
 		}
-		if w.now-start > MaxWorkerSettle+1_000_000 {
+		if w.now-start > MaxSettleFactor*WorkerSettle+1_000_000 {
 			t.Fatalf("no assignment %d µs after the first worker appeared", w.now-start)
 		}
 	}

@@ -33,6 +33,7 @@ func init() {
 			gcMargin := fs.Duration("dedup-gc-margin", 30*time.Second, "dedup rows are kept this far below the SystemWatermark")
 			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection (dedup tables without the watermark row merger)")
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
+			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
 			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
 				return code
 			}
@@ -48,6 +49,7 @@ func init() {
 				DedupGCMargin:  *gcMargin,
 				DedupGCBatch:   *gcBatch,
 				DedupGCPeriod:  *gcPeriod,
+				WorkerSettle:   *settle,
 			})
 			if err != nil {
 				return failf(env.stderr, "controller: %v", err)
