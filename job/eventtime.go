@@ -105,18 +105,24 @@ func (r *runner) eventWatermark() uint64 {
 		consider(r.outbox.minEventTS())
 	}
 	if r.sourcesOpen() {
-		est := uint64(1) // nothing seen yet: the beginning of time
-		seen := r.eventSeen.Load()
-		var oob uint64
-		if ws := r.comp.Watermark; ws != nil && ws.Generator {
-			oob = uint64(ws.OutOfOrderness.Microseconds())
-		}
-		if seen > oob+1 {
-			est = seen - oob
-		}
-		consider(est)
+		consider(r.sourceEstimate())
 	}
 	return least
+}
+
+// sourceEstimate is a source job's estimate of event time: the largest event timestamp it
+// read minus the generator's out-of-orderness bound, at least 1 (nothing seen yet: the
+// beginning of time).
+func (r *runner) sourceEstimate() uint64 {
+	seen := r.eventSeen.Load()
+	var oob uint64
+	if ws := r.comp.Watermark; ws != nil && ws.Generator {
+		oob = uint64(ws.OutOfOrderness.Microseconds())
+	}
+	if seen > oob+1 {
+		return seen - oob
+	}
+	return 1
 }
 
 // sourcesOpen reports whether the job reads a source that may still give rows (a source
@@ -168,10 +174,7 @@ func (r *runner) alignmentHold() bool {
 	if ew == 0 {
 		return false
 	}
-	est := r.eventSeen.Load()
-	if ws.Generator {
-		est -= min(est, uint64(ws.OutOfOrderness.Microseconds()))
-	}
+	est := r.sourceEstimate()
 	if est <= ew || est-ew <= uint64(ws.Alignment.DriftBound.Microseconds()) {
 		return false
 	}
