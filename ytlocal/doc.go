@@ -38,6 +38,11 @@
 // a transaction started with prerequisite_transaction_ids is aborted when any of them
 // ends; unpinged transactions are aborted by the timer when their timeout passes.
 //
+// Dynamic tables live in memory (package tablet). Overwritten versions and deleted rows
+// stay readable by timestamp for Config.VersionRetention (ten seconds by default, where
+// YTsaurus keeps them on disk for min_data_ttl, 30 minutes by default), and for as long as
+// an open tablet transaction can read them.
+//
 // # Durability
 //
 // With DataDir, every committed mutation is appended to a write-ahead log and fsynced

@@ -49,6 +49,8 @@ func init() {
 			Clock:   s.now,
 			Compile: compileExpression,
 			Journal: d,
+
+			VersionRetention: s.cfg.VersionRetention,
 		})
 		return d, nil
 	})

@@ -9,7 +9,8 @@
 // commit timestamp. Commits with prerequisite master transactions run inside
 // Prerequisites.WhileAlive, so they are atomic with the liveness check.
 // Timestamps come from the ts.Oracle the caller shares with the rest of the
-// server. Overwritten versions stay readable for Config.VersionRetention;
+// server. Overwritten versions stay readable for Config.VersionRetention and while an open
+// transaction may read them;
 // deleted rows are dropped after it.
 //
 // Every committed change is expressed as a Record and installed by one function,

@@ -37,13 +37,20 @@ type Config struct {
 	Compile Compiler
 	// Journal receives every record before it is applied; nil keeps no log.
 	Journal Journal
-	// VersionRetention is how long overwritten row versions stay readable by
-	// timestamp; default 30 minutes.
+	// VersionRetention is how long overwritten row versions and deleted rows stay
+	// readable by timestamp (reads at older timestamps see what remained); default ten
+	// seconds. Everything is in memory, so this bounds what frequently updated rows cost: a
+	// row rewritten every 100 ms keeps ~100 versions. A commit never drops what an open
+	// transaction could still read or conflict with, however long it has been open
+	// (TestOpenTransactionHoldsVersions).
 	VersionRetention time.Duration
 	// Cluster is the queue_cluster value written to consumer and producer
 	// tables; default "primary".
 	Cluster string
 }
+
+// DefaultVersionRetention is Config.VersionRetention's default.
+const DefaultVersionRetention = 10 * time.Second
 
 // Engine holds all dynamic tables, tablet transactions and queue state.
 type Engine struct {
@@ -64,7 +71,7 @@ func New(cfg Config) *Engine {
 		cfg.Oracle = &ts.Oracle{Now: cfg.Clock}
 	}
 	if cfg.VersionRetention == 0 {
-		cfg.VersionRetention = 30 * time.Minute
+		cfg.VersionRetention = DefaultVersionRetention
 	}
 	if cfg.Cluster == "" {
 		cfg.Cluster = "primary"

@@ -773,3 +773,35 @@ func TestScanOrderWithInterleavedWrites(t *testing.T) {
 		require.Equal(t, want, got, "round %d", round)
 	}
 }
+
+// TestOpenTransactionHoldsVersions: commits drop versions older than VersionRetention, but
+// never what an open transaction reads at its start timestamp or must conflict with.
+func TestOpenTransactionHoldsVersions(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	e := New(Config{Clock: func() time.Time { return now }, VersionRetention: time.Minute})
+	newMounted(t, e, "t", kvSchema())
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(1)}, map[string]any{"k": "c", "v": int64(1)})
+	_, err := e.StartTx("old", time.Hour)
+	require.NoError(t, err)
+	now = now.Add(time.Second)
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(2)})
+	_, err = e.Run(func(tx string) error { return e.Delete(tx, "t", []map[string]any{{"k": "c"}}) })
+	require.NoError(t, err)
+	for range 5 {
+		now = now.Add(time.Minute)
+		insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(3)})
+	}
+	got := lookup(t, e, "t", LookupOptions{ReadOptions: ReadOptions{Tx: "old"}}, map[string]any{"k": "a"}, map[string]any{"k": "c"})
+	require.Len(t, got, 2, "the open transaction still sees both rows as of its start")
+	assert.Contains(t, got[0], int64(1))
+	assert.Len(t, e.tables["t"].rows["\x05\x00\x00\x00\x01c"].versions, 2, "the deleted row stays while the transaction may conflict with it")
+	require.NoError(t, e.Insert("old", "t", []map[string]any{{"k": "c", "v": int64(9)}}, InsertOptions{}))
+	_, err = e.Commit("old", nil, nil)
+	requireCode(t, err, yterrors.CodeTransactionLockConflict)
+
+	// Once it is gone, the next commit drops what only it needed.
+	now = now.Add(2 * time.Minute)
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(4)})
+	assert.Len(t, e.tables["t"].rows, 1, "row c is collected")
+	assert.Len(t, e.tables["t"].rows["\x05\x00\x00\x00\x01a"].versions, 2, "a keeps its newest version before the horizon and the one after")
+}

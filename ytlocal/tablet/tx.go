@@ -602,10 +602,7 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		return fmt.Errorf("commit at %d: %w", rec.Timestamp, err)
 	}
 	e.oracle.Observe(uint64(rec.Timestamp))
-	var horizon Timestamp
-	if retention := Timestamp(e.cfg.VersionRetention/time.Second) << timestampCounterBits; rec.Timestamp > retention {
-		horizon = rec.Timestamp - retention
-	}
+	horizon := e.pruneHorizon(rec.Timestamp)
 	for _, w := range rec.Writes {
 		t, ok := e.tables[w.Table]
 		if !ok {
@@ -654,6 +651,25 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		e.tables[w.Table].collectTombstones(horizon)
 	}
 	return nil
+}
+
+// pruneHorizon is the timestamp at or below which a commit at ts drops overwritten versions
+// and deleted rows: VersionRetention back from ts, and never past the start of an open
+// transaction, whose snapshot reads and conflict checks need what it could see. A replay has
+// no open transactions: it may drop more than the live commit did, which no read at a
+// current timestamp can tell.
+func (e *Engine) pruneHorizon(ts Timestamp) Timestamp {
+	retention := Timestamp(e.cfg.VersionRetention/time.Second) << timestampCounterBits
+	if ts <= retention {
+		return 0
+	}
+	horizon := ts - retention
+	for _, tx := range e.txs {
+		if !tx.bulk && tx.start < horizon {
+			horizon = tx.start // the newest version at or before it stays
+		}
+	}
+	return horizon
 }
 
 // tombstone remembers a delete so that the row can be dropped once no read or
