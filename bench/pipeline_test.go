@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +48,19 @@ func loadParams() params {
 		workers:        envInt("BENCH_WORKERS", 2),
 		partitions:     envInt("BENCH_PARTITIONS", 2),
 	}
+}
+
+// writeHeapProfile writes the heap profile of this process to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // cpuTime is the user+system CPU time of this process so far (ytlocal, controller and
@@ -457,6 +472,13 @@ func measureLatency(b *testing.B, m medians, pr params, p *Pipeline, rate float6
 	cpu0 := cpu()
 	time.Sleep(time.Until(end)) // the load runs for a fixed wall-clock time
 	busy := (cpu() - cpu0).Seconds() / time.Since(warm).Seconds()
+	if f := os.Getenv("BENCH_HEAP"); f != "" {
+		// What the process holds at the end of the window: run, read the figures, then look.
+		runtime.GC()
+		if err := writeHeapProfile(f); err != nil {
+			b.Log(err)
+		}
+	}
 	stopWriting()
 	waitUntil(2*time.Minute, func() bool {
 		ok, _ := load.AllBeforeVisible(end)

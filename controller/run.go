@@ -52,13 +52,18 @@ type Config struct {
 	DedupGCBatch int
 	// DedupGCPeriod is the least time between two dedup collections (each
 	// scans the dedup tables), unless the previous one stopped at its batch
-	// limit. Default 5s.
+	// limit. Default 5s. Tables with the watermark row merger get their
+	// watermark at least every dedupMergePeriod (1s) instead: no scan.
 	DedupGCPeriod time.Duration
 	// WorkerSettle is how long the first assignment of a pipeline waits for more workers
 	// after one appeared that the leader's first cycle did not see (at most five times as
 	// long in all; see Scheduler). Default 1s; negative: no wait.
 	WorkerSettle time.Duration
 }
+
+// dedupMergePeriod bounds the time between two publications of the dedup watermark to tables
+// with the watermark row merger.
+const dedupMergePeriod = time.Second
 
 func (c Config) withDefaults() Config {
 	c.Period = cmp.Or(c.Period, 500*time.Millisecond)
@@ -336,7 +341,14 @@ func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore
 		return nil
 	}
 	before := w - margin
-	if !c.gcMore && (before <= c.gcDone || time.Since(c.gcLast) < c.cfg.DedupGCPeriod) {
+	period := c.cfg.DedupGCPeriod
+	if c.gcMerger > 0 {
+		// Publishing costs two attribute writes, and each merge drops only what passed
+		// since the last one: small steps keep the merges short (ytlocal runs them under its
+		// state lock).
+		period = min(period, dedupMergePeriod)
+	}
+	if !c.gcMore && (before <= c.gcDone || time.Since(c.gcLast) < period) {
 		return nil
 	}
 	c.gcLast = time.Now()

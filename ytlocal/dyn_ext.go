@@ -176,9 +176,12 @@ func (d *dynExt) mergeWatermark(id guid.GUID) {
 			value = uint64(v)
 		}
 	}
-	if column == "" || value == 0 {
+	if column == "" {
 		return
 	}
+	// Watermark 0 drops nothing, but from then on the engine keeps the table's rows ordered
+	// by the column: later merges cost the rows they drop, where the first one pays for the
+	// whole table.
 	n, err := d.eng.MergeWatermark(id.String(), column, value)
 	if err != nil {
 		d.s.log.Warn("watermark row merge failed", log.String("path", info.Path), log.Error(err))

@@ -39,8 +39,12 @@ func sorted(cols ...schema.Column) schema.Schema {
 // watermark row merger drops rows whose system_timestamp is below the watermark the
 // controller stores in @custom_runtime_data (SetDedupWatermark), so no scan or delete is
 // needed to collect them.
+//
+// They are created with a watermark of 0 (nothing to drop): ytlocal then indexes their rows by
+// system_timestamp from the start, so that no merge has to read a whole table.
 func dedupMountAttributes() map[string]any {
-	return map[string]any{"row_merger_type": "watermark", "min_data_versions": 0, "min_data_ttl": 0}
+	return map[string]any{"row_merger_type": "watermark", "min_data_versions": 0, "min_data_ttl": 0,
+		"custom_runtime_data": map[string]any{"watermark": map[string]any{"column_name": "system_timestamp", "watermark": uint64(0)}}}
 }
 
 // dataTables lists the internal tables owned by the job side. CreatePipeline creates

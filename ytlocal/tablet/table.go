@@ -61,9 +61,14 @@ type table struct {
 	index     []*row // rows in key order, without fresh ones
 	fresh     []*row // rows added since index was last brought up to date
 	dirty     bool   // index must be rebuilt from rows (rows were removed)
+	removed   int    // rows of index and fresh removed by a watermark merge (versions nil)
 	pivotKeys [][]any
 	// tombstones lists deletes in commit order for collectTombstones.
 	tombstones []tombstone
+	// wmCol is 1 + the index of the column the table was last merged by (mergeWatermark),
+	// 0 before any merge; wm orders the table's rows by that column's value.
+	wmCol int
+	wm    wmIndex
 
 	// Ordered tables.
 	tablets []*orderedTablet
@@ -275,6 +280,12 @@ func (t *table) rowForEnc(key []any, enc string) (string, *row) {
 // call are sorted and merged in; a removal makes it rebuild the whole index.
 func (t *table) sortedRows() []*row {
 	byKey := func(a, b *row) int { return t.compareKeys(a.key, b.key) }
+	if t.removed > 0 {
+		gone := func(r *row) bool { return r.versions == nil }
+		t.index = slices.DeleteFunc(t.index, gone)
+		t.fresh = slices.DeleteFunc(t.fresh, gone)
+		t.removed = 0
+	}
 	switch {
 	case t.dirty || len(t.index)+len(t.fresh) != len(t.rows):
 		t.index = t.index[:0]

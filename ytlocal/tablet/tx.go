@@ -617,6 +617,9 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		}
 		r.versions = append(r.versions, version{ts: rec.Timestamp, values: values})
 		prune(r, horizon)
+		if t.wmCol != 0 {
+			t.trackWatermark(k, values)
+		}
 		for _, g := range w.Groups {
 			if g < len(r.writeTS) {
 				r.writeTS[g] = rec.Timestamp
@@ -703,35 +706,114 @@ func (t *table) collectTombstones(horizon Timestamp) {
 	}
 }
 
-// mergeWatermark drops the rows whose column is below watermark; the key-order index stays
-// valid (no rebuild). A transaction in progress that writes a dropped row later creates it
-// anew, as after compaction in YT.
+// mergeWatermark drops the rows whose column is below watermark. The first merge by a
+// column reads every row's value (wmIndex); from then on every write of the table adds its
+// row with the value it wrote, and a merge visits only the rows below the watermark (and the
+// others of the bucket it falls in): it costs the rows it drops, not the table. The dedup
+// tables hold every message of the last half minute and are merged every few seconds, under
+// the server's state lock (BenchmarkMergeWatermark). Dropped rows leave the key-order index
+// at its next use (sortedRows); a transaction in progress that writes a dropped row later
+// creates it anew, as after compaction in YT.
 func (t *table) mergeWatermark(column string, watermark uint64) error {
 	ci, ok := t.byName[column]
 	if !ok {
 		return fmt.Errorf("merge watermark of %s: no column %q", t.path, column)
 	}
-	drop := func(r *row) bool {
-		v := r.latest()
-		if v == nil || ci >= len(v) {
-			return false
+	if t.wmCol != ci+1 {
+		t.wmCol, t.wm = ci+1, wmIndex{}
+		for enc, r := range t.rows {
+			t.trackWatermark(enc, r.latest())
 		}
-		x, ok := v[ci].(uint64)
-		return ok && x < watermark
 	}
-	gone := map[*row]bool{}
-	for enc, r := range t.rows {
-		if drop(r) {
+	t.wm.below(watermark, func(enc string) {
+		r := t.rows[enc]
+		if r == nil {
+			return
+		}
+		// The row may have been written again since: it was added again with the newer
+		// value, and stays unless that one is below the watermark too.
+		if v, ok := t.watermarkValue(r.latest()); ok && v < watermark {
 			delete(t.rows, enc)
-			gone[r] = true
+			r.versions = nil // marks it removed for sortedRows
+			t.removed++
 		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	t.index = slices.DeleteFunc(t.index, func(r *row) bool { return gone[r] })
-	t.fresh = slices.DeleteFunc(t.fresh, func(r *row) bool { return gone[r] })
+	})
 	return nil
+}
+
+// watermarkValue is the tracked column's value in a row's values.
+func (t *table) watermarkValue(values []any) (uint64, bool) {
+	if t.wmCol == 0 || len(values) < t.wmCol {
+		return 0, false
+	}
+	v, ok := values[t.wmCol-1].(uint64)
+	return v, ok
+}
+
+// trackWatermark adds a row just written with values to the watermark index, when the
+// table is merged by watermark.
+func (t *table) trackWatermark(enc string, values []any) {
+	if v, ok := t.watermarkValue(values); ok {
+		t.wm.add(v, enc)
+	}
+}
+
+// wmBucketShift sets the value range of a wmIndex bucket: 2^20, about a second of
+// microsecond timestamps.
+const wmBucketShift = 20
+
+// wmIndex orders the rows of a table merged by watermark by the value their last write
+// left in the watermark column, in buckets of values with the same v >> wmBucketShift. A
+// row written several times has an entry for each write.
+type wmIndex struct {
+	buckets map[uint64][]wmEntry
+	ids     []uint64 // of buckets, ascending
+}
+
+type wmEntry struct {
+	value uint64
+	enc   string // encoded key of the row
+}
+
+func (x *wmIndex) add(v uint64, enc string) {
+	id := v >> wmBucketShift
+	b, ok := x.buckets[id]
+	if !ok {
+		if x.buckets == nil {
+			x.buckets = map[uint64][]wmEntry{}
+		}
+		i, _ := slices.BinarySearch(x.ids, id)
+		x.ids = slices.Insert(x.ids, i, id)
+	}
+	x.buckets[id] = append(b, wmEntry{value: v, enc: enc})
+}
+
+// below removes the entries with a value below watermark and calls f with each one's key.
+func (x *wmIndex) below(watermark uint64, f func(enc string)) {
+	last := watermark >> wmBucketShift
+	done := 0
+	for _, id := range x.ids {
+		if id > last {
+			break
+		}
+		b := x.buckets[id]
+		keep := b[:0]
+		for _, e := range b {
+			if e.value < watermark {
+				f(e.enc)
+			} else {
+				keep = append(keep, e)
+			}
+		}
+		clear(b[len(keep):])
+		if len(keep) > 0 { // only the bucket the watermark falls in
+			x.buckets[id] = keep
+			break
+		}
+		delete(x.buckets, id)
+		done++
+	}
+	x.ids = x.ids[done:]
 }
 
 // prune drops versions no read within the retention window can see: all but
