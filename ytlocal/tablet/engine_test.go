@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -804,4 +805,28 @@ func TestOpenTransactionHoldsVersions(t *testing.T) {
 	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "a", "v": int64(4)})
 	assert.Len(t, e.tables["t"].rows, 1, "row c is collected")
 	assert.Len(t, e.tables["t"].rows["\x05\x00\x00\x00\x01a"].versions, 2, "a keeps its newest version before the horizon and the one after")
+}
+
+// TestRowKeySharesEncodedKey: a row's string key values point into its encoded key (the
+// table's map key), and every version's key values are the row's own, so a row holds its
+// key's bytes once however often it is rewritten.
+func TestRowKeySharesEncodedKey(t *testing.T) {
+	e := New(Config{})
+	newMounted(t, e, "t", kvSchema())
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "some-key", "v": int64(1)})
+	insert(t, e, "t", InsertOptions{}, map[string]any{"k": "some-key", "v": int64(2)})
+	for enc, r := range e.tables["t"].rows {
+		k := r.key[0].(string)
+		assert.Equal(t, "some-key", k)
+		start := uintptr(unsafe.Pointer(unsafe.StringData(enc)))
+		at := uintptr(unsafe.Pointer(unsafe.StringData(k)))
+		assert.True(t, at >= start && at+uintptr(len(k)) <= start+uintptr(len(enc)), "key bytes inside the encoded key")
+		require.Len(t, r.versions, 2)
+		for _, v := range r.versions {
+			assert.Equal(t, unsafe.StringData(k), unsafe.StringData(v.values[0].(string)), "versions share the row's key")
+		}
+	}
+	got := lookup(t, e, "t", LookupOptions{}, map[string]any{"k": "some-key"})
+	require.Len(t, got, 1)
+	assert.Equal(t, []any{"some-key", int64(2), nil}, got[0])
 }

@@ -61,7 +61,7 @@ type table struct {
 	index     []*row // rows in key order, without fresh ones
 	fresh     []*row // rows added since index was last brought up to date
 	dirty     bool   // index must be rebuilt from rows (rows were removed)
-	removed   int    // rows of index and fresh removed by a watermark merge (versions nil)
+	removed   int    // rows of index and fresh removed by a watermark merge (key nil)
 	pivotKeys [][]any
 	// tombstones lists deletes in commit order for collectTombstones.
 	tombstones []tombstone
@@ -270,22 +270,58 @@ func (t *table) rowForEnc(key []any, enc string) (string, *row) {
 	}
 	var r *row
 	if r = t.rows[enc]; r == nil {
+		shareKeyStrings(key, enc)
 		r = newRow(key, len(t.groups))
 		t.addRow(enc, r)
 	}
 	return enc, r
 }
 
+// shareKeyStrings points the string values of key at their bytes in enc (encodeKey(key)),
+// which the table keeps as the row's map key anyway: a row holds its key's bytes once, not
+// twice. key is changed in place.
+func shareKeyStrings(key []any, enc string) {
+	off := 0
+	for i, v := range key {
+		if off >= len(enc) {
+			return
+		}
+		switch x := v.(type) {
+		case nil:
+			off++
+		case int64, uint64, float64:
+			off += 9
+		case bool:
+			off += 2
+		case string:
+			start := off + 5
+			if start+len(x) > len(enc) || enc[start:start+len(x)] != x {
+				return // not the encoding of key: leave it alone
+			}
+			key[i] = enc[start : start+len(x)]
+			off = start + len(x)
+		default:
+			return
+		}
+	}
+}
+
+// dropRemoved takes the rows a watermark merge removed out of index and fresh.
+func (t *table) dropRemoved() {
+	if t.removed == 0 {
+		return
+	}
+	gone := func(r *row) bool { return r.key == nil }
+	t.index = slices.DeleteFunc(t.index, gone)
+	t.fresh = slices.DeleteFunc(t.fresh, gone)
+	t.removed = 0
+}
+
 // sortedRows returns the table rows in key order. Rows added since the last
 // call are sorted and merged in; a removal makes it rebuild the whole index.
 func (t *table) sortedRows() []*row {
 	byKey := func(a, b *row) int { return t.compareKeys(a.key, b.key) }
-	if t.removed > 0 {
-		gone := func(r *row) bool { return r.versions == nil }
-		t.index = slices.DeleteFunc(t.index, gone)
-		t.fresh = slices.DeleteFunc(t.fresh, gone)
-		t.removed = 0
-	}
+	t.dropRemoved()
 	switch {
 	case t.dirty || len(t.index)+len(t.fresh) != len(t.rows):
 		t.index = t.index[:0]
