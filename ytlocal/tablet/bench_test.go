@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -111,4 +112,28 @@ func insertDedupRows(b *testing.B, e *Engine, from, rows int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDedupIndexGC measures a forced collection of the heap holding a dedup index of
+// 700 000 rows (35 s of a 20 000 msgs/s pipeline) written after the table's first
+// watermark merge, as a pipeline's dedup tables are (rows in slabs, values in blocks): its
+// mark phase is what the collector does for the index in every cycle, with every other
+// goroutine of the server slowed down meanwhile.
+func BenchmarkDedupIndexGC(b *testing.B) {
+	e := New(Config{})
+	newMounted(b, e, "t", schema.Schema{Columns: []schema.Column{
+		{Name: "deduplication_message_key", Type: schema.TypeString, SortOrder: schema.SortAscending},
+		{Name: "system_timestamp", Type: schema.TypeUint64},
+	}})
+	if _, err := e.MergeWatermark("t", "system_timestamp", 0); err != nil {
+		b.Fatal(err)
+	}
+	insertDedupRows(b, e, 0, 700_000)
+	runtime.GC()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "gc_ms")
+	runtime.KeepAlive(e)
 }

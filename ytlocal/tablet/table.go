@@ -69,6 +69,7 @@ type table struct {
 	// 0 before any merge; wm orders the table's rows by that column's value.
 	wmCol int
 	wm    wmIndex
+	slab  []row // rows not yet handed out (t.newRow)
 
 	// Ordered tables.
 	tablets []*orderedTablet
@@ -93,7 +94,32 @@ type row struct {
 // allocation for the common table with one lock group (tables hold millions of rows, and
 // every object is work for the garbage collector).
 func newRow(key []any, groups int) *row {
-	r := &row{key: key}
+	return initRow(&row{}, key, groups)
+}
+
+// slabRows is how many rows a table merged by watermark allocates at once.
+const slabRows = 64
+
+// newRow allocates a row of t. The rows of a table merged by watermark (the dedup indexes)
+// come from slabs of slabRows: they are written once and dropped in the order of their
+// watermark column, so a slab's rows go together, and the collector marks one object per
+// slab instead of one per row (a forced collection over 700 000 such rows: ~225 ms one
+// object per row, ~127 ms in slabs; with their values in blocks as well, ~100 ms).
+func (t *table) newRow(key []any) *row {
+	if t.wmCol == 0 {
+		return newRow(key, len(t.groups))
+	}
+	if len(t.slab) == 0 {
+		t.slab = make([]row, slabRows)
+	}
+	r := &t.slab[0]
+	t.slab = t.slab[1:]
+	return initRow(r, key, len(t.groups))
+}
+
+// initRow sets up the zero row r.
+func initRow(r *row, key []any, groups int) *row {
+	r.key = key
 	ts := r.inlineTS[:]
 	if groups != 1 {
 		ts = make([]Timestamp, 2*groups)
@@ -271,7 +297,7 @@ func (t *table) rowForEnc(key []any, enc string) (string, *row) {
 	var r *row
 	if r = t.rows[enc]; r == nil {
 		shareKeyStrings(key, enc)
-		r = newRow(key, len(t.groups))
+		r = t.newRow(key)
 		t.addRow(enc, r)
 	}
 	return enc, r

@@ -233,6 +233,13 @@ func (e *Engine) appendInsertOps(ops []op, t *table, rows []map[string]any, opts
 // appendRowOps is appendInsertOps without the mount-state check.
 func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts InsertOptions) ([]op, error) {
 	ops = slices.Grow(ops, len(rows))
+	// The values of a table merged by watermark are carved from one block per call: its
+	// rows are written once and dropped in order, so the block's rows go together (see
+	// table.newRow).
+	var block []any
+	if t.sorted && t.wmCol != 0 {
+		block = make([]any, len(rows)*len(t.cols))
+	}
 	for _, m := range rows {
 		if err := t.checkColumns(m); err != nil {
 			return nil, schemaError(t, err)
@@ -245,7 +252,12 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 			ops = append(ops, o)
 			continue
 		}
-		values := make([]any, len(t.cols))
+		var values []any
+		if block != nil {
+			values, block = block[:len(t.cols):len(t.cols)], block[len(t.cols):]
+		} else {
+			values = make([]any, len(t.cols))
+		}
 		key, err := t.keyInto(m, values)
 		if err != nil {
 			return nil, schemaError(t, err)
