@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unsafe"
 
 	"go.ytsaurus.tech/yt/go/yterrors"
 )
@@ -237,8 +238,10 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 	// rows are written once and dropped in order, so the block's rows go together (see
 	// table.newRow).
 	var block []any
+	var keys []byte
 	if t.sorted && t.wmCol != 0 {
 		block = make([]any, len(rows)*len(t.cols))
+		keys = make([]byte, 0, 80*len(rows))
 	}
 	for _, m := range rows {
 		if err := t.checkColumns(m); err != nil {
@@ -280,7 +283,17 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 			values[i] = n
 			present[i] = true
 		}
-		ops = append(ops, op{kind: opWrite, t: t, key: key, enc: encodeKey(key), values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
+		var enc string
+		if block != nil {
+			// Encoded keys from one buffer too: the rows' map keys go together.
+			// Bytes once handed out are never written again (a grown buffer is a new array).
+			start := len(keys)
+			keys = appendKey(keys, key)
+			enc = unsafe.String(&keys[start], len(keys)-start)
+		} else {
+			enc = encodeKey(key)
+		}
+		ops = append(ops, op{kind: opWrite, t: t, key: key, enc: enc, values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
 	}
 	return ops, nil
 }

@@ -246,7 +246,11 @@ func compareKeys(a, b []any) int {
 // encodeKey maps a normalized key to a string usable as a Go map key. Equal
 // keys give equal strings.
 func encodeKey(key []any) string {
-	buf := make([]byte, 0, 16*len(key))
+	return string(appendKey(make([]byte, 0, 16*len(key)), key))
+}
+
+// appendKey appends the encoding of encodeKey to buf.
+func appendKey(buf []byte, key []any) []byte {
 	for _, v := range key {
 		switch x := v.(type) {
 		case nil:
@@ -272,7 +276,7 @@ func encodeKey(key []any) string {
 			buf = append(buf, str...)
 		}
 	}
-	return string(buf)
+	return buf
 }
 
 // aggregate combines an old and a new value of a column with an aggregate
