@@ -41,7 +41,11 @@
 // Dynamic tables live in memory (package tablet). Overwritten versions and deleted rows
 // stay readable by timestamp for Config.VersionRetention (ten seconds by default, where
 // YTsaurus keeps them on disk for min_data_ttl, 30 minutes by default), and for as long as
-// an open tablet transaction can read them.
+// an open tablet transaction can read them. Tables with the watermark row merger (yt-flow's
+// dedup indexes) are indexed by their watermark column, so a merge visits only the rows it
+// drops, and their rows, values and encoded keys are allocated in blocks: they are written
+// once and dropped in order, and the garbage collector's work grows with the number of
+// objects the server holds.
 //
 // # Durability
 //
