@@ -740,8 +740,8 @@ func (t *table) collectTombstones(horizon Timestamp) {
 // others of the bucket it falls in): it costs the rows it drops, not the table. The dedup
 // tables hold every message of the last half minute and are merged every few seconds, under
 // the server's state lock (BenchmarkMergeWatermark). Dropped rows leave the key-order index
-// at its next use (sortedRows); a transaction in progress that writes a dropped row later
-// creates it anew, as after compaction in YT.
+// at its next use (sortedRows), or once they are half of it; a transaction in progress that
+// writes a dropped row later creates it anew, as after compaction in YT.
 func (t *table) mergeWatermark(column string, watermark uint64) error {
 	ci, ok := t.byName[column]
 	if !ok {
