@@ -26,7 +26,7 @@ func FuzzPushRequest(f *testing.F) {
 			return
 		}
 		for _, m := range pr.Messages {
-			in, err := fromWire(m)
+			in, err := fromWire(m, nil)
 			if err != nil {
 				continue
 			}

@@ -43,9 +43,13 @@ func marshalPayloads(payloads []flow.Row) (out [][]byte, bad int, err error) {
 }
 
 // decodePayload decodes a stored or received payload: binary payloads of scalars with the
-// fast decoder, anything else with the SDK.
-func decodePayload(b []byte) (map[string]any, error) {
-	if m, ok := ybin.DecodeMap(b); ok {
+// fast decoder (dec, when not nil, shares key strings with the payloads it decoded before),
+// anything else with the SDK.
+func decodePayload(b []byte, dec *ybin.Decoder) (map[string]any, error) {
+	if dec == nil {
+		dec = new(ybin.Decoder)
+	}
+	if m, ok := dec.DecodeMap(b); ok {
 		return m, nil
 	}
 	var m map[string]any

@@ -38,7 +38,7 @@ func TestMarshalPayloads(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, string(bin), string(got[i]), "payload %d: binary", i)
 		}
-		back, err := decodePayload(got[i])
+		back, err := decodePayload(got[i], nil)
 		require.NoError(t, err)
 		require.Equal(t, b, any(back), "payload %d: decodePayload", i)
 	}

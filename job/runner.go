@@ -517,7 +517,7 @@ func timerFromRow(row ytstore.TimerRow) (epoch.DueTimer, error) {
 	var payload flow.Row
 	if len(row.Payload) > 0 {
 		var err error
-		if payload, err = decodePayload(row.Payload); err != nil {
+		if payload, err = decodePayload(row.Payload, nil); err != nil {
 			return epoch.DueTimer{}, fmt.Errorf("timer %s: payload: %w", row.MessageID, err)
 		}
 	}

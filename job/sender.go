@@ -283,7 +283,7 @@ func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string
 			ids = append(ids, row.MessageID)
 			continue
 		}
-		payload, err := decodePayload(row.Payload)
+		payload, err := decodePayload(row.Payload, nil)
 		if err != nil {
 			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
 			continue

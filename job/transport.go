@@ -14,6 +14,7 @@ import (
 	farm "github.com/dgryski/go-farm"
 
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/ybin"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -59,7 +60,7 @@ type pushResponse struct {
 	Reset bool `json:"reset,omitempty"`
 }
 
-func fromWire(m wireMessage) (epoch.Input, error) {
+func fromWire(m wireMessage, dec *ybin.Decoder) (epoch.Input, error) {
 	key, err := epoch.DecodeKey(m.Key)
 	if err != nil {
 		return epoch.Input{}, fmt.Errorf("message %s: key: %w", m.ID, err)
@@ -67,7 +68,7 @@ func fromWire(m wireMessage) (epoch.Input, error) {
 	var payload flow.Row
 	if len(m.Payload) > 0 {
 		var err error
-		if payload, err = decodePayload(m.Payload); err != nil {
+		if payload, err = decodePayload(m.Payload, dec); err != nil {
 			return epoch.Input{}, fmt.Errorf("message %s: payload: %w", m.ID, err)
 		}
 	}
@@ -367,11 +368,12 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		return reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 	}
 	ins := make([]epoch.Input, 0, len(pr.Messages))
+	var dec ybin.Decoder // payloads of one stream repeat their field names
 	for _, m := range pr.Messages {
 		if !epoch.InRange(m.KeyHash, r.job.LowerKey, r.job.UpperKey) {
 			continue // not ours (layout moved on): never acknowledged here
 		}
-		in, err := fromWire(m)
+		in, err := fromWire(m, &dec)
 		if err != nil {
 			return pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
 		}

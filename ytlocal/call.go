@@ -392,9 +392,10 @@ func (c *call) parseRows() ([]any, error) {
 // generic decoder gives (FuzzParseListFragment).
 func parseListFragment(data []byte) ([]any, error) {
 	var out []any
+	var dec ybin.Decoder // rows repeat their column names
 	rest := data
 	for len(rest) > 0 {
-		m, n, ok := ybin.DecodeMapPrefix(rest)
+		m, n, ok := dec.DecodeMapPrefix(rest)
 		if !ok || n >= len(rest) || rest[n] != ';' {
 			return parseListFragmentGeneric(data)
 		}

@@ -28,7 +28,7 @@ type dynExt struct {
 	eng *tablet.Engine
 	// enc is the buffer records are encoded in, reused (Append runs under the state lock
 	// and logRecord does not keep what it is given).
-	enc bytes.Buffer
+	enc []byte
 }
 
 var (
@@ -76,14 +76,21 @@ func (d *dynExt) Append(rec *tablet.Record) error {
 	if d.s.wal == nil {
 		return nil
 	}
-	d.enc.Reset()
-	w := yson.NewWriterFormat(&d.enc, yson.FormatBinary)
-	if err := yson.NewEncoderWriter(w).Encode(rec); err != nil {
-		return fmt.Errorf("encode %s record: %w", rec.Kind, err)
+	// Commits, the records of every write, take the fast encoder; the rest the SDK's.
+	b, ok := tablet.AppendCommitRecord(d.enc[:0], rec)
+	if !ok {
+		buf := bytes.NewBuffer(d.enc[:0])
+		w := yson.NewWriterFormat(buf, yson.FormatBinary)
+		if err := yson.NewEncoderWriter(w).Encode(rec); err != nil {
+			return fmt.Errorf("encode %s record: %w", rec.Kind, err)
+		}
+		b = buf.Bytes()
 	}
-	err := d.s.logRecord(dynLogName, d.enc.Bytes())
-	if d.enc.Cap() > maxScratch {
-		d.enc = bytes.Buffer{}
+	err := d.s.logRecord(dynLogName, b)
+	if cap(b) <= maxScratch {
+		d.enc = b
+	} else {
+		d.enc = nil
 	}
 	return err
 }

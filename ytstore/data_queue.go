@@ -32,9 +32,10 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	}
 	defer func() { _ = r.Close() }()
 	var rows []QueueRow
+	var dec ybin.Decoder // rows repeat their column names
 	next := offset
 	for r.Next() {
-		m, err := decodeQueueRow(r)
+		m, err := decodeQueueRow(r, &dec)
 		if err != nil {
 			return nil, fmt.Errorf("ytstore: pull %s partition %d: decode row: %w", queuePath, partition, err)
 		}
@@ -61,12 +62,12 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 
 // decodeQueueRow decodes the current row of r: rows of scalar columns in binary YSON (what
 // the server sends) without the SDK's generic decoder, anything else through it.
-func decodeQueueRow(r yt.TableReader) (map[string]any, error) {
+func decodeQueueRow(r yt.TableReader, dec *ybin.Decoder) (map[string]any, error) {
 	var raw yson.RawValue
 	if err := r.Scan(&raw); err != nil {
 		return nil, err
 	}
-	if m, ok := ybin.DecodeMap(raw); ok {
+	if m, ok := dec.DecodeMap(raw); ok {
 		return m, nil
 	}
 	var m map[string]any

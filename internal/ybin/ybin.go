@@ -218,26 +218,49 @@ func skipScalar(r *varbin.Reader) bool {
 
 // DecodeMap decodes what AppendMap writes; keys must be distinct.
 func DecodeMap(b []byte) (m map[string]any, ok bool) {
-	m, n, ok := DecodeMapPrefix(b)
+	var d Decoder
+	return d.DecodeMap(b)
+}
+
+// DecodeMapPrefix decodes a map as DecodeMap does from the start of b, which may continue
+// after it (a list fragment of rows: "{...};{...};"); n is the length of the map's encoding.
+func DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool) {
+	var d Decoder
+	return d.DecodeMapPrefix(b)
+}
+
+// maxKeys bounds the key strings a Decoder keeps.
+const maxKeys = 64
+
+// A Decoder decodes maps as DecodeMap does and reuses the key strings of the maps it
+// decoded before, position by position: rows of one table repeat their column names, so
+// the rows of a list allocate their keys once (TestDecoderSharesKeys). The zero Decoder is
+// ready; one Decoder is not for concurrent use.
+type Decoder struct {
+	keys []string
+}
+
+// DecodeMap is the package's DecodeMap, reusing key strings.
+func (dec *Decoder) DecodeMap(b []byte) (m map[string]any, ok bool) {
+	m, n, ok := dec.DecodeMapPrefix(b)
 	if !ok || n != len(b) {
 		return nil, false
 	}
 	return m, true
 }
 
-// DecodeMapPrefix decodes a map as DecodeMap does from the start of b, which may continue
-// after it (a list fragment of rows: "{...};{...};"); n is the length of the map's encoding.
-func DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool) {
+// DecodeMapPrefix is the package's DecodeMapPrefix, reusing key strings.
+func (dec *Decoder) DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool) {
 	d := decoder{r: varbin.NewReader(b)}
 	if d.r.Byte() != '{' {
 		return nil, 0, false
 	}
-	m = map[string]any{}
-	for !d.failed() && d.r.Len() > 0 && !d.at('}') {
+	m = make(map[string]any, len(dec.keys))
+	for i := 0; !d.failed() && d.r.Len() > 0 && !d.at('}'); i++ {
 		if d.r.Byte() != markString {
 			return nil, 0, false
 		}
-		k := d.str()
+		k := dec.key(&d, i)
 		if d.r.Byte() != '=' {
 			return nil, 0, false
 		}
@@ -254,4 +277,25 @@ func DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool) {
 		return nil, 0, false
 	}
 	return m, len(b) - d.r.Len(), true
+}
+
+// key reads the i-th key of a map, the string of the last map's i-th key when equal.
+func (dec *Decoder) key(d *decoder, i int) string {
+	n := d.r.Varint()
+	if n < 0 || n > int64(d.r.Len()) {
+		d.bad = true
+		return ""
+	}
+	raw := d.r.Next(int(n))
+	if i < len(dec.keys) && dec.keys[i] == string(raw) {
+		return dec.keys[i]
+	}
+	k := string(raw)
+	switch {
+	case i < len(dec.keys):
+		dec.keys[i] = k
+	case i == len(dec.keys) && i < maxKeys:
+		dec.keys = append(dec.keys, k)
+	}
+	return k
 }

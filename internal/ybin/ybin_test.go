@@ -1,9 +1,11 @@
 package ybin
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"go.ytsaurus.tech/yt/go/yson"
 )
@@ -117,6 +119,16 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("IsMap accepted %q, SDK refused: %v", b, err)
 			}
 		}
+		// A Decoder that decoded other maps before decodes b as DecodeMap does.
+		var dec Decoder
+		for _, m := range samples {
+			sb, _ := AppendMap(nil, m)
+			dec.DecodeMap(sb)
+		}
+		dm, dok := dec.DecodeMap(b)
+		if m, ok := DecodeMap(b); ok != dok || !reflect.DeepEqual(m, dm) {
+			t.Fatalf("%q: DecodeMap %#v %v, Decoder %#v %v", b, m, ok, dm, dok)
+		}
 		if m, ok := DecodeMap(b); ok {
 			var sdk map[string]any
 			if err := yson.Unmarshal(b, &sdk); err != nil {
@@ -136,4 +148,35 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecoderSharesKeys: a Decoder hands out the same key strings for the rows of a list
+// that repeat their column names, and the right keys when the names change.
+func TestDecoderSharesKeys(t *testing.T) {
+	var dec Decoder
+	rows := []map[string]any{
+		{"hash": uint64(1), "word": "a", "count": int64(1)},
+		{"hash": uint64(2), "word": "b", "count": int64(2)},
+		{"hash": uint64(3), "other": "c"},
+		{"hash": uint64(4), "word": "d", "count": int64(4), "z": nil},
+	}
+	var first map[string]string // key -> the key string's data pointer
+	for i, row := range rows {
+		b, _ := AppendMap(nil, row)
+		m, ok := dec.DecodeMap(b)
+		if !ok || !reflect.DeepEqual(m, row) {
+			t.Fatalf("row %d: %#v %v, want %#v", i, m, ok, row)
+		}
+		ptrs := map[string]string{}
+		for k := range m {
+			ptrs[k] = fmt.Sprintf("%p", unsafe.StringData(k))
+		}
+		if i == 0 {
+			first = ptrs
+			continue
+		}
+		if i == 1 && !reflect.DeepEqual(ptrs, first) {
+			t.Fatalf("row 1 keys %v, row 0 keys %v: not shared", ptrs, first)
+		}
+	}
 }

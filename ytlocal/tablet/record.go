@@ -1,6 +1,10 @@
 package tablet
 
-import "go.ytsaurus.tech/yt/go/yson"
+import (
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/internal/ybin"
+)
 
 // Hand-written encoders for the per-row parts of a commit record: they are written
 // for every committed row of a durable server. The field names match the yson
@@ -111,4 +115,125 @@ func writeRecords[T yson.StreamMarshaler](w *yson.Writer, key string, items []T)
 		_ = items[i].MarshalYSON(w)
 	}
 	w.EndList()
+}
+
+// AppendCommitRecord appends rec in binary YSON, byte for byte what the SDK's encoder
+// writes for it (TestAppendCommitRecordMatchesSDK), without the SDK writer's allocation
+// per string and number: a durable server journals every committed row. ok is false (b
+// unchanged) for anything but a commit record whose values are all scalars; the caller
+// encodes those with the SDK.
+func AppendCommitRecord(b []byte, rec *Record) ([]byte, bool) {
+	if rec.Kind != RecordCommit || rec.Commit == nil || rec.Table != "" || rec.Path != "" ||
+		rec.Schema != nil || rec.State != "" || rec.TabletCount != 0 || rec.PivotKeys != nil ||
+		rec.TabletIndex != 0 || rec.TrimmedRowCount != 0 || rec.Registration != nil ||
+		rec.Column != "" || rec.Watermark != 0 {
+		return b, false
+	}
+	a := recordAppender{b: b}
+	c := rec.Commit
+	a.b = append(a.b, '{')
+	a.field("kind")
+	a.scalar(string(rec.Kind))
+	a.field("commit")
+	a.b = append(a.b, '{')
+	a.field("timestamp")
+	a.scalar(uint64(c.Timestamp))
+	if len(c.Writes) > 0 {
+		a.field("writes")
+		a.b = append(a.b, '[')
+		for i := range c.Writes {
+			w := &c.Writes[i]
+			a.b = append(a.b, '{')
+			a.field("table")
+			a.scalar(w.Table)
+			a.values("key", w.Key)
+			if len(w.Values) > 0 {
+				a.values("values", w.Values)
+			}
+			if w.Delete {
+				a.field("delete")
+				a.scalar(true)
+			}
+			a.ints("groups", w.Groups)
+			a.b = append(a.b, '}', ';')
+		}
+		a.b = append(a.b, ']', ';')
+	}
+	if len(c.Locks) > 0 {
+		a.field("locks")
+		a.b = append(a.b, '[')
+		for i := range c.Locks {
+			l := &c.Locks[i]
+			a.b = append(a.b, '{')
+			a.field("table")
+			a.scalar(l.Table)
+			a.values("key", l.Key)
+			a.ints("groups", l.Groups)
+			if l.Exclusive {
+				a.field("exclusive")
+				a.scalar(true)
+			}
+			a.b = append(a.b, '}', ';')
+		}
+		a.b = append(a.b, ']', ';')
+	}
+	if len(c.Appends) > 0 {
+		a.field("appends")
+		a.b = append(a.b, '[')
+		for i := range c.Appends {
+			ap := &c.Appends[i]
+			a.b = append(a.b, '{')
+			a.field("table")
+			a.scalar(ap.Table)
+			a.field("tablet")
+			a.scalar(int64(ap.Tablet))
+			a.values("values", ap.Values)
+			a.b = append(a.b, '}', ';')
+		}
+		a.b = append(a.b, ']', ';')
+	}
+	a.b = append(a.b, '}', ';', '}')
+	if a.bad {
+		return b, false
+	}
+	return a.b, true
+}
+
+// recordAppender appends the parts of a record; bad is set by a value that is not a scalar.
+type recordAppender struct {
+	b   []byte
+	bad bool
+}
+
+// field appends a map key and its "=".
+func (a *recordAppender) field(k string) {
+	a.b, _ = ybin.AppendScalar(a.b, k)
+	a.b = append(a.b, '=')
+}
+
+// scalar appends a map value and its ";".
+func (a *recordAppender) scalar(v any) {
+	var ok bool
+	if a.b, ok = ybin.AppendScalar(a.b, v); !ok {
+		a.bad = true
+	}
+	a.b = append(a.b, ';')
+}
+
+func (a *recordAppender) values(k string, vals []any) {
+	a.field(k)
+	a.b = append(a.b, '[')
+	for _, v := range vals {
+		a.scalar(v)
+	}
+	a.b = append(a.b, ']', ';')
+}
+
+func (a *recordAppender) ints(k string, ints []int) {
+	a.field(k)
+	a.b = append(a.b, '[')
+	for _, g := range ints {
+		a.scalar(int64(g))
+	}
+	a.b = append(a.b, ']', ';')
 }
