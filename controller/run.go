@@ -44,8 +44,12 @@ type Config struct {
 	RetryPeriod time.Duration
 	// DedupGCMargin is how far below the SystemWatermark dedup rows are kept:
 	// rows of input_messages and compact_input_messages with a system
-	// timestamp below watermark - margin are deleted. It absorbs clock skew
-	// between workers and retransmitted copies still in the network. Default 30s.
+	// timestamp below watermark - margin are deleted. The watermark alone is
+	// exact (a job reports the oldest message it holds until its output store
+	// row is deleted, and stamps its outputs no earlier than the watermark it
+	// started under); the margin is defence in depth against a worker clock
+	// stepping between a status and an epoch. Default 5s (Flow keeps none);
+	// the dedup index holds about rate × margin rows more.
 	DedupGCMargin time.Duration
 	// DedupGCBatch bounds the rows deleted from each dedup table per
 	// scheduling cycle. Default 10000.
@@ -70,7 +74,7 @@ func (c Config) withDefaults() Config {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, 5*time.Second)
 	c.LeaseTimeout = cmp.Or(c.LeaseTimeout, 30*time.Second)
 	c.RetryPeriod = cmp.Or(c.RetryPeriod, time.Second)
-	c.DedupGCMargin = cmp.Or(c.DedupGCMargin, 30*time.Second)
+	c.DedupGCMargin = cmp.Or(c.DedupGCMargin, 5*time.Second)
 	c.DedupGCBatch = cmp.Or(c.DedupGCBatch, 10000)
 	c.DedupGCPeriod = cmp.Or(c.DedupGCPeriod, 5*time.Second)
 	if c.Logger == nil {

@@ -225,6 +225,10 @@ type runner struct {
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64
+	// lastStamp is the largest epoch time (µs) the job used, at least the @system_watermark
+	// it loaded with (stamp).
+	stampMu   sync.Mutex
+	lastStamp uint64
 	// eventSeen is the largest event timestamp a source job read (eventtime.go).
 	eventSeen atomic.Uint64
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
@@ -502,9 +506,14 @@ func (r *runner) load(ctx context.Context) error {
 		return err
 	}
 	r.outbox.add(outs)
-	if err := r.startSwiftSources(ctx); err != nil {
-		return err
+	published, err := r.store.SystemWatermark(ctx)
+	if err != nil {
+		return fmt.Errorf("computation %s partition %s: read system watermark: %w", r.comp.ID, r.job.PartitionID, err)
 	}
+	r.stampMu.Lock()
+	r.lastStamp = max(r.lastStamp, published)
+	r.stampMu.Unlock()
+	r.startSwiftSources(published)
 	r.loaded.Store(true)
 	return nil
 }
@@ -731,6 +740,21 @@ func eventClock(ew uint64, t *spec.Timer) uint64 {
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 
+// stamp is the time of an epoch that starts at now by the worker's clock: never before an
+// earlier epoch's of the job, nor before the @system_watermark the job loaded with. Its
+// outputs carry it as their system timestamp.
+//
+// Invariant: a job never produces a message below the SystemWatermark it started under or
+// below one it produced before, even when the worker's clock steps back or lags the clocks
+// that moved the watermark, so a reader's dedup row of it is not collected while it can
+// still be retransmitted (TestEpochStampsNeverGoBack).
+func (r *runner) stamp(now uint64) uint64 {
+	r.stampMu.Lock()
+	defer r.stampMu.Unlock()
+	r.lastStamp = max(r.lastStamp, now)
+	return r.lastStamp
+}
+
 func (r *runner) leaseCheckPeriod() uint64 {
 	p := r.dyn.LeaseCheckPeriod
 	if r.w.cfg.LeaseCheckPeriod > 0 {
@@ -749,7 +773,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if limit <= 0 {
 		limit = 1000
 	}
-	now := nowMicros()
+	now := r.stamp(nowMicros())
 	phase := time.Now()
 	// While the epoch is open, its outputs will carry now as their system timestamp.
 	r.openEpoch.Store(now)

@@ -180,19 +180,12 @@ func (r *runner) swiftSourceMinTS() uint64 {
 	return least
 }
 
-// startSwiftSources initialises the windows after load (see swiftSource.start).
-func (r *runner) startSwiftSources(ctx context.Context) error {
-	if len(r.swiftSrc) == 0 {
-		return nil
-	}
-	published, err := r.store.SystemWatermark(ctx)
-	if err != nil {
-		return fmt.Errorf("computation %s partition %s: swift source: %w", r.comp.ID, r.job.PartitionID, err)
-	}
+// startSwiftSources initialises the windows after load (see swiftSource.start) under the
+// published @system_watermark.
+func (r *runner) startSwiftSources(published uint64) {
 	for _, s := range r.swiftSrc {
 		s.start(s.src.offset, published, r.w.cfg.OutboxLimit)
 	}
-	return nil
 }
 
 // swiftSourceEpoch is one epoch of a swift source job: read ahead into the window (unless

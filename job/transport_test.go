@@ -321,3 +321,23 @@ func TestPushBodyRoundTripAndErrors(t *testing.T) {
 	_, err = decodePush(body[:len(body)-2])
 	assert.Contains(t, err.Error(), "job job-1: message 1 of 2 truncated")
 }
+
+// TestEpochStampsNeverGoBack: the time an epoch stamps on its outputs never goes back when
+// the worker's clock does, and a job started under a @system_watermark ahead of its worker's
+// clock stamps its outputs at or after it, so a reader's dedup row of them is not below the
+// watermark while they can still be retransmitted.
+func TestEpochStampsNeverGoBack(t *testing.T) {
+	r := &runner{}
+	assert.Equal(t, uint64(100), r.stamp(100))
+	assert.Equal(t, uint64(100), r.stamp(40), "the clock stepped back")
+	assert.Equal(t, uint64(150), r.stamp(150))
+
+	e := startWordCount(t)
+	published := uint64(time.Now().Add(time.Hour).UnixMicro()) // a clock an hour ahead moved it
+	require.NoError(t, e.store.SetSystemWatermark(e.ctx, e.leader, published))
+	e.write("a b")
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.eventually("the split to hold two words", func() bool { return e.worker.Stats()["split-0"].OutboxLen == 2 })
+	ts := e.worker.runner("split-0").outbox.minSystemTS()
+	assert.GreaterOrEqual(t, ts, published, "outputs stamped below the watermark the job started under")
+}

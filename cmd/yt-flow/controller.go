@@ -30,7 +30,7 @@ func init() {
 			period := fs.Duration("period", 500*time.Millisecond, "scheduling period")
 			leaseTimeout := fs.Duration("lease-timeout", 30*time.Second, "timeout of job leases")
 			sessionTimeout := fs.Duration("session-timeout", 5*time.Second, "timeout of the controller session holding the leader lock")
-			gcMargin := fs.Duration("dedup-gc-margin", 30*time.Second, "dedup rows are kept this far below the SystemWatermark")
+			gcMargin := fs.Duration("dedup-gc-margin", 5*time.Second, "dedup rows are kept this far below the SystemWatermark")
 			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection (dedup tables without the watermark row merger)")
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
