@@ -58,6 +58,8 @@ func (s *swiftSource) start(committed int64, published uint64, window int) {
 	defer s.mu.Unlock()
 	s.committed, s.next, s.rows = committed, committed, nil
 	s.holding, s.floor, s.holdUntil = true, max(published, 1), committed+int64(window)
+	// Stamps never precede the watermark the job started under (see runner.stamp).
+	s.lastTS = max(s.lastTS, published)
 }
 
 // minSystemTS is the smallest system timestamp of the outputs of rows not committed past,
