@@ -268,10 +268,13 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			// two status periods to the completion.
 			w.checkUpstreamDrained(ctx)
 		}
-		if periodic {
+		// The marks are read before the statuses are written: a job that completes while
+		// they are written gets its completed status at the next poll (its wakeStatus), not
+		// a status period later, as when the marks were read after the writes.
+		if marks, drained := w.statusMarks(); periodic {
 			w.reportStatuses(ctx)
-			reported, _ = w.statusMarks()
-		} else if marks, drained := w.statusMarks(); marks != reported || drained {
+			reported = marks
+		} else if marks != reported || drained {
 			// A job completed, applied draining or drained since the last report, or a job
 			// is drained (the controller waits for a second, newer status of it): report
 			// now, so completion and draining wait for fewer controller cycles.
