@@ -229,6 +229,37 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 	return elapsed, startup, counted, extra
 }
 
+// rawPassCount is how many passes over the input one raw iteration makes, each into fresh
+// tables: one pass takes a fraction of a second, several make the figure less sensitive to
+// a scheduling hiccup.
+const rawPassCount = 5
+
+// rawPasses runs one raw iteration on its own server: rawPassCount passes of WriteRaw over
+// words in calls of batch rows, each checked against want; it returns their wall and CPU time.
+func rawPasses(b *testing.B, pr params, name string, batch int, words []string, want map[string]int64) (elapsed, cpu time.Duration) {
+	srv := startServer(b, pr.durable)
+	defer closeServer(srv) // an iteration's data must not weigh on the next (GC scans it)
+	for pass := range rawPassCount {
+		p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s-%d", name, pass), Options{})
+		start, cpu0 := time.Now(), cpuTime()
+		if err := WriteRaw(context.Background(), p, words, batch); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(start)
+		cpu += cpuTime() - cpu0
+		got, err := p.Totals(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for w, n := range want {
+			if got[w] != n {
+				b.Fatalf("raw: %s = %d, want %d", w, got[w], n)
+			}
+		}
+	}
+	return elapsed, cpu
+}
+
 // BenchmarkPipeline measures, side by side in one run, the word-count pipeline's throughput
 // in exactly-once and at-least-once mode against the raw SDK baseline, its latency at a
 // steady rate, the rows it writes to YTsaurus per message, and its recovery after kill -9
@@ -248,35 +279,14 @@ func BenchmarkPipeline(b *testing.B) {
 		batch int
 	}{{"raw", 1000}, {"raw_batch4000", 4000}} {
 		b.Run(rawMode.name, func(b *testing.B) {
-			// One pass takes a fraction of a second: rawPasses passes, each into fresh tables,
-			// make the figure less sensitive to a scheduling hiccup.
-			const rawPasses = 5
 			var total, cpu time.Duration
 			for i := range b.N {
-				srv := startServer(b, pr.durable)
-				for pass := range rawPasses {
-					p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d-%d", rawMode.name, i, pass), Options{})
-					start, cpu0 := time.Now(), cpuTime()
-					if err := WriteRaw(context.Background(), p, words, rawMode.batch); err != nil {
-						b.Fatal(err)
-					}
-					total += time.Since(start)
-					cpu += cpuTime() - cpu0
-					got, err := p.Totals(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
-					for w, n := range want {
-						if got[w] != n {
-							b.Fatalf("raw: %s = %d, want %d", w, got[w], n)
-						}
-					}
-				}
-				closeServer(srv) // an iteration's data must not weigh on the next (GC scans it)
+				e, c := rawPasses(b, pr, fmt.Sprintf("%s%d", rawMode.name, i), rawMode.batch, words, want)
+				total, cpu = total+e, cpu+c
 			}
-			rates[rawMode.name] = float64(pr.messages*b.N*rawPasses) / total.Seconds()
+			rates[rawMode.name] = float64(pr.messages*b.N*rawPassCount) / total.Seconds()
 			b.ReportMetric(rates[rawMode.name], "msgs/s")
-			b.ReportMetric(cpu.Seconds()*1e6/float64(pr.messages*b.N*rawPasses), "cpu_us/msg")
+			b.ReportMetric(cpu.Seconds()*1e6/float64(pr.messages*b.N*rawPassCount), "cpu_us/msg")
 			b.Logf("%s: %.0f msgs/s, load average %s", rawMode.name, rates[rawMode.name], loadAvg())
 		})
 	}
@@ -330,6 +340,28 @@ func BenchmarkPipeline(b *testing.B) {
 			}
 		})
 	}
+
+	// paired alternates one raw iteration and one exactly-once iteration and reports the
+	// median of the pairs' ratios: the host's speed drifts by more than the figures above
+	// differ (raw's iterations all run before exactly-once's), a pair shares its moment.
+	b.Run("paired", func(b *testing.B) {
+		m := medians{}
+		for i := range b.N {
+			rawElapsed, _ := rawPasses(b, pr, fmt.Sprintf("paired-raw%d", i), 1000, words, want)
+			raw := float64(pr.messages*rawPassCount) / rawElapsed.Seconds()
+			srv := startServer(b, pr.durable)
+			p := newPipeline(b, srv.Addr(), fmt.Sprintf("paired%d", i), Options{Tablets: pr.partitions, CountPartitions: pr.partitions, Finite: true})
+			e, _, c, _ := finiteRun(b, p, srv.Addr(), pr.workers, words, want, false, nil)
+			closeServer(srv)
+			eo, counted := float64(pr.messages)/e.Seconds(), float64(pr.messages)/c.Seconds()
+			b.Logf("pair %d: raw %.0f msgs/s, exactly-once %.0f msgs/s (%.2fx), counted %.0f msgs/s (%.2fx)", i, raw, eo, eo/raw, counted, counted/raw)
+			m.add(raw, "raw_msgs/s")
+			m.add(eo, "exactly_once_msgs/s")
+			m.add(eo/raw, "x_raw")
+			m.add(counted/raw, "counted_x_raw")
+		}
+		m.report(b)
+	})
 
 	rate := pr.rate
 	if rate == 0 && rates["exactly_once"] > 0 {
