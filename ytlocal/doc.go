@@ -39,7 +39,7 @@
 // ends; unpinged transactions are aborted by the timer when their timeout passes.
 //
 // Dynamic tables live in memory (package tablet). Overwritten versions and deleted rows
-// stay readable by timestamp for Config.VersionRetention (ten seconds by default, where
+// stay readable by timestamp for Config.VersionRetention (two seconds by default, where
 // YTsaurus keeps them on disk for min_data_ttl, 30 minutes by default), and for as long as
 // an open tablet transaction can read them. Tables with the watermark row merger (yt-flow's
 // dedup indexes) are indexed by their watermark column, so a merge visits only the rows it

@@ -36,7 +36,7 @@ type Config struct {
 	// Now is the clock; default time.Now. Used for transaction timeouts and timestamps.
 	Now func() time.Time
 	// VersionRetention is how long overwritten versions and deleted rows of dynamic tables
-	// stay readable by timestamp; default tablet.DefaultVersionRetention (ten seconds).
+	// stay readable by timestamp; default tablet.DefaultVersionRetention (two seconds).
 	// Everything is held in memory, so it bounds what frequently rewritten rows cost; open
 	// tablet transactions keep what they can read however long they run.
 	VersionRetention time.Duration

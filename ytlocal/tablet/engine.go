@@ -38,11 +38,12 @@ type Config struct {
 	// Journal receives every record before it is applied; nil keeps no log.
 	Journal Journal
 	// VersionRetention is how long overwritten row versions and deleted rows stay
-	// readable by timestamp (reads at older timestamps see what remained); default ten
-	// seconds. Everything is in memory, so this bounds what frequently updated rows cost: a
-	// row rewritten every 100 ms keeps ~100 versions. A commit never drops what an open
-	// transaction could still read or conflict with, however long it has been open
-	// (TestOpenTransactionHoldsVersions).
+	// readable by timestamp (reads at older timestamps see what remained); default two
+	// seconds. Everything is in memory, so this bounds what frequently updated and deleted
+	// rows cost: a row rewritten every 100 ms keeps ~20 versions, and a table whose rows are
+	// written once and deleted soon after (an output store) holds two seconds of them. A
+	// commit never drops what an open transaction could still read or conflict with,
+	// however long it has been open (TestOpenTransactionHoldsVersions).
 	VersionRetention time.Duration
 	// Cluster is the queue_cluster value written to consumer and producer
 	// tables; default "primary".
@@ -50,7 +51,7 @@ type Config struct {
 }
 
 // DefaultVersionRetention is Config.VersionRetention's default.
-const DefaultVersionRetention = 10 * time.Second
+const DefaultVersionRetention = 2 * time.Second
 
 // Engine holds all dynamic tables, tablet transactions and queue state.
 type Engine struct {
