@@ -138,60 +138,39 @@ func AppendCommitRecord(b []byte, rec *Record) ([]byte, bool) {
 	a.b = append(a.b, '{')
 	a.field("timestamp")
 	a.scalar(uint64(c.Timestamp))
-	if len(c.Writes) > 0 {
-		a.field("writes")
-		a.b = append(a.b, '[')
-		for i := range c.Writes {
-			w := &c.Writes[i]
-			a.b = append(a.b, '{')
-			a.field("table")
-			a.scalar(w.Table)
-			a.values("key", w.Key)
-			if len(w.Values) > 0 {
-				a.values("values", w.Values)
-			}
-			if w.Delete {
-				a.field("delete")
-				a.scalar(true)
-			}
-			a.ints("groups", w.Groups)
-			a.b = append(a.b, '}', ';')
+	a.list("writes", len(c.Writes), func(i int) {
+		w := &c.Writes[i]
+		a.field("table")
+		a.scalar(w.Table)
+		a.values("key", w.Key)
+		if len(w.Values) > 0 {
+			a.values("values", w.Values)
 		}
-		a.b = append(a.b, ']', ';')
-	}
-	if len(c.Locks) > 0 {
-		a.field("locks")
-		a.b = append(a.b, '[')
-		for i := range c.Locks {
-			l := &c.Locks[i]
-			a.b = append(a.b, '{')
-			a.field("table")
-			a.scalar(l.Table)
-			a.values("key", l.Key)
-			a.ints("groups", l.Groups)
-			if l.Exclusive {
-				a.field("exclusive")
-				a.scalar(true)
-			}
-			a.b = append(a.b, '}', ';')
+		if w.Delete {
+			a.field("delete")
+			a.scalar(true)
 		}
-		a.b = append(a.b, ']', ';')
-	}
-	if len(c.Appends) > 0 {
-		a.field("appends")
-		a.b = append(a.b, '[')
-		for i := range c.Appends {
-			ap := &c.Appends[i]
-			a.b = append(a.b, '{')
-			a.field("table")
-			a.scalar(ap.Table)
-			a.field("tablet")
-			a.scalar(int64(ap.Tablet))
-			a.values("values", ap.Values)
-			a.b = append(a.b, '}', ';')
+		a.ints("groups", w.Groups)
+	})
+	a.list("locks", len(c.Locks), func(i int) {
+		l := &c.Locks[i]
+		a.field("table")
+		a.scalar(l.Table)
+		a.values("key", l.Key)
+		a.ints("groups", l.Groups)
+		if l.Exclusive {
+			a.field("exclusive")
+			a.scalar(true)
 		}
-		a.b = append(a.b, ']', ';')
-	}
+	})
+	a.list("appends", len(c.Appends), func(i int) {
+		ap := &c.Appends[i]
+		a.field("table")
+		a.scalar(ap.Table)
+		a.field("tablet")
+		a.scalar(int64(ap.Tablet))
+		a.values("values", ap.Values)
+	})
 	a.b = append(a.b, '}', ';', '}')
 	if a.bad {
 		return b, false
@@ -218,6 +197,22 @@ func (a *recordAppender) scalar(v any) {
 		a.bad = true
 	}
 	a.b = append(a.b, ';')
+}
+
+// list appends, when n > 0, the field k as a list of n maps whose entries item appends
+// (writeRecords' shape: nothing for an empty list).
+func (a *recordAppender) list(k string, n int, item func(i int)) {
+	if n == 0 {
+		return
+	}
+	a.field(k)
+	a.b = append(a.b, '[')
+	for i := range n {
+		a.b = append(a.b, '{')
+		item(i)
+		a.b = append(a.b, '}', ';')
+	}
+	a.b = append(a.b, ']', ';')
 }
 
 func (a *recordAppender) values(k string, vals []any) {
