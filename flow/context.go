@@ -27,8 +27,16 @@ type run struct {
 	params map[reflect.Type]any // decoded parameters by type (see ParamsOf)
 }
 
+// invocation is a Context with its run, allocated together.
+type invocation struct {
+	ctx Context
+	run run
+}
+
 func newContext(inv *Invocation) *Context {
-	return &Context{inv: inv, run: &run{}}
+	iv := &invocation{}
+	iv.ctx = Context{inv: inv, run: &iv.run}
+	return &iv.ctx
 }
 
 // Key returns the invocation's key; nil in source computations.
@@ -132,7 +140,7 @@ func (c *Context) result() (*Result, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	res := r.res
+	res := &r.res
 	// Invariant: StateWrites holds exactly the changed states, deletions as nil
 	// (TestStateGetSetClear, TestStateEmptyIsAbsent, TestStateUnchangedIsNotWritten).
 	for name, s := range r.states {
@@ -150,5 +158,5 @@ func (c *Context) result() (*Result, error) {
 		}
 		res.StateWrites[name] = s.cur
 	}
-	return &res, nil
+	return res, nil
 }

@@ -96,10 +96,17 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 		}
 	default:
+		// One parent id slice and one derived Context for all messages: a Context is valid
+		// only while its handler runs, so the next message may reuse it.
+		ids := make([]string, len(inv.Messages))
+		mctx := ctx.withParents(nil)
 		for i := range inv.Messages {
 			at.message = i
 			m := &inv.Messages[i]
-			if err := p.OnMessage(ctx.withParents([]string{m.MessageID}), m); err != nil {
+			ids[i] = m.MessageID
+			*mctx = *ctx
+			mctx.parents = ids[i : i+1 : i+1]
+			if err := p.OnMessage(mctx, m); err != nil {
 				return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 			}
 		}

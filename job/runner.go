@@ -1192,12 +1192,16 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 		}
 	}
 	results := make([]*flow.Result, len(plan.Groups))
+	invs := make([]flow.Invocation, len(plan.Groups)) // one allocation for the epoch
+	var keyBuf []byte
 	for i, g := range plan.Groups {
-		inv := &flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
+		inv := &invs[i]
+		*inv = flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
 		if r.cfg.Source {
 			inv.State = cur
 		} else {
-			inv.State = states[string(epoch.EncodeKey(g.Key))]
+			keyBuf = epoch.AppendKey(keyBuf[:0], g.Key)
+			inv.State = states[string(keyBuf)]
 		}
 		res, err := r.fn.Invoke(inv)
 		if err != nil {
@@ -1209,7 +1213,8 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			}
 			return nil, fmt.Errorf("job %s: computation %s: key %v: process function %s: %w", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction, err)
 		}
-		if r.cfg.Source && res != nil {
+		if r.cfg.Source && res != nil && len(res.StateWrites) > 0 {
+			// Copy on write: earlier results keep the state they saw.
 			next := make(map[string][]byte, len(cur))
 			for k, v := range cur {
 				next[k] = v

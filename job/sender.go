@@ -44,6 +44,9 @@ type sender struct {
 	// inFlight holds, per destination, the ids of the rows carried by pushes in flight and
 	// the reader job each was pushed to.
 	inFlight map[string]map[string]flight
+	// flightJobs is, per destination, the reader jobs (ids and key ranges) every push in
+	// flight was routed with, when all were routed with the same ones (absent otherwise).
+	flightJobs map[string][]route
 	// pushes counts the pushes in flight per reader job.
 	pushes map[string]int
 	// streams is the push session towards each reader job (pushorder.go).
@@ -59,7 +62,7 @@ type sender struct {
 func newSender(r *runner) *sender {
 	return &sender{
 		r: r, client: &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}, wake: make(chan struct{}, 1),
-		inFlight: map[string]map[string]flight{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
+		inFlight: map[string]map[string]flight{}, flightJobs: map[string][]route{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
 		retryAt: map[string]time.Time{}, backoff: map[string]time.Duration{},
 	}
 }
@@ -165,9 +168,13 @@ func (s *sender) round(ctx context.Context) {
 		// Invariant: a reader job gets no push while a push of rows of its keys to another
 		// job (the keys' previous owner) is in flight: those rows must reach the new owner
 		// before anything produced after them (TestSenderWaitsForPushesToPreviousOwner).
-		for _, f := range flying {
-			if i := owner(f.keyHash); i >= 0 && jobs[i].jobID != f.jobID {
-				room[i] = 0
+		// Every flight went to the owner of its key among the jobs it was routed with; while
+		// those are the jobs of now, there is nothing to check.
+		if fj, ok := s.flightJobs[dest]; !ok || !sameOwners(fj, jobs) {
+			for _, f := range flying {
+				if i := owner(f.keyHash); i >= 0 && jobs[i].jobID != f.jobID {
+					room[i] = 0
+				}
 			}
 		}
 		for _, n := range room {
@@ -190,6 +197,11 @@ func (s *sender) round(ctx context.Context) {
 			}
 			return want > 0
 		})
+		if len(flying) == 0 {
+			s.flightJobs[dest] = jobs
+		} else if fj, ok := s.flightJobs[dest]; ok && !sameOwners(fj, jobs) {
+			delete(s.flightJobs, dest)
+		}
 		for i, batch := range byJob {
 			for len(batch) > 0 {
 				n := min(len(batch), maxPushRows)
@@ -198,6 +210,20 @@ func (s *sender) round(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// sameOwners reports whether a and b are the same reader jobs with the same key ranges in
+// the same order, so that every key has the same owner in both.
+func sameOwners(a, b []route) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].jobID != b[i].jobID || a[i].lower != b[i].lower || a[i].upper != b[i].upper {
+			return false
+		}
+	}
+	return true
 }
 
 // sessionOpen reports whether new pushes to reader job jobID may start: its push session is

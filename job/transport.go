@@ -187,8 +187,8 @@ func (b *inbox) take(max int) []epoch.Input {
 	out := make([]epoch.Input, 0, min(max, len(b.byID)))
 	live := b.order[:0]
 	for _, p := range b.order {
-		if p.persisted || b.byID[p.in.Message.MessageID] != p {
-			continue // acknowledged, or dropped
+		if p.persisted {
+			continue // acknowledged (drop empties order and byID together)
 		}
 		live = append(live, p)
 		if !p.taken && len(out) < max {
@@ -244,7 +244,10 @@ func (b *inbox) minSystemTS() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var least uint64
-	for _, p := range b.byID {
+	for _, p := range b.order { // a slice walk: byID holds the same live entries
+		if p.persisted {
+			continue
+		}
 		if ts := p.in.Message.SystemTimestamp; ts != 0 && (least == 0 || ts < least) {
 			least = ts
 		}
@@ -258,7 +261,10 @@ func (b *inbox) minEventTS() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var least uint64
-	for _, p := range b.byID {
+	for _, p := range b.order {
+		if p.persisted {
+			continue
+		}
 		ts := max(p.in.Message.EventTimestamp, 1)
 		if least == 0 || ts < least {
 			least = ts
@@ -512,6 +518,9 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		return
 	}
 	slab := make([]outMsg, len(rows)) // one allocation for the batch's entries
+	// The rows of one chunk are consecutive: the last chunk's state is looked up once.
+	var lastKey ytstore.OutputKey
+	var last *chunkState
 	o.mu.Lock()
 	for i, r := range rows {
 		m := o.pending[r.Destination]
@@ -527,11 +536,15 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
-			k := r.StoreKey()
-			c := o.chunks[k]
-			if c == nil {
-				c = &chunkState{minTS: r.SystemTimestamp}
-				o.chunks[k] = c
+			c := last
+			if c == nil || r.Chunk != lastKey.Chunk || r.Destination != lastKey.Destination || r.PartitionID != lastKey.PartitionID {
+				lastKey = r.StoreKey()
+				c = o.chunks[lastKey]
+				if c == nil {
+					c = &chunkState{minTS: r.SystemTimestamp}
+					o.chunks[lastKey] = c
+				}
+				last = c
 			}
 			c.left++
 			if r.SystemTimestamp != 0 && (c.minTS == 0 || r.SystemTimestamp < c.minTS) {

@@ -30,6 +30,14 @@ func EncodeKey(k flow.Key) []byte {
 	return b
 }
 
+// AppendKey appends EncodeKey(k) to b.
+func AppendKey(b []byte, k flow.Key) []byte {
+	if out, ok := appendKey(b, k); ok {
+		return out
+	}
+	return append(b, EncodeKey(k)...)
+}
+
 // appendKey writes the binary YSON list of k's scalars exactly as the SDK's binary writer
 // does (each item followed by ';'); ok is false for a value it does not handle.
 func appendKey(b []byte, k flow.Key) ([]byte, bool) {
