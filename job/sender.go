@@ -41,9 +41,10 @@ type sender struct {
 	wg   sync.WaitGroup
 
 	mu sync.Mutex
-	// inFlight holds, per destination, the ids of the rows carried by pushes in flight and
-	// the reader job each was pushed to.
-	inFlight map[string]map[string]flight
+	// inFlight holds, per destination, the rows carried by pushes in flight (the outbox's own
+	// rows, by address: cheaper to look up than their ids) and the reader job each was pushed
+	// to.
+	inFlight map[string]map[*ytstore.OutputRow]flight
 	// flightJobs is, per destination, the reader jobs (ids and key ranges) every push in
 	// flight was routed with, when all were routed with the same ones (absent otherwise).
 	flightJobs map[string][]route
@@ -62,7 +63,7 @@ type sender struct {
 func newSender(r *runner) *sender {
 	return &sender{
 		r: r, client: &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}, wake: make(chan struct{}, 1),
-		inFlight: map[string]map[string]flight{}, flightJobs: map[string][]route{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
+		inFlight: map[string]map[*ytstore.OutputRow]flight{}, flightJobs: map[string][]route{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
 		retryAt: map[string]time.Time{}, backoff: map[string]time.Duration{},
 	}
 }
@@ -146,7 +147,7 @@ func (s *sender) round(ctx context.Context) {
 		}
 		flying := s.inFlight[dest]
 		if flying == nil {
-			flying = map[string]flight{}
+			flying = map[*ytstore.OutputRow]flight{}
 			s.inFlight[dest] = flying
 		}
 		// Only the reader jobs with room in their window are served.
@@ -188,7 +189,7 @@ func (s *sender) round(ctx context.Context) {
 		// The rows are the outbox's own (never changed once added), not copies.
 		byJob := make([][]*ytstore.OutputRow, len(jobs))
 		r.outbox.inOrder(dest, func(row *ytstore.OutputRow) bool {
-			if _, ok := flying[row.MessageID]; ok {
+			if _, ok := flying[row]; ok {
 				return true
 			}
 			if i := owner(row.KeyHash); i >= 0 && len(byJob[i]) < room[i] {
@@ -247,7 +248,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*
 	r := s.r
 	flying := s.inFlight[dest]
 	for _, row := range batch {
-		flying[row.MessageID] = flight{jobID: rt.jobID, keyHash: row.KeyHash}
+		flying[row] = flight{jobID: rt.jobID, keyHash: row.KeyHash}
 	}
 	s.pushes[rt.jobID]++
 	st := s.streams[rt.jobID]
@@ -275,7 +276,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*
 		}
 		s.mu.Lock()
 		for _, row := range batch {
-			delete(s.inFlight[dest], row.MessageID)
+			delete(s.inFlight[dest], row)
 		}
 		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
 			delete(s.pushes, rt.jobID)

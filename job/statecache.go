@@ -87,18 +87,19 @@ func (c *stateCache) committed(rows []ytstore.StateRow) {
 		if !ok {
 			continue
 		}
-		k := string(r.Key)
+		named := keys[string(r.Key)] // a lookup converts the key without copying it
 		if r.State == nil {
-			delete(keys[k], r.Name)
-			if len(keys[k]) == 0 {
-				delete(keys, k)
+			delete(named, r.Name)
+			if len(named) == 0 {
+				delete(keys, string(r.Key))
 			}
 			continue
 		}
-		if keys[k] == nil {
-			keys[k] = map[string][]byte{}
+		if named == nil {
+			named = map[string][]byte{}
+			keys[string(r.Key)] = named
 		}
-		keys[k][r.Name] = r.State
+		named[r.Name] = r.State
 	}
 }
 

@@ -20,18 +20,18 @@ type Sink struct {
 // Write returns the epoch write of msgs, in message order (a later row for the same key
 // wins).
 func (s *Sink) Write(msgs []flow.Message) (ytstore.SinkWrite, error) {
-	w := ytstore.SinkWrite{Path: s.TablePath, Delete: s.DeleteRows}
+	w := ytstore.SinkWrite{Path: s.TablePath, Delete: s.DeleteRows, Rows: make([]map[string]any, 0, len(msgs))}
 	for _, m := range msgs {
-		row := make(map[string]any, len(m.Payload))
 		if len(s.ColumnFilter) == 0 {
-			for k, v := range m.Payload {
-				row[k] = v
-			}
-		} else {
-			for _, c := range s.ColumnFilter {
-				if v, ok := m.Payload[c]; ok {
-					row[c] = v
-				}
+			// The payload as it is: the runtime owns output payloads once added
+			// (flow.Context.AddMessage) and nothing changes them.
+			w.Rows = append(w.Rows, m.Payload)
+			continue
+		}
+		row := make(map[string]any, len(s.ColumnFilter))
+		for _, c := range s.ColumnFilter {
+			if v, ok := m.Payload[c]; ok {
+				row[c] = v
 			}
 		}
 		w.Rows = append(w.Rows, row)
