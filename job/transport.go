@@ -679,12 +679,18 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 			}
 		}
 	}()
+	pending, queue := o.pending[destination], o.queues[destination]
+	// Acknowledgements come in production order: most fall into the chunk of the one before.
+	var lastChunk ytstore.OutputChunk
+	var last *chunkState
 	for _, id := range ids {
-		if m, ok := o.pending[destination][id]; ok {
-			delete(o.pending[destination], id)
+		if m, ok := pending[id]; ok {
+			delete(pending, id)
 			m.gone = true
-			o.queues[destination].gone++
-			if parents, swift := o.parentOf[swiftOutput{destination, id}]; swift {
+			queue.gone++
+			if len(o.parentOf) == 0 {
+				// no swift outputs: skip the lookup below
+			} else if parents, swift := o.parentOf[swiftOutput{destination, id}]; swift {
 				delete(o.parentOf, swiftOutput{destination, id})
 				for _, parent := range parents {
 					if o.children[parent]--; o.children[parent] == 0 {
@@ -703,11 +709,17 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 			}
 			// Invariant: a chunk is deleted only once every message in it is acknowledged
 			// or delivered (TestOutboxDeletesChunkWhenAllAcked).
-			k := m.row.StoreKey()
-			if c := o.chunks[k]; c != nil {
+			c := last
+			if c == nil || m.row.Chunk != lastChunk {
+				c, lastChunk = o.chunks[m.row.StoreKey()], m.row.Chunk
+				last = c
+			}
+			if c != nil {
 				if c.left--; c.left == 0 {
+					k := m.row.StoreKey()
 					delete(o.chunks, k)
 					o.done = append(o.done, doneEntry{key: k, systemTS: c.minTS})
+					last = nil
 				}
 			}
 		}
