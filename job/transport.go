@@ -85,8 +85,10 @@ type pending struct {
 	taken     bool
 	persisted bool // committed, or a known duplicate: acknowledged (ack)
 	// waiters are the pushes waiting for this input (usually one; more when a sender
-	// retransmitted it before the first copy's push was answered).
+	// retransmitted it before the first copy's push was answered). waiters starts as a
+	// slice of one over first, so the usual case allocates nothing more.
 	waiters []*pushWaiter
+	first   [1]*pushWaiter
 }
 
 // pushWaiter is one push waiting until all of its inputs are persisted. Its fields are
@@ -130,8 +132,9 @@ func (b *inbox) stop() {
 func (b *inbox) offer(ins []epoch.Input) (w *pushWaiter, accepted []*pending) {
 	w = &pushWaiter{done: make(chan struct{})}
 	accepted = make([]*pending, 0, len(ins))
+	slab := make([]pending, len(ins)) // the new entries, allocated together
 	b.mu.Lock()
-	for _, in := range ins {
+	for i, in := range ins {
 		id := in.Message.MessageID
 		if p, ok := b.byID[id]; ok {
 			accepted = append(accepted, p)
@@ -150,7 +153,9 @@ func (b *inbox) offer(ins []epoch.Input) (w *pushWaiter, accepted []*pending) {
 		if len(b.byID) >= b.limit {
 			break
 		}
-		p := &pending{in: in, waiters: []*pushWaiter{w}}
+		p := &slab[i]
+		p.in, p.first[0] = in, w
+		p.waiters = p.first[:]
 		w.left++
 		b.byID[id] = p
 		b.order = append(b.order, p)
@@ -214,7 +219,7 @@ func (b *inbox) ack(ids []string) {
 					close(w.done)
 				}
 			}
-			p.waiters = nil
+			p.waiters, p.first[0] = nil, nil
 		}
 	}
 }

@@ -39,7 +39,11 @@ type DedupKey struct {
 // compactKey is the compact index row key: computation id, a zero byte, the big-endian key
 // hash and the two big-endian halves of the message id's 128-bit fingerprint.
 func (k DedupKey) compactKey() []byte {
-	b := make([]byte, 0, len(k.ComputationID)+1+8+16)
+	return k.appendCompactKey(make([]byte, 0, len(k.ComputationID)+1+8+16))
+}
+
+// appendCompactKey appends compactKey() to b.
+func (k DedupKey) appendCompactKey(b []byte) []byte {
 	b = append(b, k.ComputationID...)
 	b = append(b, 0)
 	b = binary.BigEndian.AppendUint64(b, k.KeyHash)
@@ -319,15 +323,30 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 	var plain []any
 	compact := make([]any, 0, len(w.Dedup))
 	withFingerprints := len(w.Dedup) == 0 || s.dedupFingerprints(ctx)
-	for _, d := range w.Dedup {
+	// The compact rows, their keys and fingerprints in one allocation each, not three per row.
+	compactRows := make([]compactInputMessageRow, 0, len(w.Dedup))
+	fingerprints := make([]uint64, len(w.Dedup))
+	var keys []byte
+	for i, d := range w.Dedup {
 		if !withFingerprints {
 			d.PayloadFingerprint = 0 // omitted from the row
 		}
-		if d.Compact {
-			compact = append(compact, d.row())
-		} else {
+		if !d.Compact {
 			plain = append(plain, d.row())
+			continue
 		}
+		if keys == nil {
+			keys = make([]byte, 0, len(w.Dedup)*(len(d.ComputationID)+1+8+16))
+		}
+		start := len(keys)
+		keys = d.appendCompactKey(keys)
+		row := compactInputMessageRow{DedupKey: keys[start:len(keys):len(keys)], SystemTimestamp: d.SystemTimestamp}
+		if d.PayloadFingerprint != 0 {
+			fingerprints[i] = d.PayloadFingerprint
+			row.PayloadFingerprint = &fingerprints[i]
+		}
+		compactRows = append(compactRows, row)
+		compact = append(compact, &compactRows[len(compactRows)-1])
 	}
 	var putStates, delStates []any
 	for _, st := range w.States {
