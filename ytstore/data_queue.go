@@ -34,23 +34,22 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	var rows []QueueRow
 	var dec ybin.Decoder // rows repeat their column names
 	next := offset
+	var qr QueueRow
+	sys := func(k string, v int64) { // the system columns a row carries
+		switch k {
+		case "$row_index":
+			qr.Offset = v
+		case "$timestamp":
+			qr.Timestamp = uint64(v)
+		}
+	}
 	for r.Next() {
-		m, err := decodeQueueRow(r, &dec)
+		qr = QueueRow{Offset: next}
+		m, err := decodeQueueRow(r, &dec, sys)
 		if err != nil {
 			return nil, fmt.Errorf("ytstore: pull %s partition %d: decode row: %w", queuePath, partition, err)
 		}
-		qr := QueueRow{Offset: next, Columns: m}
-		if v, ok := asInt64(m["$row_index"]); ok {
-			qr.Offset = v
-		}
-		if v, ok := m["$timestamp"].(uint64); ok {
-			qr.Timestamp = v
-		}
-		for k := range m {
-			if len(k) > 0 && k[0] == '$' {
-				delete(m, k)
-			}
-		}
+		qr.Columns = m
 		next = qr.Offset + 1
 		rows = append(rows, qr)
 	}
@@ -60,31 +59,33 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	return rows, nil
 }
 
-// decodeQueueRow decodes the current row of r: rows of scalar columns in binary YSON (what
-// the server sends) without the SDK's generic decoder, anything else through it.
-func decodeQueueRow(r yt.TableReader, dec *ybin.Decoder) (map[string]any, error) {
+// decodeQueueRow decodes the current row of r into its user columns, handing the integer
+// system columns ($row_index, $timestamp, ...) to sys: rows of scalar columns in binary YSON
+// (what the server sends) without the SDK's generic decoder, anything else through it.
+func decodeQueueRow(r yt.TableReader, dec *ybin.Decoder, sys func(key string, v int64)) (map[string]any, error) {
 	var raw yson.RawValue
 	if err := r.Scan(&raw); err != nil {
 		return nil, err
 	}
-	if m, ok := dec.DecodeMap(raw); ok {
+	if m, ok := dec.DecodeRow(raw, sys); ok {
 		return m, nil
 	}
 	var m map[string]any
 	if err := yson.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	return m, nil
-}
-
-func asInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case uint64:
-		return int64(x), true
+	for k, v := range m {
+		if len(k) > 0 && k[0] == '$' {
+			switch x := v.(type) {
+			case int64:
+				sys(k, x)
+			case uint64:
+				sys(k, int64(x))
+			}
+			delete(m, k)
+		}
 	}
-	return 0, false
+	return m, nil
 }
 
 // AdvanceConsumer moves the consumer's offset of a partition to offset (forced, no old-offset

@@ -279,6 +279,51 @@ func (dec *Decoder) DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool)
 	return m, len(b) - d.r.Len(), true
 }
 
+// DecodeRow decodes a map as DecodeMap does, except that the entries whose key begins with
+// '$' (system columns) are left out of m: sys receives those holding an integer (a uint64 as
+// its bits), and the others are dropped. Their values are not boxed, which saves an
+// allocation each.
+func (dec *Decoder) DecodeRow(b []byte, sys func(key string, v int64)) (m map[string]any, ok bool) {
+	d := decoder{r: varbin.NewReader(b)}
+	if d.r.Byte() != '{' {
+		return nil, false
+	}
+	m = make(map[string]any, len(dec.keys))
+	for i := 0; !d.failed() && d.r.Len() > 0 && !d.at('}'); i++ {
+		if d.r.Byte() != markString {
+			return nil, false
+		}
+		k := dec.key(&d, i)
+		if d.r.Byte() != '=' {
+			return nil, false
+		}
+		if len(k) > 0 && k[0] == '$' {
+			switch c, _ := d.r.Peek(); c {
+			case markInt64:
+				d.r.Byte()
+				sys(k, d.r.Varint())
+			case markUint64:
+				d.r.Byte()
+				sys(k, int64(d.r.Uvarint()))
+			default:
+				d.scalar()
+			}
+		} else {
+			if _, dup := m[k]; dup {
+				return nil, false
+			}
+			m[k] = d.scalar()
+		}
+		if d.r.Byte() != ';' {
+			return nil, false
+		}
+	}
+	if d.failed() || d.r.Byte() != '}' || d.r.Failed() || d.r.Len() != 0 {
+		return nil, false
+	}
+	return m, true
+}
+
 // key reads the i-th key of a map, the string of the last map's i-th key when equal.
 func (dec *Decoder) key(d *decoder, i int) string {
 	n := d.r.Varint()

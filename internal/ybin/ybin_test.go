@@ -138,6 +138,17 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("%q: fast %#v, SDK %#v", b, m, sdk)
 			}
 		}
+		// DecodeRow agrees with DecodeMap: the same user columns, the integer system columns
+		// handed over unboxed.
+		if m, ok := DecodeMap(b); ok {
+			sys := map[string]int64{}
+			var dr Decoder
+			row, rok := dr.DecodeRow(b, func(k string, v int64) { sys[k] = v })
+			if !rok {
+				t.Fatalf("%q: DecodeMap decodes it, DecodeRow refuses it", b)
+			}
+			checkRow(t, m, row, sys)
+		}
 		if l, ok := DecodeList(b); ok {
 			var sdk []any
 			if err := yson.Unmarshal(b, &sdk); err != nil {
@@ -177,6 +188,54 @@ func TestDecoderSharesKeys(t *testing.T) {
 		}
 		if i == 1 && !reflect.DeepEqual(ptrs, first) {
 			t.Fatalf("row 1 keys %v, row 0 keys %v: not shared", ptrs, first)
+		}
+	}
+}
+
+// checkRow asserts that row and sys split the decoded map m: the columns without '$' in row,
+// the integer '$' columns in sys.
+func checkRow(t *testing.T, m, row map[string]any, sys map[string]int64) {
+	t.Helper()
+	wantRow, wantSys := map[string]any{}, map[string]int64{}
+	for k, v := range m {
+		if len(k) == 0 || k[0] != '$' {
+			wantRow[k] = v
+			continue
+		}
+		switch x := v.(type) {
+		case int64:
+			wantSys[k] = x
+		case uint64:
+			wantSys[k] = int64(x)
+		}
+	}
+	if !reflect.DeepEqual(row, wantRow) || !reflect.DeepEqual(sys, wantSys) {
+		t.Fatalf("DecodeRow: columns %#v system %#v, want %#v and %#v", row, sys, wantRow, wantSys)
+	}
+}
+
+// TestDecodeRowSplitsSystemColumns: a queue row's system columns go to the callback, not into
+// the row; a row the fast path cannot take is refused.
+func TestDecodeRowSplitsSystemColumns(t *testing.T) {
+	m := map[string]any{"$tablet_index": int64(1), "$row_index": int64(123456), "$timestamp": uint64(1) << 62,
+		"$tag": "x", "text": "hello world", "n": int64(5)}
+	b, ok := AppendMap(nil, m)
+	if !ok {
+		t.Fatal("AppendMap refused the sample")
+	}
+	sys := map[string]int64{}
+	var dec Decoder
+	row, ok := dec.DecodeRow(b, func(k string, v int64) { sys[k] = v })
+	if !ok {
+		t.Fatalf("DecodeRow refused %q", b)
+	}
+	checkRow(t, m, row, sys)
+	if len(row) != 2 || len(sys) != 3 {
+		t.Fatalf("row %v, system %v: want 2 user and 3 integer system columns", row, sys)
+	}
+	for _, bad := range []string{"", "{", "[]", "{\x01\x02a=\x02\x02;", "{\x01\x02a=\x02\x02;\x01\x02a=\x02\x02;}"} {
+		if _, ok := dec.DecodeRow([]byte(bad), func(string, int64) {}); ok {
+			t.Errorf("DecodeRow accepted %q", bad)
 		}
 	}
 }
