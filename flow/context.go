@@ -20,23 +20,36 @@ type Context struct {
 
 // run is the part of an invocation shared by a Context and every Context derived from it.
 type run struct {
-	res    Result
-	states map[string]*stateSlot
-	err    error                // first misuse or bad state; fails the invocation
-	inputs map[string]bool      // ids of the invocation's messages and timers, built on first use
-	params map[reflect.Type]any // decoded parameters by type (see ParamsOf)
+	res Result
+	// inline holds the first states used (inlined of them), states any further ones.
+	inline  [inlineSlots]namedSlot
+	inlined int
+	states  map[string]*stateSlot
+	err     error                // first misuse or bad state; fails the invocation
+	inputs  map[string]bool      // ids of the invocation's messages and timers, built on first use
+	params  map[reflect.Type]any // decoded parameters by type (see ParamsOf)
 }
 
-// invocation is a Context with its run, allocated together.
+// invocation is a Context with its run and a Context for the handlers, allocated together.
 type invocation struct {
-	ctx Context
-	run run
+	ctx     Context
+	handler Context
+	run     run
 }
 
-func newContext(inv *Invocation) *Context {
+func newInvocation(inv *Invocation) *invocation {
 	iv := &invocation{}
 	iv.ctx = Context{inv: inv, run: &iv.run}
-	return &iv.ctx
+	return iv
+}
+
+// handlerContext is the Context for one handler call with default lineage ids (nil = all
+// inputs). There is one per invocation: a Context is valid only while its handler runs, so
+// each call reuses it.
+func (iv *invocation) handlerContext(ids []string) *Context {
+	iv.handler = iv.ctx
+	iv.handler.parents = ids
+	return &iv.handler
 }
 
 // Key returns the invocation's key; nil in source computations.
@@ -126,13 +139,6 @@ func (c *Context) fail(err error) {
 	}
 }
 
-// withParents is the Context for a handler with default lineage ids (nil = all inputs).
-func (c *Context) withParents(ids []string) *Context {
-	d := *c
-	d.parents = ids
-	return &d
-}
-
 // result finishes the invocation: the first recorded error, or the outputs, timers and changed
 // states.
 func (c *Context) result() (*Result, error) {
@@ -143,20 +149,18 @@ func (c *Context) result() (*Result, error) {
 	res := &r.res
 	// Invariant: StateWrites holds exactly the changed states, deletions as nil
 	// (TestStateGetSetClear, TestStateEmptyIsAbsent, TestStateUnchangedIsNotWritten).
-	for name, s := range r.states {
-		c.flush(name, s)
-	}
+	r.eachSlot(c.flush)
 	if r.err != nil {
 		return nil, r.err
 	}
-	for name, s := range r.states {
+	r.eachSlot(func(name string, s *stateSlot) {
 		if !s.changed() {
-			continue
+			return
 		}
 		if res.StateWrites == nil {
-			res.StateWrites = make(map[string][]byte)
+			res.StateWrites = make(map[string][]byte, 1)
 		}
 		res.StateWrites[name] = s.cur
-	}
+	})
 	return res, nil
 }

@@ -50,7 +50,8 @@ func PerTimer(fn TimerFunc) Process { return Process{OnTimer: fn} }
 
 // Invoke runs the handlers for one invocation; see Process.
 func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
-	ctx := newContext(inv)
+	iv := newInvocation(inv)
+	ctx := &iv.ctx
 	at := position{timer: -1, message: -1} // what is being handled, for errors
 	defer func() {
 		if r := recover(); r != nil {
@@ -74,7 +75,7 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 		if t.MessageID != "" {
 			parents = []string{t.MessageID}
 		}
-		if err := p.OnTimer(ctx.withParents(parents), t); err != nil {
+		if err := p.OnTimer(iv.handlerContext(parents), t); err != nil {
 			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 		}
 	}
@@ -92,21 +93,17 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 				parents[i] = inv.Messages[i].MessageID
 			}
 		}
-		if err := p.OnMessages(ctx.withParents(parents), inv.Messages); err != nil {
+		if err := p.OnMessages(iv.handlerContext(parents), inv.Messages); err != nil {
 			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 		}
 	default:
-		// One parent id slice and one derived Context for all messages: a Context is valid
-		// only while its handler runs, so the next message may reuse it.
+		// One parent id slice for all messages.
 		ids := make([]string, len(inv.Messages))
-		mctx := ctx.withParents(nil)
 		for i := range inv.Messages {
 			at.message = i
 			m := &inv.Messages[i]
 			ids[i] = m.MessageID
-			*mctx = *ctx
-			mctx.parents = ids[i : i+1 : i+1]
-			if err := p.OnMessage(mctx, m); err != nil {
+			if err := p.OnMessage(iv.handlerContext(ids[i:i+1:i+1]), m); err != nil {
 				return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
 			}
 		}

@@ -89,19 +89,58 @@ func (s State[T]) Clear() {
 
 func (s State[T]) slot() *stateSlot {
 	r := s.ctx.run
-	if slot, ok := r.states[s.name]; ok {
+	if slot := r.findSlot(s.name); slot != nil {
 		return slot
-	}
-	if r.states == nil {
-		r.states = make(map[string]*stateSlot)
 	}
 	stored := s.ctx.inv.State[s.name]
 	if len(stored) == 0 {
 		stored = nil // empty bytes are an absent state
 	}
-	slot := &stateSlot{orig: stored, cur: stored}
-	r.states[s.name] = slot
-	return slot
+	return r.addSlot(s.name, stateSlot{orig: stored, cur: stored})
+}
+
+// inlineSlots is how many states an invocation keeps without a map: most functions use one.
+const inlineSlots = 2
+
+// namedSlot is a state slot with its state's name.
+type namedSlot struct {
+	name string
+	slot stateSlot
+}
+
+// findSlot returns the slot of the named state, nil before its first use.
+func (r *run) findSlot(name string) *stateSlot {
+	for i := range r.inline[:r.inlined] {
+		if r.inline[i].name == name {
+			return &r.inline[i].slot
+		}
+	}
+	return r.states[name]
+}
+
+// addSlot adds the slot of a state used for the first time.
+func (r *run) addSlot(name string, slot stateSlot) *stateSlot {
+	if r.inlined < inlineSlots {
+		r.inline[r.inlined] = namedSlot{name: name, slot: slot}
+		r.inlined++
+		return &r.inline[r.inlined-1].slot
+	}
+	if r.states == nil {
+		r.states = make(map[string]*stateSlot)
+	}
+	p := &slot
+	r.states[name] = p
+	return p
+}
+
+// eachSlot calls f for every state the invocation used.
+func (r *run) eachSlot(f func(name string, s *stateSlot)) {
+	for i := range r.inline[:r.inlined] {
+		f(r.inline[i].name, &r.inline[i].slot)
+	}
+	for name, s := range r.states {
+		f(name, s)
+	}
 }
 
 // stateSlot is one state during an invocation: orig as stored, cur as it is now (nil bytes =

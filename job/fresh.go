@@ -1,8 +1,7 @@
 package job
 
 import (
-	farm "github.com/dgryski/go-farm"
-
+	"github.com/ytflow/yt-flow/internal/fingerprint"
 	"github.com/ytflow/yt-flow/job/epoch"
 )
 
@@ -56,7 +55,7 @@ func (f *freshInputs) needLookup(in *epoch.Input) bool {
 	if f.floor == 0 || in.Born <= f.floor {
 		return true
 	}
-	_, mine := f.recent[farm.Fingerprint64([]byte(in.Message.MessageID))]
+	_, mine := f.recent[fingerprint.String64(in.Message.MessageID)]
 	return mine
 }
 
@@ -75,7 +74,7 @@ func (f *freshInputs) committed(ins []epoch.Input) {
 		if in.Born <= f.floor {
 			continue // looked up anyway
 		}
-		fp := farm.Fingerprint64([]byte(in.Message.MessageID))
+		fp := fingerprint.String64(in.Message.MessageID)
 		f.recent[fp]++
 		e.ids = append(e.ids, fp)
 		e.maxBorn = max(e.maxBorn, in.Born)

@@ -11,12 +11,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	farm "github.com/dgryski/go-farm"
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
+
+	"github.com/ytflow/yt-flow/internal/fingerprint"
 )
 
 // ErrNotApplied wraps an epoch commit that failed before its commit request was sent: the
@@ -47,7 +48,7 @@ func (k DedupKey) appendCompactKey(b []byte) []byte {
 	b = append(b, k.ComputationID...)
 	b = append(b, 0)
 	b = binary.BigEndian.AppendUint64(b, k.KeyHash)
-	lo, hi := farm.Fingerprint128([]byte(k.MessageID))
+	lo, hi := fingerprint.String128(k.MessageID)
 	b = binary.BigEndian.AppendUint64(b, hi)
 	b = binary.BigEndian.AppendUint64(b, lo)
 	return b

@@ -160,6 +160,9 @@ func DecodeList(b []byte) (vals []any, ok bool) {
 		return nil, false
 	}
 	for !d.failed() && d.r.Len() > 0 && !d.at(']') {
+		if vals == nil {
+			vals = make([]any, 0, 4) // keys have a few columns: one allocation, not one per append
+		}
 		vals = append(vals, d.scalar())
 		if d.r.Byte() != ';' {
 			return nil, false
