@@ -100,7 +100,7 @@ func (s State[T]) slot() *stateSlot {
 }
 
 // inlineSlots is how many states an invocation keeps without a map: most functions use one.
-const inlineSlots = 2
+const inlineSlots = 1
 
 // namedSlot is a state slot with its state's name.
 type namedSlot struct {

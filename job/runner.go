@@ -782,7 +782,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// Invariant: a job whose outputs are not delivered reads nothing new, so a slow reader
 	// back-pressures its writers (TestOutboxLimitBackPressure).
 	blocked := r.outbox.size() >= r.w.cfg.OutboxLimit
-	b := &epoch.Batch{Now: now}
+	b := &epoch.Batch{Now: now, DistinctInputs: true} // the inbox holds one entry per id
 	if retiring {
 		// A retiring job processes no input: what it buffered goes unacknowledged, so the
 		// senders retransmit it to the key's new owner.

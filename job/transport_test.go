@@ -344,3 +344,22 @@ func TestEpochStampsNeverGoBack(t *testing.T) {
 	ts := e.worker.runner("split-0").outbox.minSystemTS()
 	assert.GreaterOrEqual(t, ts, published, "outputs stamped below the watermark the job started under")
 }
+
+// TestInboxTakesDistinctIDs: an inbox hands out each message id once at a time, whatever the
+// retransmissions, so epochs can skip their own repeat check (epoch.Batch.DistinctInputs).
+func TestInboxTakesDistinctIDs(t *testing.T) {
+	b := newInbox(100)
+	b.offer([]epoch.Input{input("a"), input("b"), input("a")})
+	b.offer([]epoch.Input{input("b"), input("c")})
+	first := inputIDs(b.take(10))
+	assert.Equal(t, []string{"a", "b", "c"}, first, "a repeated id is buffered once")
+	b.ack([]string{"a"})
+	b.release([]string{"b", "c"})
+	b.offer([]epoch.Input{input("a"), input("c")}) // "a" again after it was acknowledged
+	seen := map[string]bool{}
+	for _, id := range inputIDs(b.take(10)) {
+		assert.False(t, seen[id], "id %s taken twice in one batch", id)
+		seen[id] = true
+	}
+	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, seen)
+}

@@ -114,10 +114,13 @@ type Batch struct {
 	Now uint64
 	// SeqNo is unique among all epochs of all jobs and grows over time (a cluster
 	// timestamp). Transform output ids and new timer ids are built from it.
-	SeqNo   uint64
-	Inputs  []Input
-	Timers  []DueTimer
-	Sources []SourceRow
+	SeqNo  uint64
+	Inputs []Input
+	// DistinctInputs tells that no message id repeats among Inputs (a driver that buffers
+	// inputs by id, TestInboxTakesDistinctIDs), so the plan need not check.
+	DistinctInputs bool
+	Timers         []DueTimer
+	Sources        []SourceRow
 }
 
 // Group is one invocation: one key with its timers first, then its messages.
@@ -174,14 +177,19 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		g.Timers = append(g.Timers, t.Timer)
 		g.timers = append(g.timers, t)
 	}
-	seen := make(map[string]bool, len(b.Inputs))
+	var seen map[string]bool
+	if !b.DistinctInputs {
+		seen = make(map[string]bool, len(b.Inputs))
+	}
 	for _, in := range b.Inputs {
 		id := in.Message.MessageID
 		if seen[id] || (cfg.Dedup && committed(in)) {
 			p.Duplicates = append(p.Duplicates, id)
 			continue
 		}
-		seen[id] = true
+		if seen != nil {
+			seen[id] = true
+		}
 		p.Fresh = append(p.Fresh, in)
 		g := group(in.Message.Key)
 		g.Messages = append(g.Messages, in.Message)
