@@ -188,10 +188,7 @@ func (s *sender) round(ctx context.Context) {
 		// has a full window.
 		// The rows are the outbox's own (never changed once added), not copies.
 		byJob := make([][]*ytstore.OutputRow, len(jobs))
-		r.outbox.inOrder(dest, func(row *ytstore.OutputRow) bool {
-			if _, ok := flying[row]; ok {
-				return true
-			}
+		r.outbox.inOrderIdle(dest, func(row *ytstore.OutputRow) bool {
 			if i := owner(row.KeyHash); i >= 0 && len(byJob[i]) < room[i] {
 				byJob[i] = append(byJob[i], row)
 				want--
@@ -250,6 +247,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*
 	for _, row := range batch {
 		flying[row] = flight{jobID: rt.jobID, keyHash: row.KeyHash}
 	}
+	r.outbox.setFlying(dest, batch, true)
 	s.pushes[rt.jobID]++
 	st := s.streams[rt.jobID]
 	st.seq++
@@ -278,6 +276,8 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*
 		for _, row := range batch {
 			delete(s.inFlight[dest], row)
 		}
+		// Under s.mu, so that a round never sees a row neither flying nor in inFlight.
+		r.outbox.setFlying(dest, batch, false)
 		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
 			delete(s.pushes, rt.jobID)
 		}

@@ -433,6 +433,9 @@ type outMsg struct {
 	row ytstore.OutputRow
 	// gone marks a row acknowledged or delivered: it stays in its destQueue until skipped.
 	gone bool
+	// flying marks a row carried by a push in flight (setFlying), which a sender round skips
+	// without looking it up.
+	flying bool
 }
 
 // destQueue lists a destination's pending rows in message id (production) order, so a sender
@@ -649,6 +652,35 @@ func (o *outbox) inOrder(destination string, f func(row *ytstore.OutputRow) bool
 	for _, m := range q.rows {
 		if !m.gone && !f(&m.row) {
 			return
+		}
+	}
+}
+
+// inOrderIdle is inOrder over the rows no push in flight carries (setFlying).
+func (o *outbox) inOrderIdle(destination string, f func(row *ytstore.OutputRow) bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.queues[destination]
+	if q == nil {
+		return
+	}
+	q.compact()
+	for _, m := range q.rows {
+		if !m.gone && !m.flying && !f(&m.row) {
+			return
+		}
+	}
+}
+
+// setFlying marks the pending rows of destination among rows (the outbox's own, as inOrder
+// hands them out) as carried by a push in flight, or no longer.
+func (o *outbox) setFlying(destination string, rows []*ytstore.OutputRow, on bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	pending := o.pending[destination]
+	for _, row := range rows {
+		if m := pending[row.MessageID]; m != nil && &m.row == row {
+			m.flying = on
 		}
 	}
 }
