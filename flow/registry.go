@@ -75,6 +75,20 @@ func (n named) Invoke(inv *Invocation) (res *Result, err error) {
 	return res, nil
 }
 
+// LeavesStateAlone reports whether f is known never to modify the Invocation.State it is
+// given: a Process reads states only through StateOf and keeps its changes to itself until
+// the Result. A runtime may hand such a function state maps it shares with its own cache; any
+// other function gets copies.
+func LeavesStateAlone(f Function) bool {
+	switch x := f.(type) {
+	case named:
+		return LeavesStateAlone(x.f)
+	case Process, *Process:
+		return true
+	}
+	return false
+}
+
 // PanicError is the error a recovered panic in user code turns into. It matches ErrUserPanic
 // with errors.Is.
 type PanicError struct {

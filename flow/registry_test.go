@@ -106,3 +106,32 @@ func TestKeyString(t *testing.T) {
 		}
 	}
 }
+
+// stateWriter is a Function that could do anything with the states it is given.
+type stateWriter struct{}
+
+func (stateWriter) Invoke(*Invocation) (*Result, error) { return &Result{}, nil }
+
+// TestLeavesStateAlone: a Process, registered or not, is known to leave Invocation.State
+// alone; any other Function is not.
+func TestLeavesStateAlone(t *testing.T) {
+	name, otherName := uniqueName(t, ""), uniqueName(t, "Other")
+	Register(name, PerMessage(func(*Context, *Message) error { return nil }))
+	Register(otherName, stateWriter{})
+	registered, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Lookup(otherName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f    Function
+		want bool
+	}{{Batch(nil), true}, {&Process{}, true}, {registered, true}, {stateWriter{}, false}, {other, false}} {
+		if got := LeavesStateAlone(tc.f); got != tc.want {
+			t.Errorf("LeavesStateAlone(%T) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}

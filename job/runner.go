@@ -183,9 +183,12 @@ type runner struct {
 	comp                  *spec.Computation
 	dyn                   spec.DynamicComputation
 	fn                    flow.Function
-	params                flow.Row
-	cfg                   epoch.Config
-	log                   log.Structured
+	// shareStates lets invocations read the state cache's maps instead of copies
+	// (flow.LeavesStateAlone).
+	shareStates bool
+	params      flow.Row
+	cfg         epoch.Config
+	log         log.Structured
 
 	inbox   *inbox
 	outbox  *outbox
@@ -319,12 +322,14 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	r.upstream = upstreamOf(p, comp.ID)
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs}
+		r.shareStates = true // it reads no state
 	} else {
 		fn, err := flow.Lookup(comp.ProcessingFunction)
 		if err != nil {
 			return nil, fmt.Errorf("job %s: computation %s: %w", j.JobID, comp.ID, err)
 		}
 		r.fn = fn
+		r.shareStates = flow.LeavesStateAlone(fn)
 	}
 	r.params = flow.Row{}
 	for k, v := range comp.ProcessingFunctionParameters {
@@ -1150,7 +1155,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		}
 		missing := hashes[:0:0]
 		for _, h := range hashes {
-			if !r.stateCache.get(h, pre.states) {
+			if !r.stateCache.get(h, pre.states, r.shareStates) {
 				missing = append(missing, h)
 			}
 		}

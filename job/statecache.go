@@ -27,13 +27,20 @@ func newStateCache(limit int) *stateCache {
 	return &stateCache{limit: limit, byHash: map[uint64]map[string]map[string][]byte{}}
 }
 
-// get adds the cached states of hash to states and reports whether the hash is cached.
-func (c *stateCache) get(hash uint64, states map[string]map[string][]byte) bool {
+// get adds the cached states of hash to states and reports whether the hash is cached. The
+// state maps are copies unless share is set: then they are the cache's own, for functions that
+// never modify them (flow.LeavesStateAlone); the cache changes them only in committed, after
+// the epoch.
+func (c *stateCache) get(hash uint64, states map[string]map[string][]byte, share bool) bool {
 	if c == nil {
 		return false
 	}
 	keys, ok := c.byHash[hash]
 	for k, named := range keys {
+		if share {
+			states[k] = named
+			continue
+		}
 		m := make(map[string][]byte, len(named))
 		for n, v := range named {
 			m[n] = v

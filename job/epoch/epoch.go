@@ -461,11 +461,15 @@ func TransformMessageID(seqNo, index uint64) string {
 	return string(appendLexUint(id, index))
 }
 
+// idBuffer is the stack buffer ids are built in; a longer id grows onto the heap.
+const idBuffer = 128
+
 // SourceMessageID is the id of the source row at offset of sp read by computation; it depends
 // on nothing else, and the computation id keeps rows of equally named sources of different
 // computations apart.
 func SourceMessageID(computation string, sp SourcePartition, offset int64) string {
-	b := make([]byte, 0, len(computation)+len(sp.SourceID)+40)
+	var buf [idBuffer]byte // on the stack: the id allocates once, as the string
+	b := buf[:0]
 	b = append(b, computation...)
 	b = append(b, '/')
 	b = append(b, sp.SourceID...)
@@ -477,7 +481,8 @@ func SourceMessageID(computation string, sp SourcePartition, offset int64) strin
 
 // SourceOutputID is the id of the index-th output on stream of the source message parent.
 func SourceOutputID(parent, stream string, index uint64) string {
-	b := make([]byte, 0, len(parent)+len(stream)+20)
+	var buf [idBuffer]byte
+	b := buf[:0]
 	b = append(b, parent...)
 	b = append(b, '-')
 	b = append(b, stream...)
