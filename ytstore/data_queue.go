@@ -3,8 +3,6 @@ package ytstore
 import (
 	"context"
 	"fmt"
-	"io"
-	"sync"
 
 	"github.com/ytflow/yt-flow/internal/ybin"
 
@@ -185,17 +183,7 @@ func (s *Store) InsertRows(ctx context.Context, path string, rows []map[string]a
 // rowBatch encodes rows for one request in the caller's goroutine. A request with a row
 // batch carries one buffer of known length; without one the SDK streams the rows through a
 // pipe into a chunked request body, a write (and a goroutine hand-off) per few kilobytes.
-//
-// Uncompressed, rows that append themselves (appender: the framework's own rows, sink rows,
-// stored payloads) are encoded by appendRows into the batch, the bytes the SDK's writer would
-// produce (TestRowsAppendAsSDK); anything else, and every row when compressed, goes through
-// the SDK's writer.
 func (s *Store) rowBatch(rows []any) (yt.RowBatch, error) {
-	if s.plainBodies {
-		if b, ok := s.appendedBatch(rows); ok {
-			return b, nil
-		}
-	}
 	bw := s.yc.NewRowBatchWriter()
 	for _, r := range rows {
 		if err := bw.Write(r); err != nil {
@@ -206,30 +194,6 @@ func (s *Store) rowBatch(rows []any) (yt.RowBatch, error) {
 		return nil, err
 	}
 	return bw.Batch(), nil
-}
-
-// bodyBuffers recycles the buffers rows are appended to before they are copied into a batch.
-var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// appendedBatch is the row batch of rows appended by appendRows; ok is false when a row
-// cannot append itself or the SDK's batch does not take raw bytes.
-func (s *Store) appendedBatch(rows []any) (yt.RowBatch, bool) {
-	buf := bodyBuffers.Get().(*[]byte)
-	defer bodyBuffers.Put(buf)
-	body, ok := appendRows((*buf)[:0], rows)
-	*buf = body
-	if !ok {
-		return nil, false
-	}
-	batch := s.yc.NewRowBatchWriter().Batch()
-	w, ok := batch.(io.Writer) // the SDK's batch is the request body's buffer
-	if !ok {
-		return nil, false
-	}
-	if _, err := w.Write(body); err != nil {
-		return nil, false
-	}
-	return batch, true
 }
 
 // insertRows is insert_rows of rows through a row batch (see rowBatch).

@@ -1,14 +1,11 @@
 package ytstore
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/yson"
-
-	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
 // Copies of the row types without their MarshalYSON methods: the SDK encodes them by
@@ -59,56 +56,5 @@ func TestSinkRowEncodesAsReflection(t *testing.T) {
 		require.NoError(t, yson.Unmarshal(got, &gotRow))
 		require.NoError(t, yson.Unmarshal(want, &wantRow))
 		assert.Equal(t, wantRow, gotRow)
-	}
-}
-
-// sdkFragment is the SDK writer's binary list fragment of rows: the body of a row command.
-func sdkFragment(t *testing.T, rows []any) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := yson.NewWriterConfig(&buf, yson.WriterConfig{Format: yson.FormatBinary, Kind: yson.StreamListFragment})
-	for _, r := range rows {
-		w.Any(r)
-	}
-	require.NoError(t, w.Finish())
-	return buf.Bytes()
-}
-
-// TestRowsAppendAsSDK: the rows that append themselves to a request body write what the
-// SDK's writer makes of them, byte for byte; stored payloads (yson.RawValue) go as they are;
-// a row of another type makes the whole body fall back to the SDK.
-func TestRowsAppendAsSDK(t *testing.T) {
-	fp := uint64(77)
-	payload, ok := ybin.AppendMap(nil, map[string]any{"word": "w", "count": int64(3)})
-	require.True(t, ok)
-	rows := []any{
-		compactInputMessageRow{DedupKey: []byte{0, 1, 2}, SystemTimestamp: 5, PayloadFingerprint: &fp},
-		&compactInputMessageRow{DedupKey: []byte("k")},
-		inputMessageRow{ComputationID: "c", Key: []byte("[1]"), MessageID: "m", SystemTimestamp: 9, PayloadFingerprint: &fp},
-		inputMessageRow{ComputationID: "c", MessageID: "m"},
-		StateRow{ComputationID: "c", KeyHash: 1 << 63, Key: []byte("k"), Name: "n", State: []byte("1")},
-		StateRow{ComputationID: "c"},
-		&outputChunkRow{PartitionID: "p", Destination: "d", ChunkID: 3, Part: -1, MessageCount: 2, Data: make([]byte, 300)},
-		partitionTransactionRow{PartitionID: "p", Token: 42},
-		sinkRow{"s": "word", "b": []byte{0, 1}, "i": int64(-5), "n": 7, "u": uint64(1 << 63), "f": 1.5, "t": true, "null": nil},
-		yson.RawValue(payload),
-	}
-	for _, r := range rows {
-		got, ok := appendRows(nil, []any{r})
-		require.True(t, ok, "%T", r)
-		want := r
-		if m, isSink := r.(sinkRow); isSink {
-			want = map[string]any(m) // the SDK's map encoder sorts the keys, as AppendMap does
-		}
-		assert.Equal(t, sdkFragment(t, []any{want}), got, "%T", r)
-	}
-	all, ok := appendRows([]byte("prefix"), rows[:8])
-	require.True(t, ok)
-	assert.Equal(t, append([]byte("prefix"), sdkFragment(t, rows[:8])...), all, "a body of many rows")
-
-	for _, bad := range [][]any{{map[string]any{"a": 1}}, {rows[0], TimerRow{}}, {sinkRow{"nested": []any{1}}}} {
-		got, ok := appendRows([]byte("prefix"), bad)
-		assert.False(t, ok, "%v", bad)
-		assert.Equal(t, "prefix", string(got), "a refused body leaves the buffer as it was")
 	}
 }

@@ -38,9 +38,6 @@ type Store struct {
 	yc     yt.Client
 	path   ypath.Path
 	logger log.Structured
-	// plainBodies is set when requests go uncompressed (codecFor): row bodies can then be
-	// appended by yt-flow's own encoder (rowBatch).
-	plainBodies bool
 
 	// fingerprints records whether the dedup tables have the payload_fingerprint column
 	// (pipelines created before it do not); checked once, on the first epoch commit.
@@ -69,20 +66,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = (&nop.Logger{}).Structured()
 	}
-	codec := codecFor(cfg.Proxy)
 	yc, err := ythttp.NewClient(&yt.Config{
 		Proxy:        cfg.Proxy,
 		Token:        cfg.Token,
 		Logger:       logger,
 		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
 		// No compression over loopback: see codecFor.
-		CompressionCodec: codec,
+		CompressionCodec: codecFor(cfg.Proxy),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
 	}
 	_ = ctx // reserved: connecting is lazy in the SDK
-	return &Store{proxy: cfg.Proxy, yc: yc, path: path, logger: logger, plainBodies: codec == yt.ClientCodecNone}, nil
+	return &Store{proxy: cfg.Proxy, yc: yc, path: path, logger: logger}, nil
 }
 
 // Path returns the pipeline node path.

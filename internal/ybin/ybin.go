@@ -60,44 +60,6 @@ func AppendScalar(b []byte, v any) ([]byte, bool) {
 	return b, true
 }
 
-// AppendKey appends a map key and its '=': "k"= (the value follows, then ';').
-func AppendKey(b []byte, k string) []byte {
-	b = append(b, markString)
-	b = binary.AppendVarint(b, int64(len(k)))
-	b = append(b, k...)
-	return append(b, '=')
-}
-
-// AppendString appends a string value and the ';' that ends a map entry or list item.
-func AppendString(b []byte, s string) []byte {
-	b = append(b, markString)
-	b = binary.AppendVarint(b, int64(len(s)))
-	b = append(b, s...)
-	return append(b, ';')
-}
-
-// AppendBytes appends a string value given as bytes, and ';'; nil is written as an entity
-// (#), as the SDK's writer does.
-func AppendBytes(b []byte, s []byte) []byte {
-	if s == nil {
-		return append(b, '#', ';')
-	}
-	b = append(b, markString)
-	b = binary.AppendVarint(b, int64(len(s)))
-	b = append(b, s...)
-	return append(b, ';')
-}
-
-// AppendInt64 appends an int64 value and ';'.
-func AppendInt64(b []byte, v int64) []byte {
-	return append(binary.AppendVarint(append(b, markInt64), v), ';')
-}
-
-// AppendUint64 appends a uint64 value and ';'.
-func AppendUint64(b []byte, v uint64) []byte {
-	return append(binary.AppendUvarint(append(b, markUint64), v), ';')
-}
-
 // AppendMap appends m as a binary YSON map with keys in sorted order, as the SDK writes a
 // map[string]any; ok is false (and b unchanged) when a value is not a scalar.
 func AppendMap(b []byte, m map[string]any) ([]byte, bool) {
