@@ -495,7 +495,7 @@ func (t *tableTx) insert(ctx context.Context, table string, rows []any) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	err := t.s.insertRows(ctx, t.path(table), rows, &yt.InsertRowsOptions{TransactionOptions: t.opts()})
+	err := t.s.yc.InsertRows(ctx, t.path(table), rows, &yt.InsertRowsOptions{TransactionOptions: t.opts()})
 	if err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
 	}

@@ -154,11 +154,7 @@ func (s *Store) push(ctx context.Context, ps *ProducerSession, firstSeqNo int64,
 	if len(anyRows) == 0 {
 		return ps.LastSequenceNumber, nil
 	}
-	batch, err := s.rowBatch(anyRows)
-	if err != nil {
-		return 0, fmt.Errorf("ytstore: push %d rows to %s: encode: %w", len(anyRows), ps.QueuePath, err)
-	}
-	res, err := s.yc.PushQueueProducerBatch(ctx, ypath.Path(ps.ProducerPath), ypath.Path(ps.QueuePath), ps.SessionID, ps.Epoch, batch,
+	res, err := s.yc.PushQueueProducer(ctx, ypath.Path(ps.ProducerPath), ypath.Path(ps.QueuePath), ps.SessionID, ps.Epoch, anyRows,
 		&yt.PushQueueProducerOptions{SequenceNumber: &firstSeqNo})
 	if err != nil {
 		return 0, fmt.Errorf("ytstore: push %d rows to %s via %s session %s: %w", len(anyRows), ps.QueuePath, ps.ProducerPath, ps.SessionID, classify(err))
@@ -174,35 +170,10 @@ func (s *Store) InsertRows(ctx context.Context, path string, rows []map[string]a
 	for i, r := range rows {
 		anyRows[i] = r
 	}
-	if err := s.insertRows(ctx, ypath.Path(path), anyRows, nil); err != nil {
+	if err := s.yc.InsertRows(ctx, ypath.Path(path), anyRows, nil); err != nil {
 		return fmt.Errorf("ytstore: insert %d rows into %s: %w", len(rows), path, classify(err))
 	}
 	return nil
-}
-
-// rowBatch encodes rows for one request in the caller's goroutine. A request with a row
-// batch carries one buffer of known length; without one the SDK streams the rows through a
-// pipe into a chunked request body, a write (and a goroutine hand-off) per few kilobytes.
-func (s *Store) rowBatch(rows []any) (yt.RowBatch, error) {
-	bw := s.yc.NewRowBatchWriter()
-	for _, r := range rows {
-		if err := bw.Write(r); err != nil {
-			return nil, err
-		}
-	}
-	if err := bw.Commit(); err != nil {
-		return nil, err
-	}
-	return bw.Batch(), nil
-}
-
-// insertRows is insert_rows of rows through a row batch (see rowBatch).
-func (s *Store) insertRows(ctx context.Context, path ypath.Path, rows []any, opts *yt.InsertRowsOptions) error {
-	batch, err := s.rowBatch(rows)
-	if err != nil {
-		return fmt.Errorf("encode rows: %w", err)
-	}
-	return s.yc.InsertRowBatch(ctx, path, batch, opts)
 }
 
 // SelectRows runs a query-language query (without the leading "select") and returns the

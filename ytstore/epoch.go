@@ -479,7 +479,7 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 		}
 		return nil
 	}
-	if err := s.insertRows(ctx, p, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()}); err != nil {
+	if err := s.yc.InsertRows(ctx, p, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()}); err != nil {
 		return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
 	}
 	return nil
