@@ -642,22 +642,15 @@ func (o *outbox) sizeOf(destination string) int {
 // inOrder calls f for the pending rows of destination in message id order until f returns
 // false, with the outbox locked: f must not call the outbox.
 func (o *outbox) inOrder(destination string, f func(row *ytstore.OutputRow) bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	q := o.queues[destination]
-	if q == nil {
-		return
-	}
-	q.compact()
-	for _, m := range q.rows {
-		if !m.gone && !f(&m.row) {
-			return
-		}
-	}
+	o.walk(destination, false, f)
 }
 
 // inOrderIdle is inOrder over the rows no push in flight carries (setFlying).
 func (o *outbox) inOrderIdle(destination string, f func(row *ytstore.OutputRow) bool) {
+	o.walk(destination, true, f)
+}
+
+func (o *outbox) walk(destination string, idleOnly bool, f func(row *ytstore.OutputRow) bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.queues[destination]
@@ -666,7 +659,10 @@ func (o *outbox) inOrderIdle(destination string, f func(row *ytstore.OutputRow) 
 	}
 	q.compact()
 	for _, m := range q.rows {
-		if !m.gone && !m.flying && !f(&m.row) {
+		if m.gone || (idleOnly && m.flying) {
+			continue
+		}
+		if !f(&m.row) {
 			return
 		}
 	}

@@ -141,9 +141,7 @@ func FuzzDecode(f *testing.F) {
 		// DecodeRow agrees with DecodeMap: the same user columns, the integer system columns
 		// handed over unboxed.
 		if m, ok := DecodeMap(b); ok {
-			sys := map[string]int64{}
-			var dr Decoder
-			row, rok := dr.DecodeRow(b, func(k string, v int64) { sys[k] = v })
+			row, sys, rok := decodeRow(b)
 			if !rok {
 				t.Fatalf("%q: DecodeMap decodes it, DecodeRow refuses it", b)
 			}
@@ -192,6 +190,14 @@ func TestDecoderSharesKeys(t *testing.T) {
 	}
 }
 
+// decodeRow is DecodeRow of b by a new Decoder, with the system columns it handed over.
+func decodeRow(b []byte) (row map[string]any, sys map[string]int64, ok bool) {
+	sys = map[string]int64{}
+	var dec Decoder
+	row, ok = dec.DecodeRow(b, func(k string, v int64) { sys[k] = v })
+	return row, sys, ok
+}
+
 // checkRow asserts that row and sys split the decoded map m: the columns without '$' in row,
 // the integer '$' columns in sys.
 func checkRow(t *testing.T, m, row map[string]any, sys map[string]int64) {
@@ -223,9 +229,7 @@ func TestDecodeRowSplitsSystemColumns(t *testing.T) {
 	if !ok {
 		t.Fatal("AppendMap refused the sample")
 	}
-	sys := map[string]int64{}
-	var dec Decoder
-	row, ok := dec.DecodeRow(b, func(k string, v int64) { sys[k] = v })
+	row, sys, ok := decodeRow(b)
 	if !ok {
 		t.Fatalf("DecodeRow refused %q", b)
 	}
@@ -233,6 +237,7 @@ func TestDecodeRowSplitsSystemColumns(t *testing.T) {
 	if len(row) != 2 || len(sys) != 3 {
 		t.Fatalf("row %v, system %v: want 2 user and 3 integer system columns", row, sys)
 	}
+	var dec Decoder
 	for _, bad := range []string{"", "{", "[]", "{\x01\x02a=\x02\x02;", "{\x01\x02a=\x02\x02;\x01\x02a=\x02\x02;}"} {
 		if _, ok := dec.DecodeRow([]byte(bad), func(string, int64) {}); ok {
 			t.Errorf("DecodeRow accepted %q", bad)
