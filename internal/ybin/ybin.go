@@ -63,7 +63,8 @@ func AppendScalar(b []byte, v any) ([]byte, bool) {
 // AppendMap appends m as a binary YSON map with keys in sorted order, as the SDK writes a
 // map[string]any; ok is false (and b unchanged) when a value is not a scalar.
 func AppendMap(b []byte, m map[string]any) ([]byte, bool) {
-	keys := make([]string, 0, len(m))
+	var small [8]string // most payloads have a few columns: no allocation for their keys
+	keys := small[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -244,3 +244,13 @@ func TestDecodeRowSplitsSystemColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendMapSmallAllocatesNothing: a payload of a few columns is encoded into the caller's
+// buffer without allocating for its sorted keys.
+func TestAppendMapSmallAllocatesNothing(t *testing.T) {
+	m := map[string]any{"word": "w", "count": int64(3), "hash": uint64(5)}
+	buf := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { AppendMap(buf[:0], m) }); n != 0 {
+		t.Errorf("AppendMap of %d columns: %v allocations, want 0", len(m), n)
+	}
+}
