@@ -295,7 +295,8 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 		if res == nil {
 			continue
 		}
-		for _, name := range sortedNames(res.StateWrites) {
+		var names [4]string // most invocations change a state or two: sorted on the stack
+		for _, name := range appendSortedNames(names[:0], res.StateWrites) {
 			c.States = append(c.States, StateWrite{Key: g.Key, KeyHash: g.KeyHash, Name: name, Value: res.StateWrites[name]})
 		}
 		for _, t := range res.Timers {

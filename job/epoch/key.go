@@ -110,8 +110,8 @@ func InRange(hash, lower, upper uint64) bool {
 	return hash >= lower && (upper == 0 || hash < upper)
 }
 
-func sortedNames(m map[string][]byte) []string {
-	names := make([]string, 0, len(m))
+// appendSortedNames appends the names of m to names, sorted.
+func appendSortedNames(names []string, m map[string][]byte) []string {
 	for n := range m {
 		names = append(names, n)
 	}
