@@ -255,32 +255,7 @@ func (dec *Decoder) DecodeMap(b []byte) (m map[string]any, ok bool) {
 
 // DecodeMapPrefix is the package's DecodeMapPrefix, reusing key strings.
 func (dec *Decoder) DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool) {
-	d := decoder{r: varbin.NewReader(b)}
-	if d.r.Byte() != '{' {
-		return nil, 0, false
-	}
-	m = make(map[string]any, len(dec.keys))
-	for i := 0; !d.failed() && d.r.Len() > 0 && !d.at('}'); i++ {
-		if d.r.Byte() != markString {
-			return nil, 0, false
-		}
-		k := dec.key(&d, i)
-		if d.r.Byte() != '=' {
-			return nil, 0, false
-		}
-		v := d.scalar()
-		if d.r.Byte() != ';' {
-			return nil, 0, false
-		}
-		if _, dup := m[k]; dup {
-			return nil, 0, false
-		}
-		m[k] = v
-	}
-	if d.failed() || d.r.Byte() != '}' || d.r.Failed() {
-		return nil, 0, false
-	}
-	return m, len(b) - d.r.Len(), true
+	return dec.decode(b, nil)
 }
 
 // DecodeRow decodes a map as DecodeMap does, except that the entries whose key begins with
@@ -288,20 +263,30 @@ func (dec *Decoder) DecodeMapPrefix(b []byte) (m map[string]any, n int, ok bool)
 // its bits), and the others are dropped. Their values are not boxed, which saves an
 // allocation each.
 func (dec *Decoder) DecodeRow(b []byte, sys func(key string, v int64)) (m map[string]any, ok bool) {
+	m, n, ok := dec.decode(b, sys)
+	if !ok || n != len(b) {
+		return nil, false
+	}
+	return m, true
+}
+
+// decode decodes a map from the start of b and returns the length of its encoding; with sys
+// set, the '$' entries go to sys as DecodeRow says instead of into m.
+func (dec *Decoder) decode(b []byte, sys func(key string, v int64)) (m map[string]any, n int, ok bool) {
 	d := decoder{r: varbin.NewReader(b)}
 	if d.r.Byte() != '{' {
-		return nil, false
+		return nil, 0, false
 	}
 	m = make(map[string]any, len(dec.keys))
 	for i := 0; !d.failed() && d.r.Len() > 0 && !d.at('}'); i++ {
 		if d.r.Byte() != markString {
-			return nil, false
+			return nil, 0, false
 		}
 		k := dec.key(&d, i)
 		if d.r.Byte() != '=' {
-			return nil, false
+			return nil, 0, false
 		}
-		if len(k) > 0 && k[0] == '$' {
+		if sys != nil && len(k) > 0 && k[0] == '$' {
 			switch c, _ := d.r.Peek(); c {
 			case markInt64:
 				d.r.Byte()
@@ -313,19 +298,20 @@ func (dec *Decoder) DecodeRow(b []byte, sys func(key string, v int64)) (m map[st
 				d.scalar()
 			}
 		} else {
+			v := d.scalar()
 			if _, dup := m[k]; dup {
-				return nil, false
+				return nil, 0, false
 			}
-			m[k] = d.scalar()
+			m[k] = v
 		}
 		if d.r.Byte() != ';' {
-			return nil, false
+			return nil, 0, false
 		}
 	}
-	if d.failed() || d.r.Byte() != '}' || d.r.Failed() || d.r.Len() != 0 {
-		return nil, false
+	if d.failed() || d.r.Byte() != '}' || d.r.Failed() {
+		return nil, 0, false
 	}
-	return m, true
+	return m, len(b) - d.r.Len(), true
 }
 
 // key reads the i-th key of a map, the string of the last map's i-th key when equal.
