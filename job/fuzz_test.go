@@ -69,3 +69,47 @@ func FuzzPushBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAckBody feeds arbitrary bytes to the binary push response decoding: it must never
+// panic, and what it accepts encodes back to a body that decodes the same (varints need not
+// be minimal, so the bytes may differ).
+func FuzzAckBody(f *testing.F) {
+	f.Add(encodeAcks(pushResponse{Acked: []string{"m1", "m2"}}))
+	f.Add(encodeAcks(pushResponse{Refused: "inbox full", Reset: true}))
+	f.Add([]byte{ackFormat, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		resp, err := decodeAcks(body)
+		if err != nil {
+			return
+		}
+		again, err := decodeAcks(encodeAcks(resp))
+		if err != nil {
+			t.Fatalf("re-encoded body does not decode: %v", err)
+		}
+		if !reflect.DeepEqual(again, resp) {
+			t.Fatalf("round trip differs: %+v vs %+v", again, resp)
+		}
+	})
+}
+
+// TestAcksRoundTrip: the binary push response carries ids, refusal and reset unchanged, and
+// a truncated body is an error.
+func TestAcksRoundTrip(t *testing.T) {
+	for _, resp := range []pushResponse{
+		{Acked: []string{"a", "", "b/0/1"}},
+		{Refused: "no job j here", Reset: true, Acked: []string{}},
+		{Reset: true, Acked: []string{"x"}},
+	} {
+		body := encodeAcks(resp)
+		got, err := decodeAcks(body)
+		if err != nil {
+			t.Fatalf("%+v: %v", resp, err)
+		}
+		if !reflect.DeepEqual(got, resp) {
+			t.Fatalf("round trip: %+v became %+v", resp, got)
+		}
+		if _, err := decodeAcks(body[:len(body)-1]); err == nil {
+			t.Fatalf("%+v: a truncated body decoded", resp)
+		}
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -351,6 +353,11 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 	}
 	resp, err := w.acceptPush(req.Context(), pr)
 	switch {
+	case err == nil && req.Header.Get("Accept") == ackContentType:
+		body := encodeAcks(resp)
+		rw.Header().Set("Content-Type", ackContentType)
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = rw.Write(body)
 	case err == nil:
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(resp)
@@ -915,6 +922,7 @@ func pushInSession(ctx context.Context, client *http.Client, rt route, computati
 		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
 	}
 	hreq.Header.Set("Content-Type", pushContentType)
+	hreq.Header.Set("Accept", ackContentType)
 	resp, err := client.Do(hreq)
 	if err != nil {
 		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
@@ -924,7 +932,20 @@ func pushInSession(ctx context.Context, client *http.Client, rt route, computati
 		return nil, true, fmt.Errorf("push to job %s at %s: HTTP %d", rt.jobID, rt.address, resp.StatusCode)
 	}
 	var pr pushResponse
-	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
+	if resp.Header.Get("Content-Type") == ackContentType {
+		var buf bytes.Buffer
+		if resp.ContentLength > 0 && resp.ContentLength <= maxPushBytes {
+			buf.Grow(int(resp.ContentLength) + bytes.MinRead) // one allocation instead of doubling
+		}
+		_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxPushBytes))
+		body := buf.Bytes()
+		if err == nil {
+			pr, err = decodeAcks(body)
+		}
+		if err != nil {
+			return nil, true, fmt.Errorf("push to job %s at %s: read response: %w", rt.jobID, rt.address, err)
+		}
+	} else if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil { // readers of earlier versions
 		return nil, true, fmt.Errorf("push to job %s at %s: decode response: %w", rt.jobID, rt.address, err)
 	}
 	if pr.Refused != "" && len(pr.Acked) == 0 {

@@ -86,3 +86,68 @@ func decodePush(body []byte) (pushRequest, error) {
 	}
 	return pr, nil
 }
+
+// ackContentType marks the binary push response (encodeAcks). A sender asks for it with the
+// request's Accept header; a reader of an earlier version ignores that and answers with the
+// JSON pushResponse, which the sender still reads.
+const ackContentType = "application/x-yt-flow-acks"
+
+// ackFormat is the first byte of a binary push response.
+const ackFormat = 1
+
+// encodeAcks writes a binary push response: ackFormat; a flags byte (1: Reset); the refusal
+// reason as a length-prefixed string; the count of acknowledged ids as a uvarint, then each
+// id as a length-prefixed string. It replaces the JSON answer, whose encoding and decoding
+// cost more than the acknowledgement is worth.
+func encodeAcks(resp pushResponse) []byte {
+	size := 16 + len(resp.Refused)
+	for _, id := range resp.Acked {
+		size += len(id) + 2
+	}
+	b := make([]byte, 0, size)
+	b = append(b, ackFormat)
+	var flags byte
+	if resp.Reset {
+		flags |= 1
+	}
+	b = append(b, flags)
+	b = varbin.AppendString(b, resp.Refused)
+	b = varbin.AppendUvarint(b, uint64(len(resp.Acked)))
+	for _, id := range resp.Acked {
+		b = varbin.AppendString(b, id)
+	}
+	return b
+}
+
+// decodeAcks reads a binary push response. Errors say where it broke.
+func decodeAcks(body []byte) (pushResponse, error) {
+	var resp pushResponse
+	if len(body) < 2 || body[0] != ackFormat {
+		return resp, errors.New("binary push response: unknown format")
+	}
+	if body[1]&^1 != 0 {
+		return resp, fmt.Errorf("binary push response: unknown flags %#x", body[1])
+	}
+	resp.Reset = body[1]&1 != 0
+	d := varbin.NewReader(body[2:])
+	resp.Refused = d.String()
+	n := d.Uvarint()
+	if d.Failed() {
+		return resp, errors.New("binary push response: header truncated")
+	}
+	// Every id takes at least one byte: a count beyond that is a lie, not an allocation.
+	if n > uint64(d.Len()) {
+		return resp, fmt.Errorf("binary push response: %d ids in %d bytes", n, d.Len())
+	}
+	resp.Acked = make([]string, n)
+	for i := range resp.Acked {
+		resp.Acked[i] = d.String()
+		if d.Failed() {
+			return resp, fmt.Errorf("binary push response: id %d of %d truncated", i, n)
+		}
+	}
+	if d.Len() != 0 {
+		return resp, fmt.Errorf("binary push response: %d bytes after the last id", d.Len())
+	}
+	return resp, nil
+}

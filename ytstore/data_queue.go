@@ -31,8 +31,7 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 		return nil, fmt.Errorf("ytstore: pull %s partition %d at %d via %s: %w", queuePath, partition, offset, consumerPath, classify(err))
 	}
 	defer func() { _ = r.Close() }()
-	var rows []QueueRow
-	var dec ybin.Decoder // rows repeat their column names
+	rows := make([]QueueRow, 0, min(maxRows, 4096))
 	next := offset
 	var qr QueueRow
 	sys := func(k string, v int64) { // the system columns a row carries
@@ -43,13 +42,16 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 			qr.Timestamp = uint64(v)
 		}
 	}
+	// One decoder for every row (rows repeat their column names), handed to the reader as a
+	// yson.Unmarshaler: the row's bytes are decoded in place, not copied first. Passed by
+	// value, as the reader zeroes what a pointer points at before it decodes.
+	q := &queueRowDecoding{sys: sys}
 	for r.Next() {
 		qr = QueueRow{Offset: next}
-		m, err := decodeQueueRow(r, &dec, sys)
-		if err != nil {
+		if err := r.Scan(queueRowScan{q}); err != nil {
 			return nil, fmt.Errorf("ytstore: pull %s partition %d: decode row: %w", queuePath, partition, err)
 		}
-		qr.Columns = m
+		qr.Columns = q.m
 		next = qr.Offset + 1
 		rows = append(rows, qr)
 	}
@@ -59,33 +61,41 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	return rows, nil
 }
 
-// decodeQueueRow decodes the current row of r into its user columns, handing the integer
-// system columns ($row_index, $timestamp, ...) to sys: rows of scalar columns in binary YSON
-// (what the server sends) without the SDK's generic decoder, anything else through it.
-func decodeQueueRow(r yt.TableReader, dec *ybin.Decoder, sys func(key string, v int64)) (map[string]any, error) {
-	var raw yson.RawValue
-	if err := r.Scan(&raw); err != nil {
-		return nil, err
-	}
-	if m, ok := dec.DecodeRow(raw, sys); ok {
-		return m, nil
+// queueRowScan decodes a queue row into its user columns, handing the integer system columns
+// ($row_index, $timestamp, ...) to sys: rows of scalar columns in binary YSON (what the server
+// sends) without the SDK's generic decoder, anything else through it.
+type queueRowScan struct{ *queueRowDecoding }
+
+type queueRowDecoding struct {
+	dec ybin.Decoder
+	sys func(key string, v int64)
+	m   map[string]any
+}
+
+// UnmarshalYSON implements yson.Unmarshaler; raw is only read during the call (the decoded
+// strings are copies).
+func (q queueRowScan) UnmarshalYSON(raw []byte) error {
+	if m, ok := q.dec.DecodeRow(raw, q.sys); ok {
+		q.m = m
+		return nil
 	}
 	var m map[string]any
 	if err := yson.Unmarshal(raw, &m); err != nil {
-		return nil, err
+		return err
 	}
 	for k, v := range m {
 		if len(k) > 0 && k[0] == '$' {
 			switch x := v.(type) {
 			case int64:
-				sys(k, x)
+				q.sys(k, x)
 			case uint64:
-				sys(k, int64(x))
+				q.sys(k, int64(x))
 			}
 			delete(m, k)
 		}
 	}
-	return m, nil
+	q.m = m
+	return nil
 }
 
 // AdvanceConsumer moves the consumer's offset of a partition to offset (forced, no old-offset
