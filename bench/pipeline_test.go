@@ -269,7 +269,7 @@ func BenchmarkPipeline(b *testing.B) {
 	pr := loadParams()
 	words, want := inputWords(pr.messages, pr.words, 1)
 	rates := map[string]float64{}
-	b.Logf("input: %d messages over %d words; durable server %v; %d in-process workers; GC %s; load average %s", pr.messages, pr.words, pr.durable, pr.workers, gcDescription(), loadAvg())
+	b.Logf("input: %d messages over %d words; durable server %v; %d in-process workers; load average %s", pr.messages, pr.words, pr.durable, pr.workers, loadAvg())
 
 	// raw writes in calls of 1000 rows, as many as an epoch takes from one input at most by
 	// default (max_rows_per_batch); raw_batch4000 in calls of 4000, the counterpart of

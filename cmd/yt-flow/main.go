@@ -12,8 +12,6 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
-
-	"github.com/ytflow/yt-flow/internal/gctune"
 )
 
 // command is one yt-flow subcommand.
@@ -82,7 +80,5 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := &environ{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	// Throughput over memory, within a soft limit (internal/gctune); GOGC and GOMEMLIMIT win.
-	gctune.Apply(os.Getenv)
 	os.Exit(runMain(ctx, env, os.Args[1:]))
 }
