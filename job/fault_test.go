@@ -32,6 +32,8 @@ type flakyProxy struct {
 	rng *rand.Rand
 
 	cut atomic.Int64
+	// advances counts advance_queue_consumer requests.
+	advances atomic.Int64
 }
 
 func startFlakyProxy(t *testing.T, upstream string, seed int64, rate float64) *flakyProxy {
@@ -51,6 +53,9 @@ func (p *flakyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/hosts" {
 		_ = json.NewEncoder(w).Encode([]string{p.addr})
 		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/advance_queue_consumer") {
+		p.advances.Add(1)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

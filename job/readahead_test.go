@@ -100,7 +100,16 @@ func TestSourceReadAhead(t *testing.T) {
 	require.NotNil(t, r)
 	require.Positive(t, r.stats.readAheads.Load(), "some batches were read during the previous commit")
 	require.Positive(t, proxy.cut.Load(), "the proxy cut some replies")
-	t.Logf("replies cut: %d; batches read ahead: %d; epochs: %d", proxy.cut.Load(), r.stats.readAheads.Load(), r.stats.epochs.Load())
+
+	// The YT consumer follows the committed offset (for lag reporting), at most once per
+	// consumerAdvancePeriod (TestConsumerAdvanceThrottled), and gets there in the end even when
+	// the proxy cut the last advance: failed advances are retried.
+	e.eventually("the consumer reaches the last committed offset", func() bool {
+		rows, err := st.SelectRows(ctx, "* from [//tmp/n/consumer]")
+		return err == nil && len(rows) == 1 && fmt.Sprint(rows[0]["offset"]) == fmt.Sprint(n)
+	})
+	epochs, advances := r.stats.epochs.Load(), proxy.advances.Load()
+	t.Logf("replies cut: %d; batches read ahead: %d; epochs: %d; consumer advances: %d", proxy.cut.Load(), r.stats.readAheads.Load(), epochs, advances)
 }
 
 // TestIdleWait: an idle job waits empty_batch_backoff, a source job whose last epoch read rows
@@ -190,4 +199,53 @@ func TestReadAheadTopsUp(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ahead)
 	require.Equal(t, []int64{5, 6, 7, 8}, offsets(rows), "a full read ahead is the batch")
+}
+
+// TestConsumerAdvanceThrottled: commits move the YT consumer at most once per
+// consumerAdvancePeriod (of the clock passed in), always to the latest committed offset, and
+// a forced advance (a finite source at its end) goes at once.
+func TestConsumerAdvanceThrottled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/a/pipeline"})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
+	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/a/input", Kind: ytstore.UserQueue, Schema: data}))
+	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/a/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/a/input"}))
+	consumerOffset := func() string {
+		rows, err := st.SelectRows(ctx, "* from [//tmp/a/consumer]")
+		require.NoError(t, err)
+		if len(rows) == 0 {
+			return "none"
+		}
+		return fmt.Sprint(rows[0]["offset"])
+	}
+
+	s := &sourceState{id: "s", src: queue.NewSource(st, "//tmp/a/input", "//tmp/a/consumer", 0, false)}
+	lg := NewWorker(Config{}).log
+	t0 := time.Unix(1000, 0)
+	var started []int64
+	for i := range 25 { // a commit every 100ms for 2.5s
+		s.committed(int64(10 * (i + 1)))
+		before := s.advancing
+		s.advanceCommitted(ctx, lg, t0.Add(time.Duration(i)*100*time.Millisecond), false)
+		if s.advancing != before {
+			started = append(started, s.advancing.offset)
+		}
+		s.waitAdvance()
+	}
+	require.Equal(t, []int64{10, 110, 210}, started, "one advance per period, to the offset committed last")
+	require.Equal(t, "210", consumerOffset())
+
+	s.committed(260)
+	s.advanceCommitted(ctx, lg, t0.Add(2500*time.Millisecond), false)
+	require.Nil(t, s.advancing, "within the period nothing starts")
+	s.advanceCommitted(ctx, lg, t0.Add(2600*time.Millisecond), true)
+	require.NotNil(t, s.advancing, "a forced advance starts at once")
+	s.waitAdvance()
+	require.Equal(t, "260", consumerOffset())
 }

@@ -39,10 +39,21 @@ type sourceState struct {
 	offset int64 // next offset to read, as committed
 	ended  bool  // finite source reached the end
 	// ahead is a read of the rows after the epoch being committed, started with the commit;
-	// advancing is closed once the last consumer advance ended.
+	// advancing is the last consumer advance started (nil once seen done).
 	ahead     *readAhead
-	advancing chan struct{}
+	advancing *advancing
+	// toAdvance is a committed offset the consumer was not moved to yet (when pending);
+	// advancedAt is when the last advance started (advanceCommitted).
+	toAdvance  int64
+	pending    bool
+	advancedAt time.Time
 }
+
+// consumerAdvancePeriod bounds how often a source moves its YT consumer. The committed offset
+// lives in the partition state; the consumer only reports lag (and lets an auto-trimmed queue
+// drop what was read), so moving it once a second serves as well as after every epoch, for a
+// fraction of the requests (TestConsumerAdvanceThrottled).
+const consumerAdvancePeriod = time.Second
 
 // readAhead is a source read running in the background.
 type readAhead struct {
@@ -86,17 +97,49 @@ func (s *sourceState) read(ctx context.Context, max int64) (rows []ytstore.Queue
 	return rows, false, err
 }
 
-// advance moves the consumer to offset in the background, after the previous advance ended
-// (advances are forced: they must land in order). Failures are logged only: the committed
-// offset is in the partition state.
-func (s *sourceState) advance(ctx context.Context, lg log.Structured, offset int64) {
-	s.waitAdvance()
-	done := make(chan struct{})
-	s.advancing = done
+// advancing is a consumer advance running in the background; err is set before done closes.
+type advancing struct {
+	done   chan struct{}
+	offset int64
+	err    error
+}
+
+// committed notes offset as committed: the consumer is moved there by advanceCommitted.
+func (s *sourceState) committed(offset int64) {
+	s.offset = offset
+	s.toAdvance, s.pending = offset, true
+}
+
+// advanceCommitted moves the consumer (in the background) to the last committed offset when
+// it was not moved there yet and the last advance started consumerAdvancePeriod ago or more;
+// force skips the wait (a finite source at its end). Advances are forced moves, so they run
+// one at a time, in order: while one runs, nothing starts (unless forced: then it waits for
+// it). An advance that failed is retried with the next one; the committed offset itself is
+// safe in the partition state, the consumer only reports it.
+func (s *sourceState) advanceCommitted(ctx context.Context, lg log.Structured, now time.Time, force bool) {
+	if a := s.advancing; a != nil {
+		select {
+		case <-a.done:
+		default:
+			if !force || !s.pending {
+				return
+			}
+			<-a.done
+		}
+		s.advancing = nil
+		if a.err != nil && !s.pending {
+			s.toAdvance, s.pending = a.offset, true
+		}
+	}
+	if !s.pending || (!force && now.Sub(s.advancedAt) < consumerAdvancePeriod) {
+		return
+	}
+	a := &advancing{done: make(chan struct{}), offset: s.toAdvance}
+	s.advancing, s.pending, s.advancedAt = a, false, now
 	go func() {
-		defer close(done)
-		if err := s.src.Advance(ctx, offset); err != nil && ctx.Err() == nil {
-			lg.Warn("consumer advance failed (offset is committed in the partition state)", log.String("source", s.id), log.Error(err))
+		defer close(a.done)
+		if a.err = s.src.Advance(ctx, a.offset); a.err != nil && ctx.Err() == nil {
+			lg.Warn("consumer advance failed; retried with the next (the offset is committed in the partition state)", log.String("source", s.id), log.Error(a.err))
 		}
 	}()
 }
@@ -104,7 +147,7 @@ func (s *sourceState) advance(ctx context.Context, lg log.Structured, offset int
 // waitAdvance waits for the consumer advance in progress, if any.
 func (s *sourceState) waitAdvance() {
 	if s.advancing != nil {
-		<-s.advancing
+		<-s.advancing.done
 		s.advancing = nil
 	}
 }
@@ -602,6 +645,9 @@ func (r *runner) run(ctx context.Context) error {
 		if committed != 0 {
 			lastCommit = committed
 		}
+		for _, s := range r.sources {
+			s.advanceCommitted(ctx, r.log, time.Now(), false) // what a recent advance left behind
+		}
 		if idle {
 			start := time.Now()
 			t := time.NewTimer(r.idleWait(busy))
@@ -984,8 +1030,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	for _, s := range r.sources {
 		if off, ok := c.Offsets[epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition}]; ok {
-			s.offset = off
-			s.advance(ctx, r.log, off)
+			s.committed(off)
+			s.advanceCommitted(ctx, r.log, time.Now(), s.ended)
 		}
 	}
 	for _, o := range groupByDest(c.BestEffort) {
