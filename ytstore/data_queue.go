@@ -31,7 +31,7 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 		return nil, fmt.Errorf("ytstore: pull %s partition %d at %d via %s: %w", queuePath, partition, offset, consumerPath, classify(err))
 	}
 	defer func() { _ = r.Close() }()
-	rows := make([]QueueRow, 0, min(maxRows, 4096))
+	rows := make([]QueueRow, 0, max(0, min(maxRows, 4096)))
 	next := offset
 	var qr QueueRow
 	sys := func(k string, v int64) { // the system columns a row carries
