@@ -205,14 +205,7 @@ func TestReadAheadTopsUp(t *testing.T) {
 // consumerAdvancePeriod (of the clock passed in), always to the latest committed offset, and
 // a forced advance (a finite source at its end) goes at once.
 func TestConsumerAdvanceThrottled(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//tmp/a/pipeline"})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	st, ctx := commitEnv(t)
 	data := schema.Schema{Columns: []schema.Column{{Name: "data", Type: schema.TypeString}}}
 	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/a/input", Kind: ytstore.UserQueue, Schema: data}))
 	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//tmp/a/consumer", Kind: ytstore.UserConsumer, Queue: "//tmp/a/input"}))

@@ -326,17 +326,23 @@ func (w *Worker) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// readBody reads a push request or response body from r (already limited to maxPushBytes);
+// a known length sizes the buffer at once instead of doubling it.
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if length > 0 && length <= maxPushBytes {
+		buf.Grow(int(length) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
 func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		http.Error(rw, "push: POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	var buf bytes.Buffer
-	if req.ContentLength > 0 && req.ContentLength <= maxPushBytes {
-		buf.Grow(int(req.ContentLength) + bytes.MinRead) // one allocation instead of doubling
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(rw, req.Body, maxPushBytes))
-	body := buf.Bytes()
+	body, err := readBody(http.MaxBytesReader(rw, req.Body, maxPushBytes), req.ContentLength)
 	if err != nil {
 		http.Error(rw, "push: read request body: "+err.Error(), http.StatusBadRequest)
 		return
@@ -933,12 +939,7 @@ func pushInSession(ctx context.Context, client *http.Client, rt route, computati
 	}
 	var pr pushResponse
 	if resp.Header.Get("Content-Type") == ackContentType {
-		var buf bytes.Buffer
-		if resp.ContentLength > 0 && resp.ContentLength <= maxPushBytes {
-			buf.Grow(int(resp.ContentLength) + bytes.MinRead) // one allocation instead of doubling
-		}
-		_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxPushBytes))
-		body := buf.Bytes()
+		body, err := readBody(io.LimitReader(resp.Body, maxPushBytes), resp.ContentLength)
 		if err == nil {
 			pr, err = decodeAcks(body)
 		}
