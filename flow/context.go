@@ -30,16 +30,22 @@ type run struct {
 	params  map[reflect.Type]any // decoded parameters by type (see ParamsOf)
 }
 
-// invocation is a Context with its run and a Context for the handlers, allocated together.
+// invocation is a Context with its run and a Context for the handlers, allocated together,
+// with room for the first output and the parent id of a one-message invocation (most
+// invocations of a per-message function emit one output or a few): the result points into
+// the invocation anyway, so these cost no allocation of their own.
 type invocation struct {
-	ctx     Context
-	handler Context
-	run     run
+	ctx       Context
+	handler   Context
+	run       run
+	firstOut  [1]Output
+	oneParent [1]string
 }
 
 func newInvocation(inv *Invocation) *invocation {
 	iv := &invocation{}
 	iv.ctx = Context{inv: inv, run: &iv.run}
+	iv.run.res.Outputs = iv.firstOut[:0:1]
 	return iv
 }
 
@@ -147,6 +153,9 @@ func (c *Context) result() (*Result, error) {
 		return nil, r.err
 	}
 	res := &r.res
+	if len(res.Outputs) == 0 {
+		res.Outputs = nil // the inline slot unused: no outputs, as before any AddMessage
+	}
 	// Invariant: StateWrites holds exactly the changed states, deletions as nil
 	// (TestStateGetSetClear, TestStateEmptyIsAbsent, TestStateUnchangedIsNotWritten).
 	r.eachSlot(c.flush)

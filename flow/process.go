@@ -98,7 +98,10 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 		}
 	default:
 		// One parent id slice for all messages.
-		ids := make([]string, len(inv.Messages))
+		ids := iv.oneParent[:]
+		if len(inv.Messages) > 1 {
+			ids = make([]string, len(inv.Messages))
+		}
 		for i := range inv.Messages {
 			at.message = i
 			m := &inv.Messages[i]

@@ -1310,6 +1310,7 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, PartitionStates: map[string][]byte{}}
 	w.Dedup = make([]ytstore.DedupRow, 0, len(c.Register))
 	w.OutputsAdd = make([]ytstore.OutputRow, 0, len(c.Stored))
+	keys := keyArena{buf: make([]byte, 0, 24*(len(c.States)+len(c.Stored)))}
 	for _, in := range c.Register {
 		w.Dedup = append(w.Dedup, ytstore.DedupRow{DedupKey: r.dedupKey(in), SystemTimestamp: in.Message.SystemTimestamp, PayloadFingerprint: in.PayloadFingerprint})
 	}
@@ -1318,7 +1319,7 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 			w.PartitionStates[userStatePrefix+s.Name] = s.Value
 			continue
 		}
-		w.States = append(w.States, ytstore.StateRow{ComputationID: r.comp.ID, KeyHash: s.KeyHash, Key: epoch.EncodeKey(s.Key), Name: s.Name, State: s.Value})
+		w.States = append(w.States, ytstore.StateRow{ComputationID: r.comp.ID, KeyHash: s.KeyHash, Key: keys.add(s.Key), Name: s.Name, State: s.Value})
 	}
 	for _, t := range c.TimersFired {
 		row, err := r.timerRow(t, b.Now)
@@ -1345,7 +1346,7 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 			KeyHash: o.KeyHash, Payload: payloads[i], EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		}
 		if o.Destination.Kind == epoch.ToComputation {
-			row.Key = epoch.EncodeKey(o.Message.Key)
+			row.Key = keys.add(o.Message.Key)
 		} else {
 			n, ok := seq[o.Destination.ID]
 			if !ok {
@@ -1374,6 +1375,17 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.Sinks = append(w.Sinks, sw)
 	}
 	return w, w.OutputsAdd, seq, nil
+}
+
+// keyArena encodes the keys of one epoch's rows into one buffer instead of one allocation
+// per key; each encoding is its own full slice of it (an append to it cannot overwrite the
+// next one).
+type keyArena struct{ buf []byte }
+
+func (a *keyArena) add(k flow.Key) []byte {
+	start := len(a.buf)
+	a.buf = epoch.AppendKey(a.buf, k)
+	return a.buf[start:len(a.buf):len(a.buf)]
 }
 
 // storedPayloads encodes the payloads of outs (YSON).

@@ -443,7 +443,9 @@ type swiftOutput struct{ dest, id string }
 
 // outMsg is one output store row waiting for its reader or sink.
 type outMsg struct {
-	row ytstore.OutputRow
+	// row is the caller's row (add and addSwift take the rows over), not a copy: an outbox
+	// holds many pending rows, each would cost its size twice.
+	row *ytstore.OutputRow
 	// gone marks a row acknowledged or delivered: it stays in its destQueue until skipped.
 	gone bool
 	// flying marks a row carried by a push in flight (setFlying), which a sender round skips
@@ -534,6 +536,8 @@ func newOutbox() *outbox {
 	return &outbox{notify: make(chan struct{}, 1), doneReady: make(chan struct{}, 1), pending: map[string]map[string]*outMsg{}, queues: map[string]*destQueue{}, chunks: map[ytstore.OutputKey]*chunkState{}}
 }
 
+// add adds the stored outputs rows (an epoch's, or those a job found at its start) and takes
+// the slice over: the outbox keeps pointers into it.
 func (o *outbox) add(rows []ytstore.OutputRow) {
 	if len(rows) == 0 {
 		return
@@ -553,7 +557,7 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 			continue
 		}
 		msg := &slab[i]
-		msg.row = r
+		msg.row = &rows[i]
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
@@ -598,7 +602,7 @@ func (o *outbox) addSwift(ids []string, rows []ytstore.OutputRow, parents [][]st
 		if _, dup := o.parentOf[k]; dup {
 			continue
 		}
-		msg := &outMsg{row: r}
+		msg := &outMsg{row: &rows[i]}
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		o.parentOf[k] = parents[i]
@@ -675,7 +679,7 @@ func (o *outbox) walk(destination string, idleOnly bool, f func(row *ytstore.Out
 		if m.gone || (idleOnly && m.flying) {
 			continue
 		}
-		if !f(&m.row) {
+		if !f(m.row) {
 			return
 		}
 	}
@@ -688,7 +692,7 @@ func (o *outbox) setFlying(destination string, rows []*ytstore.OutputRow, on boo
 	defer o.mu.Unlock()
 	pending := o.pending[destination]
 	for _, row := range rows {
-		if m := pending[row.MessageID]; m != nil && &m.row == row {
+		if m := pending[row.MessageID]; m != nil && m.row == row {
 			m.flying = on
 		}
 	}

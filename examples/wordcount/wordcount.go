@@ -39,9 +39,7 @@ func SplitWords(ctx *flow.Context, msg *flow.Message) error {
 	default:
 		return fmt.Errorf("column text: want a string, got %T", v)
 	}
-	for _, w := range words(text) {
-		ctx.AddMessage("words", flow.Row{"word": w})
-	}
+	eachWord(text, func(w string) { ctx.AddMessage("words", flow.Row{"word": w}) })
 	return nil
 }
 
@@ -54,10 +52,32 @@ func columnNames(row flow.Row) string {
 	return strings.Join(names, ", ")
 }
 
+// words returns the words of text in order (see SplitWords).
 func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
+	var ws []string
+	eachWord(text, func(w string) { ws = append(ws, w) })
+	return ws
+}
+
+// eachWord calls f with each word of text in order, without collecting them: the lower-cased
+// text is split on every rune that is neither a letter nor a digit (an invalid UTF-8 byte
+// included), as strings.FieldsFunc would.
+func eachWord(text string, f func(string)) {
+	text = strings.ToLower(text)
+	start := -1
+	for i, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+		} else if start >= 0 {
+			f(text[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		f(text[start:])
+	}
 }
 
 // CountWords handles all messages of one word (key [hash, word], hash = farm_hash(word)) at once:

@@ -118,13 +118,19 @@ func TestCountWordsRejectsBadKey(t *testing.T) {
 }
 
 // FuzzSplitWords checks that every word is a non-empty, lower-cased run of letters and digits,
-// and that the words are exactly the text's letter/digit runs.
+// that the words are exactly the text's letter/digit runs, and that they are what splitting
+// with strings.FieldsFunc gives.
 func FuzzSplitWords(f *testing.F) {
 	for _, s := range []string{"", "Hello, world!", "naïve café—x2", "ΣΊΣΥΦΟΣ", "a\x00b\xffc", "İstanbul"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		ws := words(s)
+		// The same words as splitting with strings.FieldsFunc.
+		want := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if !slices.Equal(ws, want) {
+			t.Fatalf("words(%q) = %q, want %q", s, ws, want)
+		}
 		for _, w := range ws {
 			if w == "" {
 				t.Fatalf("empty word from %q", s)

@@ -129,9 +129,11 @@ type Group struct {
 	KeyHash  uint64
 	Timers   []flow.Timer
 	Messages []flow.Message
-	// timerHashes and source are bookkeeping for BuildCommit.
+	// timerHashes and source are bookkeeping for BuildCommit; inputs counts the group's
+	// messages while PlanEpoch plans.
 	timers []DueTimer
 	source *SourceRow
+	inputs int
 }
 
 // SourceRow is the source row a source computation's group invokes on, nil for other groups.
@@ -157,6 +159,9 @@ type Plan struct {
 func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 	p := &Plan{Fresh: make([]Input, 0, len(b.Inputs)), Groups: make([]*Group, 0, len(b.Sources)+len(b.Timers)+len(b.Inputs)/4)}
 	byKey := make(map[string]*Group, len(b.Inputs)/4)
+	// Groups are taken from a slab (one allocation for the usual number of keys, more only
+	// when an epoch has more keys than that).
+	slab := make([]Group, 0, len(b.Timers)+len(b.Inputs)/2)
 	var keyBuf []byte
 	group := func(k flow.Key) *Group {
 		if kb, ok := appendKey(keyBuf[:0], k); ok {
@@ -166,7 +171,12 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		}
 		g, ok := byKey[string(keyBuf)] // no copy of the key for a lookup
 		if !ok {
-			g = &Group{Key: k, KeyHash: KeyHash(k)}
+			if len(slab) < cap(slab) {
+				slab = append(slab, Group{Key: k, KeyHash: KeyHash(k)})
+				g = &slab[len(slab)-1]
+			} else {
+				g = &Group{Key: k, KeyHash: KeyHash(k)}
+			}
 			byKey[string(keyBuf)] = g
 			p.Groups = append(p.Groups, g)
 		}
@@ -181,6 +191,13 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 	if !b.DistinctInputs {
 		seen = make(map[string]bool, len(b.Inputs))
 	}
+	// Two passes over the inputs: the first finds the fresh ones and their groups and counts
+	// the messages of each group, the second copies the messages into one slice carved up
+	// by group, in input order (instead of growing a slice per group).
+	var groupOf []*Group // groupOf[i] is the group of p.Fresh[i]
+	if len(b.Inputs) > 0 {
+		groupOf = make([]*Group, 0, len(b.Inputs))
+	}
 	for _, in := range b.Inputs {
 		id := in.Message.MessageID
 		if seen[id] || (cfg.Dedup && committed(in)) {
@@ -192,7 +209,21 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		}
 		p.Fresh = append(p.Fresh, in)
 		g := group(in.Message.Key)
-		g.Messages = append(g.Messages, in.Message)
+		g.inputs++
+		groupOf = append(groupOf, g)
+	}
+	if len(p.Fresh) > 0 {
+		msgs := make([]flow.Message, len(p.Fresh))
+		at := 0
+		for _, g := range p.Groups {
+			if g.inputs > 0 {
+				g.Messages = msgs[at : at : at+g.inputs]
+				at += g.inputs
+			}
+		}
+		for i, g := range groupOf {
+			g.Messages = append(g.Messages, p.Fresh[i].Message)
+		}
 	}
 	// One group per source row, allocated together.
 	groups, msgs := make([]Group, len(b.Sources)), make([]flow.Message, len(b.Sources))
