@@ -33,6 +33,13 @@ type call struct {
 	now     time.Time
 	mutates bool
 	logSeq  uint64 // last log record written when the handler finished (dispatcher)
+	// volatile is set by a handler whose answer carries nothing a crash could take back:
+	// rows buffered in a tablet transaction, a started tablet transaction, a fresh
+	// timestamp. Such state lives in memory only and is lost by a restart anyway; what it
+	// leads to becomes visible only through a commit, whose answer waits. When the call
+	// wrote no log record itself, its answer does not wait for the fsync of records that
+	// other commands wrote before (see Server.execute).
+	volatile bool
 
 	// rows and rowsErr are the input rows parsed before the state lock was taken
 	// (preparse), for the commands whose body is a list of rows; parsed tells them apart

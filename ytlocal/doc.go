@@ -143,7 +143,10 @@
 // not apply the change and return the error. The dispatcher fsyncs (group commit,
 // outside the state lock) before sending the response of the command during which the
 // record was written — and before any response whose handler ran after it, so no client
-// sees state a crash could take back. Records written outside commands (timer hooks) are
+// sees state a crash could take back. The one exception are answers that carry no such
+// state: a handler that wrote no record and sets call.volatile (rows buffered in a tablet
+// transaction, a started tablet transaction, generate_timestamp) is answered at once, as
+// what it did lives in memory only and shows only through a commit, whose answer waits. Records written outside commands (timer hooks) are
 // made durable by the next command or by Close. On start, after the Cypress
 // state and before serving, each extension gets Restore(snapshot section) (only if a
 // snapshot exists) and then Apply(rec) for each of its records, in log order,

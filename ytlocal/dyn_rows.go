@@ -102,6 +102,7 @@ func (c *call) inTabletTx(fn func(txID string) error) error {
 			id, _ := guid.ParseString(txID)
 			return stickyErr(id, err)
 		}
+		c.volatile = true // buffered in the transaction: visible only through its commit
 		return nil
 	}
 	_, err = eng.Run(fn)

@@ -7,3 +7,10 @@ func SetSnapshotWriteHook(h func()) (restore func()) {
 	snapshotWriteHook = h
 	return func() { snapshotWriteHook = prev }
 }
+
+// SetSyncHook makes every fsync of the write-ahead log call h first, until the returned
+// function restores the previous hook (tests only).
+func SetSyncHook(h func()) (restore func()) {
+	prev := syncHook.Swap(&h)
+	return func() { syncHook.Store(prev) }
+}

@@ -224,6 +224,7 @@ func (s *Server) startTabletTx(c *call, typ string, timeout time.Duration) (any,
 	if err := m.StartTx(c, id, timeout); err != nil {
 		return nil, err
 	}
+	c.volatile = true // a tablet transaction lives in memory only
 	return map[string]any{"transaction_id": id.String()}, nil
 }
 
@@ -430,6 +431,7 @@ func init() {
 	registerCommand("commit_transaction", commandOpts{Mutating: true, NoTxCheck: true}, txCommand("commit"))
 	registerCommand("abort_transaction", commandOpts{Mutating: true, NoTxCheck: true}, txCommand("abort"))
 	registerCommand("generate_timestamp", commandOpts{}, func(c *call) (any, error) {
+		c.volatile = true // a timestamp is not logged: the fsync of earlier records adds nothing
 		return map[string]any{"timestamp": c.s.oracle.Next()}, nil
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.ytsaurus.tech/library/go/core/log"
 )
@@ -43,7 +44,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // wal is the append side of the log. Records are written under the state lock; fsync
 // happens outside it (group commit): a response is sent only after every record written
 // before its handler finished is durable (Server.waitDurable), so no client ever observes
-// state that a crash could take back, and concurrent commits share one fsync.
+// state that a crash could take back, and concurrent commits share one fsync. Answers that
+// carry no such state (call.volatile) do not wait.
 type wal struct {
 	dir     string
 	seg     uint64
@@ -100,6 +102,9 @@ func (s *Server) waitDurable(seq uint64) error {
 		w.syncing = true
 		f, target := w.f, w.seq
 		w.mu.Unlock()
+		if h := syncHook.Load(); h != nil {
+			(*h)()
+		}
 		err := f.Sync()
 		w.mu.Lock()
 		w.syncing = false
@@ -308,6 +313,9 @@ func (s *Server) logRecord(owner string, rec []byte) error {
 	w.mu.Unlock()
 	return nil
 }
+
+// syncHook, when set (by tests only), runs before every fsync of the write-ahead log.
+var syncHook atomic.Pointer[func()]
 
 // snapshotWriteHook, when set (by tests only, before the server starts), runs in the
 // background snapshot writer before it encodes anything.
