@@ -54,6 +54,8 @@ type Pipeline struct {
 	Path  string
 	Store *ytstore.Store
 	opts  Options
+	// created is set by Create: Start then only stores the specs.
+	created bool
 }
 
 // Input is the input queue.
@@ -169,14 +171,26 @@ func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 	return static, dynamic, nil
 }
 
-// Start creates the pipeline node, stores the specs and sets the target state to working.
+// Create creates the pipeline node with its internal tables (what `yt-flow create` does).
+func (p *Pipeline) Create(ctx context.Context) error {
+	if err := p.Store.CreatePipeline(ctx); err != nil {
+		return err
+	}
+	p.created = true
+	return nil
+}
+
+// Start creates the pipeline node unless Create did, stores the specs and sets the target
+// state to working.
 func (p *Pipeline) Start(ctx context.Context) error {
 	static, dynamic, err := p.Specs()
 	if err != nil {
 		return err
 	}
-	if err := p.Store.CreatePipeline(ctx); err != nil {
-		return err
+	if !p.created {
+		if err := p.Create(ctx); err != nil {
+			return err
+		}
 	}
 	return p.Store.SetSpecs(ctx, ytstore.SpecUpdate{
 		Spec: static, SpecVersion: 1, DynamicSpec: dynamic, DynamicSpecVersion: 1,
