@@ -41,10 +41,10 @@ type sender struct {
 	wg   sync.WaitGroup
 
 	mu sync.Mutex
-	// inFlight holds, per destination, the rows carried by pushes in flight (the outbox's own
-	// rows, by address: cheaper to look up than their ids) and the reader job each was pushed
-	// to.
-	inFlight map[string]map[*ytstore.OutputRow]flight
+	// inFlight holds, per destination, the pushes in flight: the reader job each went to and
+	// the rows it carries (the outbox's own). One entry per push, not per row: the rows are
+	// only looked at when the reader jobs change (round).
+	inFlight map[string]map[*flight]struct{}
 	// flightJobs is, per destination, the reader jobs (ids and key ranges) every push in
 	// flight was routed with, when all were routed with the same ones (absent otherwise).
 	flightJobs map[string][]route
@@ -63,7 +63,7 @@ type sender struct {
 func newSender(r *runner) *sender {
 	return &sender{
 		r: r, client: &http.Client{Timeout: r.w.cfg.PushTimeout + 5*time.Second}, wake: make(chan struct{}, 1),
-		inFlight: map[string]map[*ytstore.OutputRow]flight{}, flightJobs: map[string][]route{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
+		inFlight: map[string]map[*flight]struct{}{}, flightJobs: map[string][]route{}, pushes: map[string]int{}, streams: map[string]*senderStream{}, delivering: map[string]bool{},
 		retryAt: map[string]time.Time{}, backoff: map[string]time.Duration{},
 	}
 }
@@ -107,10 +107,10 @@ func (s *sender) signal() {
 	}
 }
 
-// flight is a row in a push in flight: the reader job it went to and its key hash.
+// flight is a push in flight: the reader job it went to and the rows it carries.
 type flight struct {
-	jobID   string
-	keyHash uint64
+	jobID string
+	rows  []*ytstore.OutputRow
 }
 
 // round starts the pushes and deliveries the window allows.
@@ -147,7 +147,7 @@ func (s *sender) round(ctx context.Context) {
 		}
 		flying := s.inFlight[dest]
 		if flying == nil {
-			flying = map[*ytstore.OutputRow]flight{}
+			flying = map[*flight]struct{}{}
 			s.inFlight[dest] = flying
 		}
 		// Only the reader jobs with room in their window are served.
@@ -172,9 +172,11 @@ func (s *sender) round(ctx context.Context) {
 		// Every flight went to the owner of its key among the jobs it was routed with; while
 		// those are the jobs of now, there is nothing to check.
 		if fj, ok := s.flightJobs[dest]; !ok || !sameOwners(fj, jobs) {
-			for _, f := range flying {
-				if i := owner(f.keyHash); i >= 0 && jobs[i].jobID != f.jobID {
-					room[i] = 0
+			for f := range flying {
+				for _, row := range f.rows {
+					if i := owner(row.KeyHash); i >= 0 && jobs[i].jobID != f.jobID {
+						room[i] = 0
+					}
 				}
 			}
 		}
@@ -243,10 +245,8 @@ func (s *sender) sessionOpen(jobID string) bool {
 // startPush pushes batch to the reader job of rt in the background; the lock must be held.
 func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*ytstore.OutputRow) {
 	r := s.r
-	flying := s.inFlight[dest]
-	for _, row := range batch {
-		flying[row] = flight{jobID: rt.jobID, keyHash: row.KeyHash}
-	}
+	f := &flight{jobID: rt.jobID, rows: batch}
+	s.inFlight[dest][f] = struct{}{}
 	r.outbox.setFlying(dest, batch, true)
 	s.pushes[rt.jobID]++
 	st := s.streams[rt.jobID]
@@ -273,9 +273,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*
 			r.inbox.ack(r.outbox.finish(r.job.PartitionID, dest, acked))
 		}
 		s.mu.Lock()
-		for _, row := range batch {
-			delete(s.inFlight[dest], row)
-		}
+		delete(s.inFlight[dest], f)
 		// Under s.mu, so that a round never sees a row neither flying nor in inFlight.
 		r.outbox.setFlying(dest, batch, false)
 		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
