@@ -107,10 +107,10 @@ func (s *sender) signal() {
 	}
 }
 
-// flight is a push in flight: the reader job it went to and the rows it carries.
+// flight is a push in flight: the reader job it went to and the outbox entries it carries.
 type flight struct {
 	jobID string
-	rows  []*ytstore.OutputRow
+	msgs  []*outMsg
 }
 
 // round starts the pushes and deliveries the window allows.
@@ -173,8 +173,8 @@ func (s *sender) round(ctx context.Context) {
 		// those are the jobs of now, there is nothing to check.
 		if fj, ok := s.flightJobs[dest]; !ok || !sameOwners(fj, jobs) {
 			for f := range flying {
-				for _, row := range f.rows {
-					if i := owner(row.KeyHash); i >= 0 && jobs[i].jobID != f.jobID {
+				for _, m := range f.msgs {
+					if i := owner(m.row.KeyHash); i >= 0 && jobs[i].jobID != f.jobID {
 						room[i] = 0
 					}
 				}
@@ -189,10 +189,10 @@ func (s *sender) round(ctx context.Context) {
 		// The oldest rows first, in id (production) order; the scan ends once every open job
 		// has a full window.
 		// The rows are the outbox's own (never changed once added), not copies.
-		byJob := make([][]*ytstore.OutputRow, len(jobs))
-		r.outbox.inOrderIdle(dest, func(row *ytstore.OutputRow) bool {
-			if i := owner(row.KeyHash); i >= 0 && len(byJob[i]) < room[i] {
-				byJob[i] = append(byJob[i], row)
+		byJob := make([][]*outMsg, len(jobs))
+		r.outbox.inOrderIdle(dest, func(m *outMsg) bool {
+			if i := owner(m.row.KeyHash); i >= 0 && len(byJob[i]) < room[i] {
+				byJob[i] = append(byJob[i], m)
 				want--
 			}
 			return want > 0
@@ -243,11 +243,15 @@ func (s *sender) sessionOpen(jobID string) bool {
 }
 
 // startPush pushes batch to the reader job of rt in the background; the lock must be held.
-func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*ytstore.OutputRow) {
+func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*outMsg) {
 	r := s.r
-	f := &flight{jobID: rt.jobID, rows: batch}
+	batch := make([]*ytstore.OutputRow, len(msgs))
+	for i, m := range msgs {
+		batch[i] = m.row
+	}
+	f := &flight{jobID: rt.jobID, msgs: msgs}
 	s.inFlight[dest][f] = struct{}{}
-	r.outbox.setFlying(dest, batch, true)
+	r.outbox.setFlying(msgs, true)
 	s.pushes[rt.jobID]++
 	st := s.streams[rt.jobID]
 	st.seq++
@@ -275,7 +279,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, batch []*
 		s.mu.Lock()
 		delete(s.inFlight[dest], f)
 		// Under s.mu, so that a round never sees a row neither flying nor in inFlight.
-		r.outbox.setFlying(dest, batch, false)
+		r.outbox.setFlying(msgs, false)
 		if s.pushes[rt.jobID]--; s.pushes[rt.jobID] == 0 {
 			delete(s.pushes, rt.jobID)
 		}

@@ -659,15 +659,16 @@ func (o *outbox) sizeOf(destination string) int {
 // inOrder calls f for the pending rows of destination in message id order until f returns
 // false, with the outbox locked: f must not call the outbox.
 func (o *outbox) inOrder(destination string, f func(row *ytstore.OutputRow) bool) {
-	o.walk(destination, false, f)
+	o.walk(destination, false, func(m *outMsg) bool { return f(m.row) })
 }
 
-// inOrderIdle is inOrder over the rows no push in flight carries (setFlying).
-func (o *outbox) inOrderIdle(destination string, f func(row *ytstore.OutputRow) bool) {
+// inOrderIdle is inOrder over the entries whose rows no push in flight carries (setFlying);
+// f gets the entry, which setFlying takes.
+func (o *outbox) inOrderIdle(destination string, f func(m *outMsg) bool) {
 	o.walk(destination, true, f)
 }
 
-func (o *outbox) walk(destination string, idleOnly bool, f func(row *ytstore.OutputRow) bool) {
+func (o *outbox) walk(destination string, idleOnly bool, f func(m *outMsg) bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.queues[destination]
@@ -679,22 +680,20 @@ func (o *outbox) walk(destination string, idleOnly bool, f func(row *ytstore.Out
 		if m.gone || (idleOnly && m.flying) {
 			continue
 		}
-		if !f(m.row) {
+		if !f(m) {
 			return
 		}
 	}
 }
 
-// setFlying marks the pending rows of destination among rows (the outbox's own, as inOrder
-// hands them out) as carried by a push in flight, or no longer.
-func (o *outbox) setFlying(destination string, rows []*ytstore.OutputRow, on bool) {
+// setFlying marks the entries msgs (as inOrderIdle hands them out) as carried by a push in
+// flight, or no longer. An entry acknowledged meanwhile is marked too, which changes nothing:
+// it is gone.
+func (o *outbox) setFlying(msgs []*outMsg, on bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	pending := o.pending[destination]
-	for _, row := range rows {
-		if m := pending[row.MessageID]; m != nil && m.row == row {
-			m.flying = on
-		}
+	for _, m := range msgs {
+		m.flying = on
 	}
 }
 
