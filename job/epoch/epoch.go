@@ -328,6 +328,9 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 		}
 		var names [4]string // most invocations change a state or two: sorted on the stack
 		for _, name := range appendSortedNames(names[:0], res.StateWrites) {
+			if c.States == nil { // room for one state per remaining invocation, the usual case
+				c.States = make([]StateWrite, 0, len(p.Groups)-gi)
+			}
 			c.States = append(c.States, StateWrite{Key: g.Key, KeyHash: g.KeyHash, Name: name, Value: res.StateWrites[name]})
 		}
 		for _, t := range res.Timers {
@@ -341,8 +344,7 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 			}
 			c.TimersSet = append(c.TimersSet, DueTimer{Timer: t, KeyHash: KeyHash(t.Key)})
 		}
-		perStream := map[string]uint64{}
-		perParent := map[string]uint64{}
+		var perStream, perParent counters // outputs so far per stream / per parent
 		for _, o := range res.Outputs {
 			var id string
 			var parents []string
@@ -363,20 +365,17 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 				if len(parents) > 1 {
 					base = SwiftBatchOutputID(parents)
 				}
-				id = SwiftOutputID(base, perParent[base])
-				perParent[base]++
+				id = SwiftOutputID(base, perParent.next(base))
 			} else if cfg.Swift && cfg.Source {
 				// Invariant: a swift source output's id is its row's id (computation, source,
 				// partition, offset) and its index among the row's outputs, so a re-read
 				// reproduces it and ids sort in production order (TestSwiftSourceIDs).
 				parent := g.Messages[0].MessageID
 				parents = []string{parent}
-				id = SwiftOutputID(parent, perParent[parent])
-				perParent[parent]++
+				id = SwiftOutputID(parent, perParent.next(parent))
 			} else if cfg.Source {
 				parent := g.Messages[0].MessageID
-				id = SourceOutputID(parent, o.StreamID, perStream[o.StreamID])
-				perStream[o.StreamID]++
+				id = SourceOutputID(parent, o.StreamID, perStream.next(o.StreamID))
 			} else {
 				id = TransformMessageID(b.SeqNo, outIndex)
 				outIndex++
@@ -402,6 +401,9 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 				case ToAsyncSink:
 					c.Stored = append(c.Stored, out)
 				case ToSyncSink:
+					if c.Sync == nil { // as many as the outputs, the usual case
+						c.Sync = make([]Out, 0, outputs)
+					}
 					c.Sync = append(c.Sync, out)
 				case ToBestEffortSink:
 					c.BestEffort = append(c.BestEffort, out)
@@ -410,6 +412,38 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 		}
 	}
 	return c, nil
+}
+
+// counters counts by name (the outputs of one invocation per stream or per parent) without
+// a map for the usual one or two names.
+type counters struct {
+	inline [2]struct {
+		name string
+		n    uint64
+	}
+	used int
+	more map[string]uint64
+}
+
+// next returns how many times name was counted before and counts it once more.
+func (c *counters) next(name string) uint64 {
+	for i := range c.inline[:c.used] {
+		if c.inline[i].name == name {
+			c.inline[i].n++
+			return c.inline[i].n - 1
+		}
+	}
+	if c.used < len(c.inline) {
+		c.inline[c.used].name, c.inline[c.used].n = name, 1
+		c.used++
+		return 0
+	}
+	if c.more == nil {
+		c.more = map[string]uint64{}
+	}
+	n := c.more[name]
+	c.more[name] = n + 1
+	return n
 }
 
 // swiftParents are the input messages a swift output derives from: those its ParentIDs

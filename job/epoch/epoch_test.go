@@ -419,3 +419,14 @@ func TestSwiftSourceIDs(t *testing.T) {
 	again, _ := run(900, 900, 10, 11)
 	assert.Equal(t, first[3:], again, "a re-read of the same rows in another epoch gives the same ids")
 }
+
+func TestCountersCountPerName(t *testing.T) {
+	var c counters
+	names := []string{"a", "b", "a", "c", "d", "c", "a", "b", "d", "d"}
+	want := []uint64{0, 0, 1, 0, 0, 1, 2, 1, 1, 2}
+	for i, n := range names {
+		if got := c.next(n); got != want[i] {
+			t.Fatalf("next(%q) at %d = %d, want %d", n, i, got, want[i])
+		}
+	}
+}
