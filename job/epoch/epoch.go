@@ -129,7 +129,7 @@ type Group struct {
 	KeyHash  uint64
 	Timers   []flow.Timer
 	Messages []flow.Message
-	// timerHashes and source are bookkeeping for BuildCommit; inputs counts the group's
+	// timers and source are bookkeeping for BuildCommit; inputs counts the group's
 	// messages while PlanEpoch plans.
 	timers []DueTimer
 	source *SourceRow
