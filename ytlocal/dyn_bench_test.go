@@ -55,7 +55,9 @@ func benchCodecs(b *testing.B, run func(b *testing.B, setup benchSetup)) {
 	}
 }
 
-func benchTable(b *testing.B, setup benchSetup) (context.Context, yt.Client, ypath.Path) {
+// benchTable starts a server as setup says and creates and mounts a sorted table of benchRow
+// (also used by tests).
+func benchTable(b testing.TB, setup benchSetup) (context.Context, yt.Client, ypath.Path) {
 	b.Helper()
 	var cfg ytlocal.Config
 	if setup.durable {

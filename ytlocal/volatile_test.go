@@ -7,35 +7,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/migrate"
-	"go.ytsaurus.tech/yt/go/schema"
-	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
-	"go.ytsaurus.tech/yt/go/yt/ythttp"
 
 	"github.com/ytflow/yt-flow/ytlocal"
-	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 )
-
-type volatileRow struct {
-	Key   int64  `yson:"key,key"`
-	Value string `yson:"value"`
-}
 
 // TestVolatileAnswersSkipFsyncWait holds the fsync of a commit's log record and checks that
 // the answers that carry nothing a crash could take back (a timestamp, a started tablet
 // transaction, rows buffered in it) come meanwhile, while the commit's own answer and a read
 // of the table it wrote do not come before the record is durable.
 func TestVolatileAnswersSkipFsyncWait(t *testing.T) {
-	addr := ytlocaltest.Start(t, ytlocal.Config{DataDir: t.TempDir()}).Addr()
-	yc, err := ythttp.NewClient(&yt.Config{Proxy: addr, CompressionCodec: yt.ClientCodecNone})
-	require.NoError(t, err)
-	defer yc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	bctx, yc, p := benchTable(t, benchSetup{codec: yt.ClientCodecNone, durable: true})
+	ctx, cancel := context.WithTimeout(bctx, time.Minute) // a wait that should not happen fails the test
 	defer cancel()
-	p := ypath.Path("//tmp/volatile")
-	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&volatileRow{})))
-	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
 
 	held := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -52,7 +36,7 @@ func TestVolatileAnswersSkipFsyncWait(t *testing.T) {
 	defer releaseAll() // the server must be able to close when the test fails
 
 	committed := make(chan error, 1)
-	go func() { committed <- yc.InsertRows(ctx, p, []any{&volatileRow{Key: 1, Value: "a"}}, nil) }()
+	go func() { committed <- yc.InsertRows(ctx, p, []any{&benchRow{Key: 1, Value: "a"}}, nil) }()
 	select {
 	case <-held: // the commit's record is written, its fsync waits for release
 	case err := <-committed:
@@ -64,15 +48,15 @@ func TestVolatileAnswersSkipFsyncWait(t *testing.T) {
 	require.NotZero(t, ts)
 	tx, err := yc.BeginTabletTx(ctx, nil)
 	require.NoError(t, err)
-	require.NoError(t, tx.InsertRows(ctx, p, []any{&volatileRow{Key: 2, Value: "b"}}, nil))
+	require.NoError(t, tx.InsertRows(ctx, p, []any{&benchRow{Key: 2, Value: "b"}}, nil))
 
 	type lookup struct {
-		rows []volatileRow
+		rows []benchRow
 		err  error
 	}
 	read := make(chan lookup, 1)
 	go func() {
-		r, err := yc.LookupRows(ctx, p, []any{&volatileRow{Key: 1}}, nil)
+		r, err := yc.LookupRows(ctx, p, []any{&benchRow{Key: 1}}, nil)
 		if err != nil {
 			read <- lookup{err: err}
 			return
@@ -80,7 +64,7 @@ func TestVolatileAnswersSkipFsyncWait(t *testing.T) {
 		defer func() { _ = r.Close() }()
 		var l lookup
 		for r.Next() {
-			var row volatileRow
+			var row benchRow
 			if l.err = r.Scan(&row); l.err != nil {
 				break
 			}
@@ -104,6 +88,6 @@ func TestVolatileAnswersSkipFsyncWait(t *testing.T) {
 	require.NoError(t, <-committed)
 	l := <-read
 	require.NoError(t, l.err)
-	require.Equal(t, []volatileRow{{Key: 1, Value: "a"}}, l.rows)
+	require.Equal(t, []benchRow{{Key: 1, Value: "a"}}, l.rows)
 	require.NoError(t, tx.Commit())
 }
