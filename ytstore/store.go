@@ -66,14 +66,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = (&nop.Logger{}).Structured()
 	}
-	yc, err := ythttp.NewClient(&yt.Config{
+	yconf := &yt.Config{
 		Proxy:        cfg.Proxy,
 		Token:        cfg.Token,
 		Logger:       logger,
 		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
 		// No compression over loopback: see codecFor.
 		CompressionCodec: codecFor(cfg.Proxy),
-	})
+	}
+	hc, err := newHTTPClient(yconf)
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
+	}
+	yconf.HTTPClient = hc
+	yc, err := ythttp.NewClient(yconf)
 	if err != nil {
 		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
 	}
