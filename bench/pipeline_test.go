@@ -63,6 +63,22 @@ func writeHeapProfile(path string) error {
 	return f.Close()
 }
 
+// startCPUProfile writes a CPU profile to path until the returned function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
 // cpuTime is the user+system CPU time of this process so far (ytlocal, controller and
 // workers all run in it in the throughput runs).
 func cpuTime() time.Duration {
@@ -180,6 +196,15 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 		tb.Fatal(err)
 	}
 	start := time.Now()
+	if prefix := os.Getenv("BENCH_DATAPATH_PROFILE"); prefix != "" {
+		// A CPU profile of this run from Start to the check of the sinks, one file per
+		// run: PREFIX.<unix nanoseconds> (merge them with go tool pprof -proto).
+		stop, err := startCPUProfile(fmt.Sprintf("%s.%d", prefix, time.Now().UnixNano()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer stop()
+	}
 	if err := p.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
