@@ -153,42 +153,51 @@ func dataWeight(values []any) int64 {
 // currentRow returns a row of a sorted table as the transaction sees it: its
 // own buffered writes, else the snapshot at its start timestamp. Caller holds e.mu.
 func (e *Engine) currentRow(tx *Tx, t *table, key []any) []any {
+	last, end := len(tx.ops)-1, 0
+	if last >= 0 {
+		end = len(tx.ops[last])
+	}
+	return e.currentRowBefore(tx, t, key, last, end)
+}
+
+// currentRowBefore is currentRow as of the buffered operations before operation end of call
+// seg (tx.ops[seg][end]).
+func (e *Engine) currentRowBefore(tx *Tx, t *table, key []any, seg, end int) []any {
 	k := encodeKey(key)
-	for i := len(tx.ops) - 1; i >= 0; i-- {
-		o := &tx.ops[i]
-		if o.t != t || (o.kind != opWrite && o.kind != opDelete) || o.enc != k {
-			continue
+	for s := seg; s >= 0; s-- {
+		ops := tx.ops[s]
+		if s != seg {
+			end = len(ops)
 		}
-		if o.kind == opDelete {
-			return nil
-		}
-		if o.update {
-			base := e.currentRowBefore(tx, t, key, i)
-			if base != nil {
-				merged := make([]any, len(o.values))
-				for j := range merged {
-					if o.present[j] || j < t.keys {
-						merged[j] = o.values[j]
-					} else {
-						merged[j] = base[j]
-					}
-				}
-				return merged
+		for i := end - 1; i >= 0; i-- {
+			o := &ops[i]
+			if o.t != t || (o.kind != opWrite && o.kind != opDelete) || o.enc != k {
+				continue
 			}
+			if o.kind == opDelete {
+				return nil
+			}
+			if o.update {
+				base := e.currentRowBefore(tx, t, key, s, i)
+				if base != nil {
+					merged := make([]any, len(o.values))
+					for j := range merged {
+						if o.present[j] || j < t.keys {
+							merged[j] = o.values[j]
+						} else {
+							merged[j] = base[j]
+						}
+					}
+					return merged
+				}
+			}
+			return o.values
 		}
-		return o.values
 	}
 	if r := t.rows[k]; r != nil {
 		return r.at(tx.start)
 	}
 	return nil
-}
-
-func (e *Engine) currentRowBefore(tx *Tx, t *table, key []any, n int) []any {
-	saved := tx.ops
-	tx.ops = tx.ops[:n]
-	defer func() { tx.ops = saved }()
-	return e.currentRow(tx, t, key)
 }
 
 // AdvanceConsumer moves the offset of one partition of consumer for the
@@ -235,7 +244,7 @@ func (e *Engine) AdvanceConsumer(txID, consumer, consumerPath, queuePath string,
 	if err != nil {
 		return err
 	}
-	tx.ops = append(tx.ops, ops...)
+	tx.add(ops)
 	return nil
 }
 
@@ -319,7 +328,7 @@ func (e *Engine) CreateProducerSession(producer, queuePath, sessionID string, us
 		if err != nil {
 			return err
 		}
-		tx.ops = append(tx.ops, ops...)
+		tx.add(ops)
 		return nil
 	})
 	return out, err
@@ -447,8 +456,8 @@ func (e *Engine) PushProducer(txID, producer, producerPath, queue, queuePath, se
 	if err != nil {
 		return PushResult{}, err
 	}
-	tx.ops = append(tx.ops, ops...)
-	tx.ops = append(tx.ops, sops...)
+	tx.add(ops)
+	tx.add(sops)
 	return res, nil
 }
 

@@ -17,8 +17,18 @@ type Tx struct {
 	start   Timestamp
 	timeout time.Duration
 	expires time.Time
-	ops     []op
-	bulk    bool // Load: no mount-state checks, no conflicts
+	// ops are the buffered operations in the order the calls gave them, one slice per call
+	// (add): an epoch commits the rows of five to ten calls, and growing one slice would copy
+	// every earlier call's operations again at each.
+	ops  [][]op
+	bulk bool // Load: no mount-state checks, no conflicts
+}
+
+// add appends the operations of one call.
+func (tx *Tx) add(ops []op) {
+	if len(ops) > 0 {
+		tx.ops = append(tx.ops, ops)
+	}
 }
 
 type opKind int
@@ -210,11 +220,11 @@ func (e *Engine) Insert(txID, tableID string, rows []map[string]any, opts Insert
 	if err != nil {
 		return err
 	}
-	ops, err := e.appendInsertOps(tx.ops, t, rows, opts)
+	ops, err := e.appendInsertOps(nil, t, rows, opts)
 	if err != nil {
 		return err
 	}
-	tx.ops = ops
+	tx.add(ops)
 	return nil
 }
 
@@ -348,7 +358,7 @@ func (e *Engine) Delete(txID, tableID string, keys []map[string]any) error {
 	if err != nil {
 		return err
 	}
-	tx.ops = append(tx.ops, ops...)
+	tx.add(ops)
 	return nil
 }
 
@@ -403,14 +413,16 @@ func (e *Engine) LockRows(txID, tableID string, keys []map[string]any, locks []s
 	if len(groups) == 0 {
 		groups = []int{0}
 	}
+	ops := make([]op, 0, len(keys))
 	for _, m := range keys {
 		key, err := t.keyOf(m)
 		if err != nil {
 			return schemaError(t, err)
 		}
-		tx.ops = append(tx.ops, op{kind: opLock, t: t, key: key, enc: encodeKey(key), groups: groups,
+		ops = append(ops, op{kind: opLock, t: t, key: key, enc: encodeKey(key), groups: groups,
 			exclusive: lockType == LockExclusive, strong: lockType == LockSharedStrong})
 	}
+	tx.add(ops)
 	return nil
 }
 
@@ -489,20 +501,53 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 	if len(tx.ops) == 0 {
 		return e.next(), nil
 	}
-	for i := range tx.ops {
-		o := &tx.ops[i]
+	for _, seg := range tx.ops {
+		if err := e.checkOps(tx, seg); err != nil {
+			return 0, err
+		}
+	}
+	rec := &CommitRecord{Timestamp: e.next()}
+	writes := 0
+	for _, seg := range tx.ops {
+		for i := range seg {
+			if k := seg[i].kind; k == opWrite || k == opDelete {
+				writes++
+			}
+		}
+	}
+	if writes > 0 {
+		rec.Writes = make([]RowWrite, 0, writes)
+	}
+	pending := make(map[pendingKey]int, writes) // row -> index of its latest write in rec.Writes
+	for _, seg := range tx.ops {
+		if err := e.recordOps(seg, rec, pending); err != nil {
+			return 0, err
+		}
+	}
+	if err := e.commit(&Record{Kind: RecordCommit, Commit: rec}); err != nil {
+		return 0, err
+	}
+	return rec.Timestamp, nil
+}
+
+// checkOps checks the operations of one call of tx against the tables as committed: the
+// tables still exist and are writable (readable for locks), and no row they touch was
+// written or locked by a commit after tx started.
+func (e *Engine) checkOps(tx *Tx, ops []op) error {
+	for i := range ops {
+		o := &ops[i]
 		if e.tables[o.t.id] != o.t {
-			return 0, yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("Table %s was removed or altered during the transaction", o.t.path))
+			return yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("Table %s was removed or altered during the transaction", o.t.path))
 		}
 		if tx.bulk {
 			continue
 		}
 		if o.kind == opLock {
 			if err := checkReadable(o.t); err != nil {
-				return 0, err
+				return err
 			}
 		} else if err := checkWritable(o.t); err != nil {
-			return 0, err
+			return err
 		}
 		if o.kind == opAppend {
 			continue
@@ -519,36 +564,31 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 			}
 			for _, g := range gs {
 				if r.writeTS[g] > tx.start {
-					return 0, conflict(tx, o.t, o.key, g, r.writeTS[g], "concurrent write")
+					return conflict(tx, o.t, o.key, g, r.writeTS[g], "concurrent write")
 				}
 				if r.readTS[g] > tx.start {
-					return 0, conflict(tx, o.t, o.key, g, r.readTS[g], "concurrent read lock")
+					return conflict(tx, o.t, o.key, g, r.readTS[g], "concurrent read lock")
 				}
 			}
 		case opLock:
 			for _, g := range o.groups {
 				if r.writeTS[g] > tx.start {
-					return 0, conflict(tx, o.t, o.key, g, r.writeTS[g], "concurrent write")
+					return conflict(tx, o.t, o.key, g, r.writeTS[g], "concurrent write")
 				}
 				if o.exclusive && r.readTS[g] > tx.start {
-					return 0, conflict(tx, o.t, o.key, g, r.readTS[g], "concurrent read lock")
+					return conflict(tx, o.t, o.key, g, r.readTS[g], "concurrent read lock")
 				}
 			}
 		}
 	}
-	rec := &CommitRecord{Timestamp: e.next()}
-	writes := 0
-	for i := range tx.ops {
-		if k := tx.ops[i].kind; k == opWrite || k == opDelete {
-			writes++
-		}
-	}
-	if writes > 0 {
-		rec.Writes = make([]RowWrite, 0, writes)
-	}
-	pending := make(map[pendingKey]int, writes) // row -> index of its latest write in rec.Writes
-	for i := range tx.ops {
-		o := &tx.ops[i]
+	return nil
+}
+
+// recordOps adds the writes, appends and locks of one call's operations to rec; pending maps
+// each row written so far to the index of its latest write in rec.Writes.
+func (e *Engine) recordOps(ops []op, rec *CommitRecord, pending map[pendingKey]int) error {
+	for i := range ops {
+		o := &ops[i]
 		switch o.kind {
 		case opAppend:
 			rec.Appends = append(rec.Appends, RowAppend{Table: o.t.id, Tablet: o.tablet, Values: o.values})
@@ -562,16 +602,13 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		case opWrite:
 			values, err := e.resolveWrite(o, rec, pending)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o), enc: o.enc})
 			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 		}
 	}
-	if err := e.commit(&Record{Kind: RecordCommit, Commit: rec}); err != nil {
-		return 0, err
-	}
-	return rec.Timestamp, nil
+	return nil
 }
 
 type pendingKey struct {
@@ -945,6 +982,8 @@ func (e *Engine) Load(tableID string, rows []map[string]any) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.commitLocked(&Tx{id: "load", start: MaxTimestamp, ops: ops, bulk: true})
+	tx := &Tx{id: "load", start: MaxTimestamp, bulk: true}
+	tx.add(ops)
+	_, err = e.commitLocked(tx)
 	return err
 }
