@@ -477,6 +477,17 @@ func encodeValue(v any, outFmt string) ([]byte, error) {
 	case "yson-text":
 		return yson.MarshalFormat(v, yson.FormatText)
 	default:
+		// Most answers are a scalar or a map of scalars (a timestamp, a transaction id, {}):
+		// those without the SDK's writer, which allocates a 4 KiB buffer per call
+		// (byte-identical: TestEncodeValueMatchesSDK).
+		if b, ok := ybin.AppendScalar(nil, v); ok {
+			return b, nil
+		}
+		if m, ok := v.(map[string]any); ok {
+			if b, ok := ybin.AppendMap(nil, m); ok {
+				return b, nil
+			}
+		}
 		return yson.MarshalFormat(v, yson.FormatBinary)
 	}
 }

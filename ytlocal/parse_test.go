@@ -119,3 +119,28 @@ func TestBinaryRowsMatchWriter(t *testing.T) {
 		t.Fatalf("nested row through the writer: %q, %v", enc, err)
 	}
 }
+
+// TestEncodeValueMatchesSDK: answers encoded without the SDK's writer (scalars, maps of
+// scalars) are byte-identical to what it writes; others go through it.
+func TestEncodeValueMatchesSDK(t *testing.T) {
+	values := []any{
+		nil, "1-2-3-4", []byte{0, 1}, int64(-5), 7, int32(3), uint64(1 << 63), uint32(9), 2.5, true, false,
+		map[string]any{},
+		map[string]any{"transaction_id": "1-2-3-4", "timestamp": uint64(42), "ok": true, "n": nil},
+		map[string]any{"nested": map[string]any{"x": int64(1)}},
+		[]any{int64(1), "a"},
+	}
+	for _, v := range values {
+		got, err := encodeValue(v, "yson")
+		if err != nil {
+			t.Fatalf("%#v: %v", v, err)
+		}
+		want, err := yson.MarshalFormat(v, yson.FormatBinary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%#v: got %q, the SDK writes %q", v, got, want)
+		}
+	}
+}
