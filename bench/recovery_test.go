@@ -187,3 +187,78 @@ func procCPU(pid int) time.Duration {
 	}
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
+
+// finiteRunProcesses is finiteRun with the runtime as processes (as benchLatencyProcesses
+// starts them) on its own `yt-flow local --data-dir`: the time from Start until the sinks are
+// exact, and until the result table first counted every input message (the data path).
+func finiteRunProcesses(b *testing.B, pr params, words []string, want map[string]int64) (elapsed, counted time.Duration) {
+	ctx := context.Background()
+	c := e2e.NewCluster(b)
+	if c.Real() {
+		b.Skip("compared with the in-process runs on this machine; not run against YT_PROXY")
+	}
+	defer c.KillLocal() // this iteration's server stops when it ends
+	p, err := NewPipeline(ctx, c.Proxy, fmt.Sprintf("//home/bench/processes-%d", rand.IntN(1000000)),
+		Options{Tablets: pr.partitions, CountPartitions: pr.partitions, Finite: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Load(ctx, words); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Create(ctx); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	procs := []*e2e.Proc{e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path)}
+	for i := range pr.workers {
+		id := fmt.Sprintf("worker-%d", i)
+		procs = append(procs, e2e.Start(b, id, "worker", "--proxy", c.Proxy, "--path", p.Path, "--id", id))
+	}
+	defer func() {
+		for _, pr := range procs {
+			pr.Kill()
+		}
+	}()
+	// Polled as finiteRun's runtime polls (every 20 ms; the sum over the result table every
+	// fifth poll until 90 %).
+	deadline := time.Now().Add(10 * time.Minute)
+	var polls, seen int64
+	for {
+		for _, pr := range procs {
+			if pr.Exited() {
+				b.Fatalf("%s exited; its log:\n%s", pr.Name, pr.Log())
+			}
+		}
+		s := p.State(ctx)
+		polls++
+		if counted == 0 && (polls%5 == 1 || seen*10 >= int64(len(words))*9 || s == ytstore.StateCompleted) {
+			if n, err := p.Counted(ctx); err == nil {
+				if seen = n; n >= int64(len(words)) {
+					counted = time.Since(start)
+				}
+			}
+		}
+		if s == ytstore.StateCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("pipeline %s not completed within 10m (state %q, %d of %d counted)", p.Path, s, seen, len(words))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var last error
+	e2e.Eventually(b, 2*time.Minute, func() (bool, string) {
+		elapsed = time.Since(start)
+		last = p.CheckExact(ctx, want)
+		return last == nil, fmt.Sprint(last)
+	})
+	if counted == 0 {
+		counted = elapsed
+	}
+	return elapsed, counted
+}
