@@ -489,10 +489,16 @@ func BenchmarkPipeline(b *testing.B) {
 		})
 	}
 
+	// Recovery runs on the processes too: at half of their own peak, as latency_processes
+	// (or at BENCH_RATE).
+	recoveryRate := rate
+	if half > 0 {
+		recoveryRate = half
+	}
 	b.Run("recovery", func(b *testing.B) {
 		m := medians{}
 		for range b.N {
-			benchRecovery(b, m, rate, pr.words)
+			benchRecovery(b, m, recoveryRate, pr.words)
 		}
 		m.report(b)
 	})
