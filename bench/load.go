@@ -24,10 +24,15 @@ type Load struct {
 	wg          sync.WaitGroup
 	stopWriting func()
 
+	// start is the origin of the times below: they are offsets from it, which hold no
+	// pointers (a run records hundreds of thousands, and the collector of the process the
+	// pipeline runs in would scan every time.Time's location pointer at each cycle).
+	start    time.Time
+	words    []string // the vocabulary: words[i % vocab] is message i
 	mu       sync.Mutex
-	sent     []time.Time // by message index: time just before its insert_rows call
-	seen     []time.Time // by message index: first seen in the output queue; zero = not yet
-	inTable  []time.Time // by message index: first seen in the result table
+	sent     []time.Duration // by message index: time just before its insert_rows call
+	seen     []time.Duration // by message index: first seen in the output queue; 0 = not yet
+	inTable  []time.Duration // by message index: first seen in the result table; 0 = not yet
 	occ      map[string][]int
 	outUpTo  map[string]int // word → occurrences visible in the output queue
 	tabUpTo  map[string]int // word → occurrences visible in the result table
@@ -41,8 +46,12 @@ type Load struct {
 // result table every 20ms. Stop the writer with the returned function; the pollers run
 // until ctx ends or Close.
 func StartLoad(ctx context.Context, p *Pipeline, rate float64, vocab int) (l *Load, stopWriting func()) {
-	l = &Load{p: p, rate: rate, vocab: max(vocab, 1),
+	l = &Load{p: p, rate: rate, vocab: max(vocab, 1), start: time.Now(),
 		occ: map[string][]int{}, outUpTo: map[string]int{}, tabUpTo: map[string]int{}}
+	l.words = make([]string, l.vocab)
+	for i := range l.words {
+		l.words[i] = fmt.Sprintf("w%04d", i)
+	}
 	ctx, l.cancel = context.WithCancel(ctx)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -105,14 +114,14 @@ func (l *Load) write(ctx context.Context, stop <-chan struct{}) {
 			l.mu.Unlock()
 			continue
 		}
-		now := time.Now()
+		now := l.since()
 		words := make([]string, n)
 		for j := range words {
 			i := first + j
-			words[j] = fmt.Sprintf("w%04d", i%l.vocab)
+			words[j] = l.words[i%l.vocab]
 			l.sent = append(l.sent, now)
-			l.seen = append(l.seen, time.Time{})
-			l.inTable = append(l.inTable, time.Time{})
+			l.seen = append(l.seen, 0)
+			l.inTable = append(l.inTable, 0)
 			l.occ[words[j]] = append(l.occ[words[j]], i)
 		}
 		l.mu.Unlock()
@@ -126,15 +135,21 @@ func (l *Load) write(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
+// since is the offset of now from the load's start; never 0 (0 marks "not yet").
+func (l *Load) since() time.Duration { return max(time.Since(l.start), 1) }
+
+// offset is t as an offset from the load's start.
+func (l *Load) offset(t time.Time) time.Duration { return t.Sub(l.start) }
+
 // mark records that word's count reached count in one sink at now. Callers hold l.mu.
-func (l *Load) mark(word string, count int64, upTo map[string]int, at []time.Time, now time.Time, output bool) {
+func (l *Load) mark(word string, count int64, upTo map[string]int, at []time.Duration, now time.Duration, output bool) {
 	occ := l.occ[word]
 	if count > int64(len(occ)) {
 		l.overflow++
 		count = int64(len(occ))
 	}
 	for k := upTo[word]; k < int(count); k++ {
-		if at[occ[k]].IsZero() {
+		if at[occ[k]] == 0 {
 			at[occ[k]] = now
 			if output {
 				l.arrived++
@@ -148,7 +163,7 @@ func (l *Load) poll(ctx context.Context) {
 	var off int64
 	for ctx.Err() == nil {
 		rows, err := l.p.ReadOutput(ctx, off, 10000)
-		now := time.Now()
+		now := l.since()
 		if err != nil {
 			if ctx.Err() == nil {
 				l.fail(fmt.Errorf("poll output at %d: %w", off, err))
@@ -182,7 +197,7 @@ func (l *Load) poll(ctx context.Context) {
 func (l *Load) pollTable(ctx context.Context) {
 	for ctx.Err() == nil {
 		got, err := l.p.Totals(ctx)
-		now := time.Now()
+		now := l.since()
 		if err != nil {
 			if ctx.Err() == nil {
 				l.fail(fmt.Errorf("poll table: %w", err))
@@ -214,19 +229,18 @@ func (l *Load) Progress() (sent, arrived int) {
 func (l *Load) AllBeforeVisible(t time.Time) (bool, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var last time.Time
+	var last time.Duration
+	end := l.offset(t)
 	for i, s := range l.sent {
-		if !s.Before(t) {
+		if s >= end {
 			break
 		}
-		if l.seen[i].IsZero() {
+		if l.seen[i] == 0 {
 			return false, time.Time{}
 		}
-		if l.seen[i].After(last) {
-			last = l.seen[i]
-		}
+		last = max(last, l.seen[i])
 	}
-	return true, last
+	return true, l.start.Add(last)
 }
 
 // Latencies returns the write-to-output-queue latencies of the messages written in
@@ -240,18 +254,19 @@ func (l *Load) TableLatencies(from, to time.Time) (lat []time.Duration, missing 
 	return l.latencies(l.inTable, from, to)
 }
 
-func (l *Load) latencies(at []time.Time, from, to time.Time) (lat []time.Duration, missing int) {
+func (l *Load) latencies(at []time.Duration, from, to time.Time) (lat []time.Duration, missing int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	lo, hi := l.offset(from), l.offset(to)
 	for i, s := range l.sent {
-		if s.Before(from) || !s.Before(to) {
+		if s < lo || s >= hi {
 			continue
 		}
-		if at[i].IsZero() {
+		if at[i] == 0 {
 			missing++
 			continue
 		}
-		lat = append(lat, at[i].Sub(s))
+		lat = append(lat, at[i]-s)
 	}
 	slices.Sort(lat)
 	return lat, missing
@@ -280,15 +295,16 @@ func (l *Load) WorstWindows(from, to time.Time, width time.Duration, n int) []Wi
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var ws []Window
+	lo, hi := l.offset(from), l.offset(to)
 	for i, s := range l.sent {
-		if s.Before(from) || !s.Before(to) || l.seen[i].IsZero() {
+		if s < lo || s >= hi || l.seen[i] == 0 {
 			continue
 		}
-		k := int(s.Sub(from) / width)
+		k := int((s - lo) / width)
 		for len(ws) <= k {
 			ws = append(ws, Window{Start: time.Duration(len(ws)) * width})
 		}
-		ws[k].Max = max(ws[k].Max, l.seen[i].Sub(s))
+		ws[k].Max = max(ws[k].Max, l.seen[i]-s)
 	}
 	slices.SortFunc(ws, func(a, b Window) int { return cmp.Compare(b.Max, a.Max) })
 	return ws[:min(n, len(ws))]

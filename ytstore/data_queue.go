@@ -176,6 +176,12 @@ func (s *Store) push(ctx context.Context, ps *ProducerSession, firstSeqNo int64,
 // InsertRows writes rows to a user dynamic table outside any epoch (used by best-effort
 // sinks and tests).
 func (s *Store) InsertRows(ctx context.Context, path string, rows []map[string]any) error {
+	return InsertValues(ctx, s, path, rows)
+}
+
+// InsertValues is Store.InsertRows for rows of any type the SDK's writer takes (a struct
+// with yson tags, a yson.StreamMarshaler, ...).
+func InsertValues[T any](ctx context.Context, s *Store, path string, rows []T) error {
 	anyRows := make([]any, len(rows))
 	for i, r := range rows {
 		anyRows[i] = r
