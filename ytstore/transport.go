@@ -33,6 +33,9 @@ func newHTTPClient(c *yt.Config) (*http.Client, error) {
 		return nil, err
 	}
 	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
 	if t, ok := base.(*http.Transport); ok {
 		t = t.Clone()
 		t.WriteBufferSize, t.ReadBufferSize = connBufferSize, connBufferSize
