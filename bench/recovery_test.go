@@ -131,16 +131,8 @@ func benchLatencyProcesses(b *testing.B, m medians, pr params, rate float64) {
 		b.Fatal(err)
 	}
 	defer c.KillLocal() // this iteration's processes stop when it ends
-	procs := []*e2e.Proc{e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path)}
-	for i := range pr.workers {
-		id := fmt.Sprintf("worker-%d", i)
-		procs = append(procs, e2e.Start(b, id, "worker", "--proxy", c.Proxy, "--path", p.Path, "--id", id))
-	}
-	defer func() {
-		for _, pr := range procs {
-			pr.Kill()
-		}
-	}()
+	procs := startRuntimeProcesses(b, c.Proxy, p.Path, pr.workers)
+	defer killAll(procs)
 	pids := []int{c.LocalPid()}
 	for _, pr := range procs {
 		pids = append(pids, pr.Pid())
@@ -214,16 +206,8 @@ func finiteRunProcesses(b *testing.B, pr params, words []string, want map[string
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	procs := []*e2e.Proc{e2e.Start(b, "controller", "controller", "--proxy", c.Proxy, "--path", p.Path)}
-	for i := range pr.workers {
-		id := fmt.Sprintf("worker-%d", i)
-		procs = append(procs, e2e.Start(b, id, "worker", "--proxy", c.Proxy, "--path", p.Path, "--id", id))
-	}
-	defer func() {
-		for _, pr := range procs {
-			pr.Kill()
-		}
-	}()
+	procs := startRuntimeProcesses(b, c.Proxy, p.Path, pr.workers)
+	defer killAll(procs)
 	// Polled as finiteRun's runtime polls (every 20 ms; the sum over the result table every
 	// fifth poll until 90 %).
 	deadline := time.Now().Add(10 * time.Minute)
@@ -261,4 +245,22 @@ func finiteRunProcesses(b *testing.B, pr params, words []string, want map[string
 		counted = elapsed
 	}
 	return elapsed, counted
+}
+
+// startRuntimeProcesses starts the runtime of the pipeline at path as processes: one `yt-flow
+// controller` (the first of the returned processes) and workers `yt-flow worker`.
+func startRuntimeProcesses(b *testing.B, proxy, path string, workers int) []*e2e.Proc {
+	procs := []*e2e.Proc{e2e.Start(b, "controller", "controller", "--proxy", proxy, "--path", path)}
+	for i := range workers {
+		id := fmt.Sprintf("worker-%d", i)
+		procs = append(procs, e2e.Start(b, id, "worker", "--proxy", proxy, "--path", path, "--id", id))
+	}
+	return procs
+}
+
+// killAll kills procs (by pid; the harness waits for each).
+func killAll(procs []*e2e.Proc) {
+	for _, p := range procs {
+		p.Kill()
+	}
 }

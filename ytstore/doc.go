@@ -1,6 +1,8 @@
 // Package ytstore is the only package of yt-flow that talks to YTsaurus.
 //
-// A Store wraps one SDK client and one pipeline path. It creates the pipeline
+// A Store wraps one SDK client and one pipeline path. The client is the SDK's HTTP client
+// with no compression toward a loopback proxy (codecFor) and request bodies of row commands
+// sent with their length rather than chunked (transport.go). It creates the pipeline
 // (a map node with attributes and its internal dynamic tables), reads and writes
 // the pipeline attributes and the coordination tables (workers, jobs,
 // partitions, job_status, controller_logs), and manages the master
