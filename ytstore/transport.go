@@ -15,9 +15,9 @@ import (
 // (insert_rows, delete_rows, push_queue_producer, ...) through a pipe, which net/http sends
 // with chunked transfer encoding and one write to the socket per chunk, and it reads and
 // writes through 4 KiB buffers. An epoch makes several such requests, each a few KiB to a
-// few tens of KiB: that is several system calls each, on both ends. httpClient sends a
-// streamed body that ends within sizedBodyLimit with a Content-Length instead, and sizes
-// the connection buffers so that such a request usually leaves in one write.
+// few tens of KiB: that is several system calls each, on both ends. newHTTPClient's client
+// sends a streamed body that ends within sizedBodyLimit with a Content-Length instead, and
+// sizes the connection buffers so that such a request usually leaves in one write.
 const (
 	// sizedBodyLimit is the most a streamed request body is held back to learn its length;
 	// a longer one is sent chunked as it comes, after the part already read.
@@ -58,6 +58,15 @@ type sizedBodies struct {
 // bodyBuffers recycles the buffers of sized bodies; a buffer returns when the transport
 // closes the body it backs (it has written it then, or given up).
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// CloseIdleConnections closes the idle connections of the transport underneath, as
+// http.Client.CloseIdleConnections (which the SDK calls when it stops) expects of its
+// transport.
+func (s sizedBodies) CloseIdleConnections() {
+	if c, ok := s.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 func (s sizedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body == nil || req.Body == http.NoBody || req.ContentLength != 0 {

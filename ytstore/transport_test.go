@@ -148,3 +148,34 @@ func TestSizedBodyReadAfterClose(t *testing.T) {
 	_, err = b.Read(p)
 	require.ErrorIs(t, err, errBodyClosed)
 }
+
+// TestSizedBodiesCloseIdleConnections: closing the client's idle connections (the SDK does
+// when it stops) reaches the transport underneath: the next request dials a new connection.
+func TestSizedBodiesCloseIdleConnections(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	client := &http.Client{Transport: sizedBodies{base: base, limit: 1000}}
+	get := func() {
+		rsp, err := client.Get(srv.URL)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, rsp.Body)
+		require.NoError(t, rsp.Body.Close())
+	}
+	get()
+	get()
+	mu.Lock()
+	require.Len(t, conns, 1, "an idle connection is reused")
+	mu.Unlock()
+	client.CloseIdleConnections()
+	get()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, conns, 2, "after CloseIdleConnections the request dials anew")
+}
