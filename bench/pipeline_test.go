@@ -175,6 +175,32 @@ func newPipeline(tb testing.TB, proxy, name string, o Options) *Pipeline {
 	return p
 }
 
+// dataPath finds when the result table of a finite run first counted every input message
+// (want), polled with the run's state. The sum over the table costs the server a scan of it:
+// it is read every fifth poll (100 ms at finiteRun's 20 ms) until it reaches 90 % of the
+// input, then at every poll, so that measuring the data path does not take much of the CPU
+// the pipeline runs on.
+type dataPath struct {
+	p           *Pipeline
+	start       time.Time
+	want        int64
+	polls, seen int64
+	counted     time.Duration // 0 until every message is counted
+}
+
+// poll is one poll; completed says the pipeline reported completion.
+func (d *dataPath) poll(ctx context.Context, completed bool) {
+	d.polls++
+	if d.counted != 0 || !(d.polls%5 == 1 || d.seen*10 >= d.want*9 || completed) {
+		return
+	}
+	if n, err := d.p.Counted(ctx); err == nil {
+		if d.seen = n; n >= d.want {
+			d.counted = time.Since(d.start)
+		}
+	}
+}
+
 // finiteRun runs a finite word-count pipeline over words with the in-process runtime at
 // runtimeProxy and returns the time from Start (which stores the specs of a pipeline created
 // before the clock starts) to "completed with exact sinks" (with
@@ -212,25 +238,16 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 	defer rt.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	// The sum over the result table costs the server a scan of it: it is read every fifth
-	// poll (100 ms) until it reaches 90 % of the input, then every poll, so that measuring
-	// the data path does not take much of the CPU the pipeline runs on.
-	var polls, seen int64
+	dp := dataPath{p: p, start: start, want: int64(len(words))}
 	err := rt.WaitUntil(wctx, func() (bool, error) {
 		s := p.State(wctx)
 		if startup == 0 && (s == ytstore.StateWorking || s == ytstore.StateCompleted) {
 			startup = time.Since(start)
 		}
-		polls++
-		if counted == 0 && (polls%5 == 1 || seen*10 >= int64(len(words))*9 || s == ytstore.StateCompleted) {
-			if n, err := p.Counted(wctx); err == nil {
-				if seen = n; n >= int64(len(words)) {
-					counted = time.Since(start)
-				}
-			}
-		}
+		dp.poll(wctx, s == ytstore.StateCompleted)
 		return s == ytstore.StateCompleted, nil
 	})
+	counted = dp.counted
 	if err == nil {
 		var last error // the last check's own verdict, not a cut-off call
 		// The run ends when a check that starts after completion finds exact sinks: the

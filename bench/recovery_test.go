@@ -208,10 +208,9 @@ func finiteRunProcesses(b *testing.B, pr params, words []string, want map[string
 	}
 	procs := startRuntimeProcesses(b, c.Proxy, p.Path, pr.workers)
 	defer killAll(procs)
-	// Polled as finiteRun's runtime polls (every 20 ms; the sum over the result table every
-	// fifth poll until 90 %).
+	// Polled as finiteRun's runtime polls: every 20 ms.
 	deadline := time.Now().Add(10 * time.Minute)
-	var polls, seen int64
+	dp := dataPath{p: p, start: start, want: int64(len(words))}
 	for {
 		for _, pr := range procs {
 			if pr.Exited() {
@@ -219,22 +218,16 @@ func finiteRunProcesses(b *testing.B, pr params, words []string, want map[string
 			}
 		}
 		s := p.State(ctx)
-		polls++
-		if counted == 0 && (polls%5 == 1 || seen*10 >= int64(len(words))*9 || s == ytstore.StateCompleted) {
-			if n, err := p.Counted(ctx); err == nil {
-				if seen = n; n >= int64(len(words)) {
-					counted = time.Since(start)
-				}
-			}
-		}
+		dp.poll(ctx, s == ytstore.StateCompleted)
 		if s == ytstore.StateCompleted {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("pipeline %s not completed within 10m (state %q, %d of %d counted)", p.Path, s, seen, len(words))
+			b.Fatalf("pipeline %s not completed within 10m (state %q, %d of %d counted)", p.Path, s, dp.seen, len(words))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	counted = dp.counted
 	var last error
 	e2e.Eventually(b, 2*time.Minute, func() (bool, string) {
 		elapsed = time.Since(start)
