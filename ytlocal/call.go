@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.ytsaurus.tech/yt/go/guid"
@@ -47,6 +48,9 @@ type call struct {
 	rows    []any
 	rowsErr error
 	parsed  bool
+	// spare are the row maps of rows (and unused spares) that return to rowMaps once the
+	// command has answered.
+	spare *[]map[string]any
 }
 
 // rowInputCommands are the commands whose request body is a list of rows: their body is
@@ -62,8 +66,38 @@ func (c *call) preparse() {
 	if !rowInputCommands[c.name] {
 		return
 	}
-	c.rows, c.rowsErr = c.parseRows()
 	c.parsed = true
+	if strings.HasPrefix(c.inFmt, "json") {
+		c.rows, c.rowsErr = c.parseRows()
+		return
+	}
+	sp := rowMaps.Get().(*[]map[string]any)
+	dec := ybin.Decoder{Spare: *sp}
+	var fast bool
+	c.rows, fast, c.rowsErr = parseListFragmentWith(c.input, &dec)
+	c.rowsErr = c.parseError(c.rowsErr)
+	*sp = dec.Spare
+	if fast {
+		for _, r := range c.rows {
+			*sp = append(*sp, r.(map[string]any))
+		}
+	}
+	c.spare = sp
+}
+
+// rowMaps recycles the row maps of row-input commands: the handlers of those commands
+// (insert, delete, lookup, lock and push rows) copy what they keep out of the maps.
+var rowMaps = sync.Pool{New: func() any { return new([]map[string]any) }}
+
+// releaseRows gives the command's row maps back to rowMaps.
+func (c *call) releaseRows() {
+	if c.spare == nil {
+		return
+	}
+	if len(*c.spare) <= 1<<14 {
+		rowMaps.Put(c.spare)
+	}
+	c.spare, c.rows = nil, nil
 }
 
 // rowsResult is a row stream response. Rows are written as a YSON list fragment;
@@ -387,10 +421,14 @@ func (c *call) parseRows() ([]any, error) {
 		parse = parseJSONLines
 	}
 	rows, err := parse(c.input)
+	return rows, c.parseError(err)
+}
+
+func (c *call) parseError(err error) error {
 	if err != nil {
-		return nil, ytErr(yterrors.CodeGeneric, "Error parsing input rows of command %q: %v", c.name, err)
+		return ytErr(yterrors.CodeGeneric, "Error parsing input rows of command %q: %v", c.name, err)
 	}
-	return rows, nil
+	return nil
 }
 
 // parseListFragment decodes `item;item;...` into generic values. A body of binary maps of
@@ -398,18 +436,25 @@ func (c *call) parseRows() ([]any, error) {
 // generic decoder; any other body goes to it whole, so the values and errors are those the
 // generic decoder gives (FuzzParseListFragment).
 func parseListFragment(data []byte) ([]any, error) {
-	var out []any
 	var dec ybin.Decoder // rows repeat their column names
+	out, _, err := parseListFragmentWith(data, &dec)
+	return out, err
+}
+
+// parseListFragmentWith is parseListFragment with the caller's decoder; fast says the rows
+// are maps dec made (or took from its spares).
+func parseListFragmentWith(data []byte, dec *ybin.Decoder) (out []any, fast bool, err error) {
 	rest := data
 	for len(rest) > 0 {
 		m, n, ok := dec.DecodeMapPrefix(rest)
 		if !ok || n >= len(rest) || rest[n] != ';' {
-			return parseListFragmentGeneric(data)
+			out, err = parseListFragmentGeneric(data)
+			return out, false, err
 		}
 		out = append(out, m)
 		rest = rest[n+1:]
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // parseListFragmentGeneric decodes `item;item;...` with the SDK's generic decoder.

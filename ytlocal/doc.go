@@ -89,7 +89,9 @@
 // ranges and columns), c.path(name) (plain string), c.has(name), c.param(name),
 // c.params (the raw merged map). The decompressed PUT body is c.input (c.inFmt is
 // its format name); c.inputRows() parses it as a YSON list fragment of rows (maps,
-// or nil for #), c.inputValue() as one value. c.now is the command's clock reading.
+// or nil for #), c.inputValue() as one value. The row maps of the row-input commands
+// (rowInputCommands) are reused by later commands once the command answered: their handlers
+// copy what they keep and return no input map. c.now is the command's clock reading.
 // c.s is the *Server.
 //
 // Returning. nil means {}. A map such as map[string]any{"value": v} is written in

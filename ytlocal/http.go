@@ -294,6 +294,7 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating}
 	started := time.Now()
 	c.preparse()
+	defer c.releaseRows()
 	result, err := s.execute(cmd, c)
 	// Invariant: no response leaves before every record written up to the end of its
 	// handler is fsynced (TestLocalSurvivesKill9, TestRestartKeepsCommittedState).

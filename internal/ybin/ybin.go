@@ -242,6 +242,9 @@ const maxKeys = 64
 // ready; one Decoder is not for concurrent use.
 type Decoder struct {
 	keys []string
+	// Spare holds maps the caller no longer uses: decode takes its maps from here (cleared)
+	// before it makes new ones. A map taken is the caller's again.
+	Spare []map[string]any
 }
 
 // DecodeMap is the package's DecodeMap, reusing key strings.
@@ -277,7 +280,12 @@ func (dec *Decoder) decode(b []byte, sys func(key string, v int64)) (m map[strin
 	if d.r.Byte() != '{' {
 		return nil, 0, false
 	}
-	m = make(map[string]any, len(dec.keys))
+	if k := len(dec.Spare); k > 0 {
+		m, dec.Spare = dec.Spare[k-1], dec.Spare[:k-1]
+		clear(m)
+	} else {
+		m = make(map[string]any, len(dec.keys))
+	}
 	for i := 0; !d.failed() && d.r.Len() > 0 && !d.at('}'); i++ {
 		if d.r.Byte() != markString {
 			return nil, 0, false

@@ -261,3 +261,35 @@ func TestAppendMapSmallAllocatesNothing(t *testing.T) {
 func sameValues(a, b any) bool {
 	return reflect.DeepEqual(a, b) || fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
 }
+
+// A map handed back in Spare is reused, cleared: nothing of its earlier entries shows.
+func TestDecoderReusesSpareMapsCleared(t *testing.T) {
+	var dec Decoder
+	enc := func(m map[string]any) []byte {
+		b, ok := AppendMap(nil, m)
+		if !ok {
+			t.Fatalf("%v does not encode", m)
+		}
+		return b
+	}
+	first, ok := dec.DecodeMap(enc(map[string]any{"a": int64(1), "b": "x"}))
+	if !ok {
+		t.Fatal("first map did not decode")
+	}
+	dec.Spare = append(dec.Spare, first)
+	second, ok := dec.DecodeMap(enc(map[string]any{"a": int64(2)}))
+	if !ok {
+		t.Fatal("second map did not decode")
+	}
+	if len(dec.Spare) != 0 {
+		t.Fatalf("spare not taken: %d left", len(dec.Spare))
+	}
+	first["marker"] = true // the same map: the second decode reused it
+	if second["marker"] != true {
+		t.Fatal("the second decode made a new map instead of reusing the spare")
+	}
+	delete(second, "marker")
+	if len(second) != 1 || second["a"] != int64(2) {
+		t.Fatalf("reused map = %v, want map[a:2]", second)
+	}
+}

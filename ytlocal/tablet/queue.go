@@ -429,19 +429,15 @@ func (e *Engine) PushProducer(txID, producer, producerPath, queue, queuePath, se
 		seqs[i] = n
 	}
 	res := PushResult{LastSequenceNumber: s.SequenceNumber}
-	var appended []map[string]any
+	appended := make([]map[string]any, 0, len(rows))
 	for i, r := range rows {
 		if seqs[i] <= s.SequenceNumber {
 			res.SkippedRowCount++
 			continue
 		}
-		clean := make(map[string]any, len(r))
-		for k, v := range r {
-			if k != "$sequence_number" {
-				clean[k] = v
-			}
-		}
-		appended = append(appended, clean)
+		// $sequence_number goes no further: the insert reads schema columns and
+		// $tablet_index only.
+		appended = append(appended, r)
 		res.LastSequenceNumber = seqs[i]
 	}
 	ops, err := e.insertOps(qt, appended, InsertOptions{})

@@ -243,7 +243,11 @@ func (e *Engine) appendInsertOps(ops []op, t *table, rows []map[string]any, opts
 
 // appendRowOps is appendInsertOps without the mount-state check.
 func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts InsertOptions) ([]op, error) {
-	ops = slices.Grow(ops, len(rows))
+	if ops == nil {
+		ops = e.newOps(len(rows))
+	} else {
+		ops = slices.Grow(ops, len(rows))
+	}
 	// The values of a table merged by watermark are carved from one block per call: its
 	// rows are written once and dropped in order, so the block's rows go together (see
 	// table.newRow).
@@ -479,6 +483,7 @@ func (e *Engine) Commit(txID string, prerequisites []string, p Prerequisites) (T
 		defer e.mu.Unlock()
 		var err error
 		ts, err = e.commitLocked(tx)
+		e.releaseOps(tx)
 		return err
 	}
 	if len(prerequisites) == 0 {
@@ -489,6 +494,41 @@ func (e *Engine) Commit(txID string, prerequisites []string, p Prerequisites) (T
 	}
 	err = p.WhileAlive(prerequisites, run)
 	return ts, err
+}
+
+// Operation slices of at least minSpareOps are recycled, at most maxSpareOps at a time.
+const (
+	minSpareOps = 16
+	maxSpareOps = 64
+)
+
+// newOps returns an empty operation slice for n operations; the caller holds e.mu.
+func (e *Engine) newOps(n int) []op {
+	if n >= minSpareOps {
+		if k := len(e.spareOps); k > 0 {
+			s := e.spareOps[k-1]
+			e.spareOps = e.spareOps[:k-1]
+			if cap(s) >= n {
+				return s
+			}
+		}
+	}
+	return make([]op, 0, n)
+}
+
+// releaseOps hands the operation slices of a finished transaction to newOps. Nothing refers
+// to an operation once its transaction committed or failed to: the commit record keeps the
+// keys and values, not the operations. The caller holds e.mu.
+func (e *Engine) releaseOps(tx *Tx) {
+	for i, s := range tx.ops {
+		tx.ops[i] = nil
+		if cap(s) < minSpareOps || len(e.spareOps) >= maxSpareOps {
+			continue
+		}
+		clear(s) // the keys, values and tables they point to are not kept alive
+		e.spareOps = append(e.spareOps, s[:0])
+	}
+	tx.ops = nil
 }
 
 // commitLocked checks conflicts, resolves the write set against the latest
@@ -507,18 +547,33 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		}
 	}
 	rec := &CommitRecord{Timestamp: e.next()}
-	writes := 0
+	writes, appends, merges := 0, 0, false
 	for _, seg := range tx.ops {
 		for i := range seg {
-			if k := seg[i].kind; k == opWrite || k == opDelete {
+			switch o := &seg[i]; o.kind {
+			case opWrite:
 				writes++
+				merges = merges || o.update || o.aggregate
+			case opDelete:
+				writes++
+			case opAppend:
+				appends++
 			}
 		}
 	}
 	if writes > 0 {
 		rec.Writes = make([]RowWrite, 0, writes)
 	}
-	pending := make(map[pendingKey]int, writes) // row -> index of its latest write in rec.Writes
+	if appends > 0 {
+		rec.Appends = make([]RowAppend, 0, appends)
+	}
+	// pending maps a row to the index of its latest write in rec.Writes, for the writes that
+	// merge into the row as the commit leaves it so far (update, aggregate); without those
+	// nothing reads it.
+	var pending map[pendingKey]int
+	if merges {
+		pending = make(map[pendingKey]int, writes)
+	}
 	for _, seg := range tx.ops {
 		if err := e.recordOps(seg, rec, pending); err != nil {
 			return 0, err
@@ -584,8 +639,8 @@ func (e *Engine) checkOps(tx *Tx, ops []op) error {
 	return nil
 }
 
-// recordOps adds the writes, appends and locks of one call's operations to rec; pending maps
-// each row written so far to the index of its latest write in rec.Writes.
+// recordOps adds the writes, appends and locks of one call's operations to rec; pending, when
+// not nil, maps each row written so far to the index of its latest write in rec.Writes.
 func (e *Engine) recordOps(ops []op, rec *CommitRecord, pending map[pendingKey]int) error {
 	for i := range ops {
 		o := &ops[i]
@@ -598,14 +653,18 @@ func (e *Engine) recordOps(ops []op, rec *CommitRecord, pending map[pendingKey]i
 			}
 		case opDelete:
 			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: o.t.allGroups, enc: o.enc})
-			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
+			if pending != nil {
+				pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
+			}
 		case opWrite:
 			values, err := e.resolveWrite(o, rec, pending)
 			if err != nil {
 				return err
 			}
 			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o), enc: o.enc})
-			pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
+			if pending != nil {
+				pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
+			}
 		}
 	}
 	return nil
