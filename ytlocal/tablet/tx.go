@@ -496,10 +496,12 @@ func (e *Engine) Commit(txID string, prerequisites []string, p Prerequisites) (T
 	return ts, err
 }
 
-// Operation slices of at least minSpareOps are recycled, at most maxSpareOps at a time.
+// Operation slices with room for minSpareOps to maxSpareCap operations are recycled, at
+// most maxSpareOps of them at a time (a few MiB): a huge one is left to the collector.
 const (
 	minSpareOps = 16
-	maxSpareOps = 64
+	maxSpareCap = 4096
+	maxSpareOps = 16
 )
 
 // newOps returns an empty operation slice for n operations; the caller holds e.mu.
@@ -522,7 +524,7 @@ func (e *Engine) newOps(n int) []op {
 func (e *Engine) releaseOps(tx *Tx) {
 	for i, s := range tx.ops {
 		tx.ops[i] = nil
-		if cap(s) < minSpareOps || len(e.spareOps) >= maxSpareOps {
+		if cap(s) < minSpareOps || cap(s) > maxSpareCap || len(e.spareOps) >= maxSpareOps {
 			continue
 		}
 		clear(s) // the keys, values and tables they point to are not kept alive
