@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/guid"
-	"go.ytsaurus.tech/yt/go/migrate"
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
@@ -68,9 +66,7 @@ func benchTable(b testing.TB, setup benchSetup) (context.Context, yt.Client, ypa
 	require.NoError(b, err)
 	b.Cleanup(yc.Stop)
 	ctx := context.Background()
-	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(b, migrate.Create(ctx, yc, p, schema.MustInfer(&benchRow{})))
-	require.NoError(b, migrate.MountAndWait(ctx, yc, p))
+	p := newMountedTable(b, ctx, yc, schema.MustInfer(&benchRow{}))
 	return ctx, yc, p
 }
 
@@ -194,9 +190,7 @@ func BenchmarkDynSelectInList(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(yc.Stop)
 	ctx := context.Background()
-	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(b, migrate.Create(ctx, yc, p, schema.MustInfer(&stateBenchRow{})))
-	require.NoError(b, migrate.MountAndWait(ctx, yc, p))
+	p := newMountedTable(b, ctx, yc, schema.MustInfer(&stateBenchRow{}))
 	const rows = 100_000
 	for i := 0; i < rows; i += 1000 {
 		batch := make([]any, 1000)

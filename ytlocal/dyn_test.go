@@ -48,8 +48,14 @@ func newDynClient(t *testing.T) (context.Context, yt.Client) {
 
 func newSortedTable(t *testing.T, ctx context.Context, yc yt.Client) ypath.Path {
 	t.Helper()
+	return newMountedTable(t, ctx, yc, schema.MustInfer(&kvRow{}))
+}
+
+// newMountedTable creates a dynamic table with schema s under //tmp and mounts it.
+func newMountedTable(t testing.TB, ctx context.Context, yc yt.Client, s schema.Schema) ypath.Path {
+	t.Helper()
 	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&kvRow{})))
+	require.NoError(t, migrate.Create(ctx, yc, p, s))
 	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
 	return p
 }
@@ -530,9 +536,7 @@ func TestDynTrimRows(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(yc.Stop)
 	ctx := context.Background()
-	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&queueRow{})))
-	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	p := newMountedTable(t, ctx, yc, schema.MustInfer(&queueRow{}))
 	require.NoError(t, yc.InsertRows(ctx, p, []any{&queueRow{0, "a"}, &queueRow{0, "b"}, &queueRow{0, "c"}}, nil))
 
 	trimRows(t, addr, p, 0, 2)
@@ -621,9 +625,7 @@ type pruneRow struct {
 // disables pruning); the results must be identical.
 func TestDynSelectKeyPruningMatchesFullScan(t *testing.T) {
 	ctx, yc := newDynClient(t)
-	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&pruneRow{})))
-	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	p := newMountedTable(t, ctx, yc, schema.MustInfer(&pruneRow{}))
 	rng := rand.New(rand.NewSource(1))
 	var rows []any
 	for i := 0; i < 300; i++ {
@@ -693,9 +695,7 @@ func TestDynLockRowsReadTableAndQueueCleanup(t *testing.T) {
 	ctx, yc := newDynClient(t)
 	sc := schema.MustInfer(&kvRow{})
 	sc.Columns[1].Lock = "value_lock"
-	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(t, migrate.Create(ctx, yc, p, sc))
-	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	p := newMountedTable(t, ctx, yc, sc)
 	require.NoError(t, yc.InsertRows(ctx, p, []any{&kvRow{"b", 2}, &kvRow{"a", 1}}, nil))
 
 	// A shared strong lock taken by a committed transaction breaks an older writer.

@@ -5,10 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/guid"
-	"go.ytsaurus.tech/yt/go/migrate"
 	"go.ytsaurus.tech/yt/go/schema"
-	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
 )
 
@@ -25,9 +22,7 @@ type wideRow struct {
 // written that way have none.
 func TestRecycledRowMapsCarryNothingOver(t *testing.T) {
 	ctx, yc := newDynClient(t)
-	p := ypath.Path("//tmp/" + guid.New().String())
-	require.NoError(t, migrate.Create(ctx, yc, p, schema.MustInfer(&wideRow{})))
-	require.NoError(t, migrate.MountAndWait(ctx, yc, p))
+	p := newMountedTable(t, ctx, yc, schema.MustInfer(&wideRow{}))
 
 	const n = 200
 	full := make([]any, n)
