@@ -506,14 +506,10 @@ const (
 
 // newOps returns an empty operation slice for n operations; the caller holds e.mu.
 func (e *Engine) newOps(n int) []op {
-	if n >= minSpareOps {
-		if k := len(e.spareOps); k > 0 {
-			s := e.spareOps[k-1]
-			e.spareOps = e.spareOps[:k-1]
-			if cap(s) >= n {
-				return s
-			}
-		}
+	if k := len(e.spareOps); n >= minSpareOps && k > 0 && cap(e.spareOps[k-1]) >= n {
+		s := e.spareOps[k-1]
+		e.spareOps = e.spareOps[:k-1]
+		return s
 	}
 	return make([]op, 0, n)
 }
