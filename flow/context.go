@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // Context is what a handler sees of its invocation: the key, parameters and time, the output
@@ -42,10 +43,17 @@ type invocation struct {
 	oneParent [1]string
 }
 
+// invocations recycles the invocations of released Results (Result.Release): an epoch
+// invokes once per source row or key, and most invocations are small.
+var invocations = sync.Pool{New: func() any { return new(invocation) }}
+
+// newInvocation returns a zero invocation (a recycled one when a Result was released) set up
+// for inv.
 func newInvocation(inv *Invocation) *invocation {
-	iv := &invocation{}
+	iv := invocations.Get().(*invocation)
 	iv.ctx = Context{inv: inv, run: &iv.run}
 	iv.run.res.Outputs = iv.firstOut[:0:1]
+	iv.run.res.iv = iv
 	return iv
 }
 

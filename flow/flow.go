@@ -94,6 +94,25 @@ type Result struct {
 	// StateWrites holds the changed states only: name to new YSON bytes; a nil value means the
 	// state was cleared and its row is deleted.
 	StateWrites map[string][]byte
+
+	// iv is the invocation whose memory holds this Result (a Result made by Process), nil for
+	// a Result made elsewhere. See Release.
+	iv *invocation
+}
+
+// Release hands the memory of a Result made by Process back for later invocations; a Result
+// made elsewhere is left alone. The caller must not use r, its Outputs or Timers slices or
+// the ParentIDs slices of its outputs afterwards: a later invocation reuses them. What they
+// referred to stays valid (payload rows, parent id strings, the bytes of StateWrites): only
+// the Result's own memory is reused. A runtime releases an epoch's results once it has built
+// its write set from them (copying out what it keeps).
+func (r *Result) Release() {
+	if r == nil || r.iv == nil {
+		return
+	}
+	iv := r.iv
+	*iv = invocation{}
+	invocations.Put(iv)
 }
 
 // Function is a process function as stored by Register and called by the runtime.

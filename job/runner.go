@@ -232,6 +232,10 @@ type runner struct {
 	params      flow.Row
 	cfg         epoch.Config
 	log         log.Structured
+	// invs and results are the invocation buffers of the epoch loop (runner.invoke), reused
+	// from epoch to epoch.
+	invs    []flow.Invocation
+	results []*flow.Result
 
 	inbox   *inbox
 	outbox  *outbox
@@ -956,6 +960,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		return 0, false, err
 	}
 	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	r.releaseResults(results)
 	if err != nil {
 		abandon()
 		return 0, false, err
@@ -1067,6 +1072,7 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 		return 0, false, err
 	}
 	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	r.releaseResults(results)
 	if err != nil {
 		release()
 		return 0, false, err
@@ -1242,8 +1248,14 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			cur[k] = v
 		}
 	}
-	results := make([]*flow.Result, len(plan.Groups))
-	invs := make([]flow.Invocation, len(plan.Groups)) // one allocation for the epoch
+	// The invocations and results of one epoch live in the runner's buffers, reused by the
+	// next epoch (see releaseResults).
+	if cap(r.invs) < len(plan.Groups) {
+		r.invs = make([]flow.Invocation, len(plan.Groups))
+		r.results = make([]*flow.Result, len(plan.Groups))
+	}
+	results := r.results[:len(plan.Groups)]
+	invs := r.invs[:len(plan.Groups)]
 	var keyBuf []byte
 	for i, g := range plan.Groups {
 		inv := &invs[i]
@@ -1256,6 +1268,7 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 		}
 		res, err := r.fn.Invoke(inv)
 		if err != nil {
+			r.releaseResults(results[:i])
 			if row := g.SourceRow(); row != nil {
 				// Invariant: a failing source row is named by queue path, tablet and row
 				// offset (TestSourceRowErrorNamesQueueRow).
@@ -1282,6 +1295,16 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 		results[i] = res
 	}
 	return results, nil
+}
+
+// releaseResults releases the results of an epoch (flow.Result.Release) once its write set is
+// built from them, and drops what the runner's invocation buffers point to.
+func (r *runner) releaseResults(results []*flow.Result) {
+	for i, res := range results {
+		res.Release()
+		results[i] = nil
+	}
+	clear(r.invs[:min(len(results), len(r.invs))])
 }
 
 type destMsgs struct {

@@ -342,6 +342,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		return 0, false, err
 	}
 	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	r.releaseResults(results)
 	if err != nil {
 		return 0, false, err
 	}
