@@ -232,8 +232,9 @@ type runner struct {
 	params      flow.Row
 	cfg         epoch.Config
 	log         log.Structured
-	// invs and results are the invocation buffers of the epoch loop (runner.invoke), reused
-	// from epoch to epoch.
+	// planner, invs and results are the planning and invocation buffers of the epoch loop,
+	// reused from epoch to epoch (an epoch's plan and results are dead once it ended).
+	planner epoch.Planner
 	invs    []flow.Invocation
 	results []*flow.Result
 
@@ -945,7 +946,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load states: %w", r.job.JobID, pre.statesErr)
 	}
-	plan := epoch.PlanEpoch(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
+	plan := r.planner.Plan(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
 		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped
 		// (TestWorkerDropsDuplicates).

@@ -157,11 +157,55 @@ type Plan struct {
 // Invariant: duplicates are dropped and acknowledged (TestPlanDropsDuplicates); timers come
 // before messages per key (TestPlanGroupsTimersFirst).
 func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
-	p := &Plan{Fresh: make([]Input, 0, len(b.Inputs)), Groups: make([]*Group, 0, len(b.Sources)+len(b.Timers)+len(b.Inputs)/4)}
-	byKey := make(map[string]*Group, len(b.Inputs)/4)
+	return new(Planner).Plan(cfg, b, committed)
+}
+
+// A Planner plans epochs as PlanEpoch does, reusing the memory of the plan it returned last
+// (its groups, messages and fresh inputs): a plan is valid until the Planner's next call, so
+// a driver that plans one epoch at a time keeps one Planner (TestPlannerReusesMemory). The
+// zero Planner is ready.
+type Planner struct {
+	plan    Plan
+	byKey   map[string]*Group
+	slab    []Group // groups of keys
+	groupOf []*Group
+	msgs    []flow.Message // messages of the keys' groups
+	// srcGroups and srcMsgs hold one group and message per source row.
+	srcGroups []Group
+	srcMsgs   []flow.Message
+}
+
+// reset drops what the last plan pointed to and keeps the memory.
+func (pl *Planner) reset() {
+	clear(pl.plan.Groups)
+	clear(pl.plan.Fresh)
+	pl.plan = Plan{Groups: pl.plan.Groups[:0], Fresh: pl.plan.Fresh[:0]}
+	clear(pl.byKey)
+	clear(pl.slab)
+	clear(pl.groupOf)
+	clear(pl.msgs)
+	clear(pl.srcGroups)
+	clear(pl.srcMsgs)
+	pl.slab, pl.groupOf = pl.slab[:0], pl.groupOf[:0]
+}
+
+// Plan is PlanEpoch with the Planner's memory.
+func (pl *Planner) Plan(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
+	pl.reset()
+	p := &pl.plan
+	p.Fresh = slices.Grow(p.Fresh, len(b.Inputs))
+	p.Groups = slices.Grow(p.Groups, len(b.Sources)+len(b.Timers)+len(b.Inputs)/4)
+	if pl.byKey == nil {
+		pl.byKey = make(map[string]*Group, len(b.Inputs)/4)
+	}
+	byKey := pl.byKey
 	// Groups are taken from a slab (one allocation for the usual number of keys, more only
-	// when an epoch has more keys than that).
-	slab := make([]Group, 0, len(b.Timers)+len(b.Inputs)/2)
+	// when an epoch has more keys than that). The slab never grows while groups point into
+	// it: a larger one replaces it before the plan starts.
+	if need := len(b.Timers) + len(b.Inputs)/2; cap(pl.slab) < need {
+		pl.slab = make([]Group, 0, need)
+	}
+	slab := pl.slab
 	var keyBuf []byte
 	group := func(k flow.Key) *Group {
 		if kb, ok := appendKey(keyBuf[:0], k); ok {
@@ -182,6 +226,7 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		}
 		return g
 	}
+	defer func() { pl.slab = slab }() // its length: the part reset clears
 	for _, t := range b.Timers {
 		g := group(t.Timer.Key)
 		g.Timers = append(g.Timers, t.Timer)
@@ -194,10 +239,7 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 	// Two passes over the inputs: the first finds the fresh ones and their groups and counts
 	// the messages of each group, the second copies the messages into one slice carved up
 	// by group, in input order (instead of growing a slice per group).
-	var groupOf []*Group // groupOf[i] is the group of p.Fresh[i]
-	if len(b.Inputs) > 0 {
-		groupOf = make([]*Group, 0, len(b.Inputs))
-	}
+	groupOf := slices.Grow(pl.groupOf, len(b.Inputs)) // groupOf[i] is the group of p.Fresh[i]
 	for _, in := range b.Inputs {
 		id := in.Message.MessageID
 		if seen[id] || (cfg.Dedup && committed(in)) {
@@ -212,8 +254,9 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		g.inputs++
 		groupOf = append(groupOf, g)
 	}
+	pl.groupOf = groupOf
 	if len(p.Fresh) > 0 {
-		msgs := make([]flow.Message, len(p.Fresh))
+		msgs := grown(&pl.msgs, len(p.Fresh))
 		at := 0
 		for _, g := range p.Groups {
 			if g.inputs > 0 {
@@ -226,7 +269,7 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		}
 	}
 	// One group per source row, allocated together.
-	groups, msgs := make([]Group, len(b.Sources)), make([]flow.Message, len(b.Sources))
+	groups, msgs := grown(&pl.srcGroups, len(b.Sources)), grown(&pl.srcMsgs, len(b.Sources))
 	for i := range b.Sources {
 		r := &b.Sources[i]
 		msgs[i] = flow.Message{
@@ -240,6 +283,16 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 		p.Groups = append(p.Groups, &groups[i])
 	}
 	return p
+}
+
+// grown sets *s to n zero elements, in its memory when it has room, and returns it.
+func grown[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+	} else {
+		*s = (*s)[:n]
+	}
+	return *s
 }
 
 // StateWrite changes one named state of one key; a nil Value deletes it.

@@ -430,3 +430,69 @@ func TestCountersCountPerName(t *testing.T) {
 		}
 	}
 }
+
+// describePlan is what a plan says, for comparing plans made in different memory.
+func describePlan(p *Plan) []string {
+	out := []string{fmt.Sprintf("duplicates %v", p.Duplicates)}
+	for _, in := range p.Fresh {
+		out = append(out, "fresh "+in.Message.MessageID)
+	}
+	for _, g := range p.Groups {
+		var timers []string
+		for _, t := range g.Timers {
+			timers = append(timers, t.MessageID)
+		}
+		var msgs []string
+		for _, m := range g.Messages {
+			msgs = append(msgs, fmt.Sprintf("%s/%s/%v/%v", m.StreamID, m.MessageID, m.Key, m.Payload))
+		}
+		src := "-"
+		if r := g.SourceRow(); r != nil {
+			src = fmt.Sprintf("%s:%d@%d", r.SourceID, r.Partition, r.Offset)
+		}
+		out = append(out, fmt.Sprintf("group %v %x timers %v messages %v source %s bookkeeping %d/%d", g.Key, g.KeyHash, timers, msgs, src, len(g.timers), g.inputs))
+	}
+	return out
+}
+
+// TestPlannerReusesMemory: a Planner reused for batches of varying size and shape plans each
+// as PlanEpoch does, and allocates less than PlanEpoch for a batch like the last one.
+func TestPlannerReusesMemory(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	var pl Planner
+	for round := range 60 {
+		cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: round%3 != 0, Source: round%5 == 4}
+		b := &Batch{DistinctInputs: round%2 == 0}
+		n := rng.Intn(300)
+		if round%7 == 0 {
+			n = 0
+		}
+		for i := range n {
+			id := fmt.Sprintf("m%d-%d", round, i)
+			if !b.DistinctInputs && i > 0 && rng.Intn(5) == 0 {
+				id = b.Inputs[rng.Intn(i)].Message.MessageID // a repeat within the batch
+			}
+			b.Inputs = append(b.Inputs, msg(id, fmt.Sprintf("k%d", rng.Intn(40))))
+		}
+		for i := range rng.Intn(4) {
+			b.Timers = append(b.Timers, DueTimer{Timer: flow.Timer{StreamID: "t", Key: flow.Key{fmt.Sprintf("k%d", rng.Intn(40))}, MessageID: fmt.Sprintf("t%d-%d", round, i)}})
+		}
+		if cfg.Source {
+			for i := range rng.Intn(200) {
+				b.Sources = append(b.Sources, SourceRow{SourcePartition: SourcePartition{"q", 1}, Offset: int64(i), Payload: flow.Row{"v": int64(i)}})
+			}
+		}
+		committed := func(in Input) bool { return strings.HasSuffix(in.Message.MessageID, "3") }
+		want := describePlan(PlanEpoch(cfg, b, committed))
+		require.Equal(t, want, describePlan(pl.Plan(cfg, b, committed)), "round %d", round)
+	}
+	cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: true}
+	b := &Batch{DistinctInputs: true}
+	for i := range 500 {
+		b.Inputs = append(b.Inputs, msg(fmt.Sprintf("m%d", i), fmt.Sprintf("k%d", i%50)))
+	}
+	no := func(Input) bool { return false }
+	fresh := testing.AllocsPerRun(5, func() { PlanEpoch(cfg, b, no) })
+	reused := testing.AllocsPerRun(5, func() { pl.Plan(cfg, b, no) })
+	assert.Less(t, reused, fresh, "allocations per plan with a reused Planner")
+}
