@@ -960,7 +960,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, err
 	}
-	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
+	c, err := r.planner.Build(&r.cfg, b, plan, results)
 	r.releaseResults(results)
 	if err != nil {
 		abandon()

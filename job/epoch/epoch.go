@@ -160,10 +160,10 @@ func PlanEpoch(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 	return new(Planner).Plan(cfg, b, committed)
 }
 
-// A Planner plans epochs as PlanEpoch does, reusing the memory of the plan it returned last
-// (its groups, messages and fresh inputs): a plan is valid until the Planner's next call, so
-// a driver that plans one epoch at a time keeps one Planner (TestPlannerReusesMemory). The
-// zero Planner is ready.
+// A Planner plans epochs as PlanEpoch does and builds their commits as BuildCommit does,
+// reusing the memory of the plan and commit it returned last: a plan is valid until the
+// Planner's next Plan, a commit until its next Build, so a driver that runs one epoch at a
+// time keeps one Planner (TestPlannerReusesMemory). The zero Planner is ready.
 type Planner struct {
 	plan    Plan
 	byKey   map[string]*Group
@@ -173,6 +173,7 @@ type Planner struct {
 	// srcGroups and srcMsgs hold one group and message per source row.
 	srcGroups []Group
 	srcMsgs   []flow.Message
+	commit    Commit // see Build
 }
 
 // reset drops what the last plan pointed to and keeps the memory.
@@ -189,7 +190,7 @@ func (pl *Planner) reset() {
 	pl.slab, pl.groupOf = pl.slab[:0], pl.groupOf[:0]
 }
 
-// Plan is PlanEpoch with the Planner's memory.
+// Plan is PlanEpoch in the memory of the Planner's last plan.
 func (pl *Planner) Plan(cfg *Config, b *Batch, committed func(Input) bool) *Plan {
 	pl.reset()
 	p := &pl.plan
@@ -346,10 +347,30 @@ func (c *Commit) Empty() bool {
 // (TestTimerDeletedWithResults); ids follow TransformMessageID / SourceOutputID
 // (TestTransformIDsOrdered, TestSourceIDsDeterministic).
 func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
+	return buildCommit(&Commit{}, cfg, b, p, results)
+}
+
+// Build is BuildCommit in the memory of the commit the Planner built last (its lists of
+// acknowledgements, outputs and state changes, its map of offsets): a commit is valid until
+// the Planner's next Build (TestPlannerReusesMemory).
+func (pl *Planner) Build(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
+	c := &pl.commit
+	clear(c.Acks)
+	clear(c.Stored)
+	clear(c.Sync)
+	clear(c.States)
+	clear(c.Offsets)
+	*c = Commit{Acks: c.Acks[:0], Stored: c.Stored[:0], Sync: c.Sync[:0], States: c.States[:0], Offsets: c.Offsets}
+	return buildCommit(c, cfg, b, p, results)
+}
+
+// buildCommit builds the commit into c: a zero Commit, or one whose lists are empty and map
+// is empty (their memory is reused).
+func buildCommit(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
 	if len(results) != len(p.Groups) {
 		return nil, fmt.Errorf("epoch: build commit of %s/%s: %d results for %d invocations", cfg.ComputationID, cfg.PartitionID, len(results), len(p.Groups))
 	}
-	c := &Commit{Acks: make([]string, 0, len(p.Fresh))}
+	c.Acks = slices.Grow(c.Acks, len(p.Fresh))
 	for _, in := range p.Fresh {
 		c.Acks = append(c.Acks, in.Message.MessageID)
 	}
@@ -362,7 +383,7 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 			outputs += len(res.Outputs)
 		}
 	}
-	c.Stored = make([]Out, 0, outputs)
+	c.Stored = slices.Grow(c.Stored, outputs)
 	outIndex, timerIndex := uint64(0), uint64(0)
 	for gi, g := range p.Groups {
 		res := results[gi]
@@ -381,7 +402,7 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 		}
 		var names [4]string // most invocations change a state or two: sorted on the stack
 		for _, name := range appendSortedNames(names[:0], res.StateWrites) {
-			if c.States == nil { // room for one state per remaining invocation, the usual case
+			if cap(c.States) == 0 { // room for one state per remaining invocation, the usual case
 				c.States = make([]StateWrite, 0, len(p.Groups)-gi)
 			}
 			c.States = append(c.States, StateWrite{Key: g.Key, KeyHash: g.KeyHash, Name: name, Value: res.StateWrites[name]})
@@ -454,8 +475,8 @@ func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commi
 				case ToAsyncSink:
 					c.Stored = append(c.Stored, out)
 				case ToSyncSink:
-					if c.Sync == nil { // as many as the outputs, the usual case
-						c.Sync = make([]Out, 0, outputs)
+					if len(c.Sync) == 0 { // as many as the outputs, the usual case
+						c.Sync = slices.Grow(c.Sync, outputs)
 					}
 					c.Sync = append(c.Sync, out)
 				case ToBestEffortSink:

@@ -455,8 +455,39 @@ func describePlan(p *Plan) []string {
 	return out
 }
 
+// describeCommit is what a commit says, for comparing commits made in different memory.
+func describeCommit(c *Commit) []string {
+	out := []string{fmt.Sprintf("acks %v register %d empty %v", c.Acks, len(c.Register), c.Empty())}
+	for _, st := range c.States {
+		out = append(out, fmt.Sprintf("state %v %x %s=%q", st.Key, st.KeyHash, st.Name, st.Value))
+	}
+	for _, list := range []struct {
+		name string
+		ts   []DueTimer
+	}{{"fired", c.TimersFired}, {"set", c.TimersSet}} {
+		for _, t := range list.ts {
+			out = append(out, fmt.Sprintf("timer %s %s %v %d", list.name, t.Timer.MessageID, t.Timer.Key, t.Timer.Trigger))
+		}
+	}
+	for _, list := range []struct {
+		name string
+		outs []Out
+	}{{"stored", c.Stored}, {"sync", c.Sync}, {"best effort", c.BestEffort}} {
+		for _, o := range list.outs {
+			out = append(out, fmt.Sprintf("%s %s %s %v %d/%d", list.name, o.Destination.ID, o.Message.MessageID, o.Message.Payload, o.Message.EventTimestamp, o.Message.SystemTimestamp))
+		}
+	}
+	var offsets []string
+	for sp, off := range c.Offsets {
+		offsets = append(offsets, fmt.Sprintf("%s:%d=%d", sp.SourceID, sp.Partition, off))
+	}
+	sort.Strings(offsets)
+	return append(out, fmt.Sprintf("offsets %v", offsets))
+}
+
 // TestPlannerReusesMemory: a Planner reused for batches of varying size and shape plans each
-// as PlanEpoch does, and allocates less than PlanEpoch for a batch like the last one.
+// as PlanEpoch does and builds each commit as BuildCommit does, and allocates less than
+// PlanEpoch for a batch like the last one.
 func TestPlannerReusesMemory(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	var pl Planner
@@ -464,7 +495,7 @@ func TestPlannerReusesMemory(t *testing.T) {
 		cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: round%3 != 0, Source: round%5 == 4}
 		b := &Batch{DistinctInputs: round%2 == 0}
 		n := rng.Intn(300)
-		if round%7 == 0 {
+		if round%7 == 0 || cfg.Source { // a source computation reads only its source
 			n = 0
 		}
 		for i := range n {
@@ -474,7 +505,11 @@ func TestPlannerReusesMemory(t *testing.T) {
 			}
 			b.Inputs = append(b.Inputs, msg(id, fmt.Sprintf("k%d", rng.Intn(40))))
 		}
-		for i := range rng.Intn(4) {
+		timers := rng.Intn(4)
+		if cfg.Source {
+			timers = 0
+		}
+		for i := range timers {
 			b.Timers = append(b.Timers, DueTimer{Timer: flow.Timer{StreamID: "t", Key: flow.Key{fmt.Sprintf("k%d", rng.Intn(40))}, MessageID: fmt.Sprintf("t%d-%d", round, i)}})
 		}
 		if cfg.Source {
@@ -483,8 +518,35 @@ func TestPlannerReusesMemory(t *testing.T) {
 			}
 		}
 		committed := func(in Input) bool { return strings.HasSuffix(in.Message.MessageID, "3") }
-		want := describePlan(PlanEpoch(cfg, b, committed))
-		require.Equal(t, want, describePlan(pl.Plan(cfg, b, committed)), "round %d", round)
+		fresh := PlanEpoch(cfg, b, committed)
+		want := describePlan(fresh)
+		p := pl.Plan(cfg, b, committed)
+		require.Equal(t, want, describePlan(p), "round %d", round)
+
+		// Results with outputs to a sync and an async sink, state changes and timers, in a
+		// different mix each round.
+		cfg.Routes = map[string][]Destination{"out": {{ID: "table", Kind: ToSyncSink}, {ID: "queue", Kind: ToAsyncSink}}, "log": {{ID: "q2", Kind: ToAsyncSink}}}
+		b.SeqNo, b.Now = uint64(1000+round), uint64(2000+round)
+		results := make([]*flow.Result, len(p.Groups))
+		for i := range results {
+			res := &flow.Result{}
+			for j := range rng.Intn(3) {
+				stream := []string{"out", "log"}[(i+j+round)%2]
+				res.Outputs = append(res.Outputs, flow.Output{StreamID: stream, Payload: flow.Row{"i": int64(i), "j": int64(j)}})
+			}
+			if rng.Intn(3) == 0 {
+				res.StateWrites = map[string][]byte{"s": []byte(fmt.Sprint(i))}
+			}
+			if rng.Intn(10) == 0 {
+				res.Timers = []flow.Timer{{StreamID: "t", Trigger: uint64(i)}}
+			}
+			results[i] = res
+		}
+		wantCommit, err := BuildCommit(cfg, b, fresh, results)
+		require.NoError(t, err)
+		gotCommit, err := pl.Build(cfg, b, p, results)
+		require.NoError(t, err)
+		require.Equal(t, describeCommit(wantCommit), describeCommit(gotCommit), "round %d", round)
 	}
 	cfg := &Config{ComputationID: "c", PartitionID: "p", Dedup: true}
 	b := &Batch{DistinctInputs: true}
