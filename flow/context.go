@@ -29,6 +29,9 @@ type run struct {
 	err     error                // first misuse or bad state; fails the invocation
 	inputs  map[string]bool      // ids of the invocation's messages and timers, built on first use
 	params  map[reflect.Type]any // decoded parameters by type (see ParamsOf)
+	// spareWrites is an empty map left by a released Result (Result.Release), used for
+	// res.StateWrites when the invocation writes states.
+	spareWrites map[string][]byte
 }
 
 // invocation is a Context with its run and a Context for the handlers, allocated together,
@@ -175,7 +178,10 @@ func (c *Context) result() (*Result, error) {
 			return
 		}
 		if res.StateWrites == nil {
-			res.StateWrites = make(map[string][]byte, 1)
+			if res.StateWrites = r.spareWrites; res.StateWrites == nil {
+				res.StateWrites = make(map[string][]byte, 1)
+			}
+			r.spareWrites = nil
 		}
 		res.StateWrites[name] = s.cur
 	})

@@ -111,9 +111,17 @@ func (r *Result) Release() {
 		return
 	}
 	iv := r.iv
+	writes := r.StateWrites
 	*iv = invocation{}
+	if writes != nil && len(writes) <= maxSpareWrites {
+		clear(writes)
+		iv.run.spareWrites = writes // the next invocation's StateWrites, if it writes any
+	}
 	invocations.Put(iv)
 }
+
+// maxSpareWrites bounds the StateWrites map a released invocation keeps for the next one.
+const maxSpareWrites = 8
 
 // Function is a process function as stored by Register and called by the runtime.
 //

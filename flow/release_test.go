@@ -7,15 +7,24 @@ import (
 )
 
 // TestReleaseRecyclesInvocation: a released Result's memory serves later invocations, which
-// start from nothing the earlier one left (outputs, timers, state slots), while what the
-// released Result referred to (payloads, state bytes, parent id strings) stays as it was.
+// start from nothing the earlier one left (outputs, timers, state slots, state writes), while
+// what the released Result referred to (payloads, state bytes, parent id strings) stays as it
+// was.
 func TestReleaseRecyclesInvocation(t *testing.T) {
+	// Invocation i reads state "s<i%3>" and writes it back incremented, except every fourth,
+	// which only reads it; m3 also sets a timer.
 	f := PerMessage(func(ctx *Context, m *Message) error {
-		n := StateOf[int64](ctx, "n")
-		v, _ := n.Get()
-		n.Set(v + 1)
+		var i int
+		if _, err := fmt.Sscanf(m.MessageID, "m%d", &i); err != nil {
+			return err
+		}
+		st := StateOf[int64](ctx, fmt.Sprintf("s%d", i%3))
+		v, _ := st.Get()
+		if i%4 != 3 {
+			st.Set(v + 1)
+		}
 		ctx.AddMessage("out", Row{"id": m.MessageID, "n": v + 1})
-		if m.MessageID == "m3" { // one invocation with a timer: the later ones must have none
+		if i == 3 {
 			ctx.AddTimer("t", 10, Row{"at": int64(10)})
 		}
 		return nil
@@ -30,7 +39,8 @@ func TestReleaseRecyclesInvocation(t *testing.T) {
 	reused := 0
 	for i := range 40 {
 		id := fmt.Sprintf("m%d", i)
-		stored := map[string][]byte{"n": mustYSON(t, int64(100*i))}
+		name := fmt.Sprintf("s%d", i%3)
+		stored := map[string][]byte{name: mustYSON(t, int64(100*i))}
 		res, err := f.Invoke(&Invocation{Key: Key{"k"}, State: stored, Messages: []Message{{StreamID: "in", MessageID: id}}})
 		if err != nil {
 			t.Fatal(err)
@@ -43,21 +53,29 @@ func TestReleaseRecyclesInvocation(t *testing.T) {
 		if !reflect.DeepEqual(res.Outputs, want) {
 			t.Fatalf("invocation %d: outputs %v, want %v", i, res.Outputs, want)
 		}
-		if wantTimers := map[bool]int{true: 1, false: 0}[id == "m3"]; len(res.Timers) != wantTimers {
+		if wantTimers := map[bool]int{true: 1, false: 0}[i == 3]; len(res.Timers) != wantTimers {
 			t.Fatalf("invocation %d: %d timers, want %d", i, len(res.Timers), wantTimers)
 		}
-		if got, want := string(res.StateWrites["n"]), string(mustYSON(t, int64(100*i+1))); got != want || len(res.StateWrites) != 1 {
-			t.Fatalf("invocation %d: state writes %q, want n = %q only", i, res.StateWrites, want)
+		var wantWrites map[string][]byte // nil when the invocation wrote nothing
+		if i%4 != 3 {
+			wantWrites = map[string][]byte{name: mustYSON(t, int64(100*i+1))}
+		}
+		if !reflect.DeepEqual(res.StateWrites, wantWrites) {
+			t.Fatalf("invocation %d: state writes %q, want %q", i, res.StateWrites, wantWrites)
 		}
 		// The ParentIDs slice is the Result's own memory: a caller copies it to keep it.
-		earlier = append(earlier, kept{res.Outputs[0].Payload, res.StateWrites["n"], append([]string(nil), res.Outputs[0].ParentIDs...)})
+		earlier = append(earlier, kept{res.Outputs[0].Payload, res.StateWrites[name], append([]string(nil), res.Outputs[0].ParentIDs...)})
 		res.Release()
 		if res.Outputs != nil || res.StateWrites != nil {
 			t.Fatalf("invocation %d: a released result still holds its outputs or states", i)
 		}
 		for j, k := range earlier {
 			jid := fmt.Sprintf("m%d", j)
-			if k.payload["id"] != jid || k.payload["n"] != int64(100*j+1) || string(k.state) != string(mustYSON(t, int64(100*j+1))) || len(k.parents) != 1 || k.parents[0] != jid {
+			wantState := ""
+			if j%4 != 3 {
+				wantState = string(mustYSON(t, int64(100*j+1)))
+			}
+			if k.payload["id"] != jid || k.payload["n"] != int64(100*j+1) || string(k.state) != wantState || len(k.parents) != 1 || k.parents[0] != jid {
 				t.Fatalf("after invocation %d: what invocation %d produced changed: %v %q %v", i, j, k.payload, k.state, k.parents)
 			}
 		}

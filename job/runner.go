@@ -235,8 +235,11 @@ type runner struct {
 	// planner, invs and results are the planning and invocation buffers of the epoch loop,
 	// reused from epoch to epoch (an epoch's plan and results are dead once it ended).
 	planner epoch.Planner
-	invs    []flow.Invocation
-	results []*flow.Result
+	// dedupRows and stateRows are the write set's buffers (runner.write).
+	dedupRows []ytstore.DedupRow
+	stateRows []ytstore.StateRow
+	invs      []flow.Invocation
+	results   []*flow.Result
 
 	inbox   *inbox
 	outbox  *outbox
@@ -1332,7 +1335,10 @@ func groupByDest(outs []epoch.Out) []destMsgs {
 // rows to hand to the sender after the commit and the sink sequence numbers it used up.
 func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.EpochWrite, []ytstore.OutputRow, map[string]int64, error) {
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, PartitionStates: map[string][]byte{}}
-	w.Dedup = make([]ytstore.DedupRow, 0, len(c.Register))
+	// The dedup and state rows live in the runner's buffers, reused by the next epoch (w is
+	// dead once the epoch ended); the output rows go on to the outbox.
+	w.Dedup, w.States = slices.Grow(r.dedupRows[:0], len(c.Register)), r.stateRows[:0]
+	defer func() { r.dedupRows, r.stateRows = w.Dedup, w.States }()
 	w.OutputsAdd = make([]ytstore.OutputRow, 0, len(c.Stored))
 	keys := keyArena{buf: make([]byte, 0, 24*(len(c.States)+len(c.Stored)))}
 	for _, in := range c.Register {
