@@ -232,14 +232,14 @@ type runner struct {
 	params      flow.Row
 	cfg         epoch.Config
 	log         log.Structured
-	// planner, invs and results are the planning and invocation buffers of the epoch loop,
-	// reused from epoch to epoch (an epoch's plan and results are dead once it ended).
-	planner epoch.Planner
-	// dedupRows and stateRows are the write set's buffers (runner.write).
-	dedupRows []ytstore.DedupRow
-	stateRows []ytstore.StateRow
+	// planner, invs, results, dedupRows and stateRows are the buffers of the epoch loop
+	// (planning, invocations, the write set's dedup and state rows), reused from epoch to
+	// epoch: what an epoch keeps in them is dead once it ended.
+	planner   epoch.Planner
 	invs      []flow.Invocation
 	results   []*flow.Result
+	dedupRows []ytstore.DedupRow
+	stateRows []ytstore.StateRow
 
 	inbox   *inbox
 	outbox  *outbox
