@@ -240,6 +240,11 @@ type runner struct {
 	results   []*flow.Result
 	dedupRows []ytstore.DedupRow
 	stateRows []ytstore.StateRow
+	// inputs holds the inputs an epoch took from the inbox; keyHashes and keyStates are
+	// prepare's (the keys whose states the epoch reads, and those states by key).
+	inputs    []epoch.Input
+	keyHashes map[uint64]bool
+	keyStates map[string]map[string][]byte
 
 	inbox   *inbox
 	outbox  *outbox
@@ -847,7 +852,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		// senders retransmit it to the key's new owner.
 		r.inbox.drop()
 	} else if !blocked {
-		b.Inputs = r.inbox.take(limit)
+		b.Inputs = r.inbox.takeInto(r.inputs, limit)
+		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
 	}
 	completing := r.completing() && r.upstreamDrained.Load()
@@ -1157,7 +1163,11 @@ type prepared struct {
 // prepare draws the epoch's token, looks its inputs up in the dedup index and loads the
 // states of every key of its inputs and timers, concurrently.
 func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
-	pre := &prepared{states: map[string]map[string][]byte{}}
+	if r.keyStates == nil {
+		r.keyStates, r.keyHashes = map[string]map[string][]byte{}, map[uint64]bool{}
+	}
+	clear(r.keyStates) // the last epoch's, dead
+	pre := &prepared{states: r.keyStates}
 	var wg sync.WaitGroup
 	wg.Go(func() { pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx) })
 	wg.Go(func() {
@@ -1195,7 +1205,8 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		}
 	}
 	if !r.cfg.Source && !r.cfg.Swift {
-		seen := map[uint64]bool{}
+		seen := r.keyHashes
+		clear(seen)
 		var hashes []uint64
 		add := func(h uint64) {
 			if !seen[h] {

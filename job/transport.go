@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -188,10 +189,14 @@ func (b *inbox) persistedIDs(ps []*pending) []string {
 }
 
 // take marks up to max untaken inputs as taken and returns them in arrival order.
-func (b *inbox) take(max int) []epoch.Input {
+func (b *inbox) take(max int) []epoch.Input { return b.takeInto(nil, max) }
+
+// takeInto is take into the memory of buf (which it clears first).
+func (b *inbox) takeInto(buf []epoch.Input, max int) []epoch.Input {
+	clear(buf)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]epoch.Input, 0, min(max, len(b.byID)))
+	out := slices.Grow(buf[:0], min(max, len(b.byID)))
 	live := b.order[:0]
 	for _, p := range b.order {
 		if p.persisted {

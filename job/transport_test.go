@@ -363,3 +363,17 @@ func TestInboxTakesDistinctIDs(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": true}, seen)
 }
+
+// TestInboxTakeIntoReusesBuffer: takeInto hands out the inputs take would, in the memory of
+// the buffer it is given, with nothing of what the buffer held before.
+func TestInboxTakeIntoReusesBuffer(t *testing.T) {
+	b := newInbox(10)
+	b.offer([]epoch.Input{input("a"), input("b"), input("c")})
+	buf := []epoch.Input{input("old1"), input("old2"), input("old3"), input("old4")}
+	got := b.takeInto(buf, 2)
+	assert.Equal(t, []string{"a", "b"}, inputIDs(got))
+	assert.Same(t, &buf[0], &got[0], "the inputs are taken into the buffer's memory")
+	assert.Equal(t, epoch.Input{}, buf[3], "what the buffer held past the inputs taken is cleared")
+	got = b.takeInto(got, 10)
+	assert.Equal(t, []string{"c"}, inputIDs(got), "the next epoch's inputs only")
+}
