@@ -234,6 +234,33 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 	if err := p.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
+	if os.Getenv("BENCH_CPU_SAMPLE") == "1" {
+		// The process's CPU use in each 100 ms of the run, in percent of one core: how busy
+		// the run keeps the machine's cores, and when it does not.
+		stop := make(chan struct{})
+		done := make(chan []string)
+		go func() {
+			var busy []string
+			last, lastT := cpuTime(), time.Now()
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					done <- busy
+					return
+				case <-tick.C:
+					c, t := cpuTime(), time.Now()
+					busy = append(busy, fmt.Sprintf("%.0f", 100*float64(c-last)/float64(t.Sub(lastT))))
+					last, lastT = c, t
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			tb.Logf("%s: CPU %% per 100 ms: %s", p.Path, strings.Join(<-done, " "))
+		}()
+	}
 	rt := StartRuntime(runtimeProxy, p.Path, workers)
 	defer rt.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
