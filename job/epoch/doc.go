@@ -7,6 +7,10 @@
 // unique sequence number (Batch.SeqNo) are inputs. The driver in package job fetches, invokes
 // user code, commits through ytstore and applies the effects.
 //
+// A Planner plans epochs and builds their commits in the memory of the previous epoch's (a
+// driver runs one epoch at a time); what it gives is what PlanEpoch and BuildCommit give
+// (TestPlannerReusesMemory).
+//
 // The exactly-once rules it implements, each proved by the named test:
 //
 //   - Invariant: an input found in the dedup index (or repeated within the batch) is not
