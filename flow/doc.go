@@ -38,8 +38,8 @@
 // inputs commit together or not at all. A returned error or a panic (recovered into an error
 // wrapping ErrUserPanic) discards the invocation's whole result and the epoch is retried.
 // Once the runtime has built the epoch's write set from the results it releases them
-// (Result.Release), and later invocations reuse their memory: a process function keeps
-// nothing of a Result (it never sees one) and owns only what it passed to AddMessage.
+// (Result.Release), and later invocations reuse their memory. A process function never holds a
+// Result; a payload it passed to AddMessage is the runtime's from then on.
 //
 // # Determinism
 //
