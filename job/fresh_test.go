@@ -83,6 +83,7 @@ func TestFreshInputsSkipLookup(t *testing.T) {
 	before := e.worker.Stats()["count-0"]
 	assert.Equal(t, []string{"handmade-1"}, push("count-0").Acked)
 	e.waitCounts(map[string]int64{"warm": 1, "a": 1, "b": 1, "c": 1, "pushed": 1})
+	e.waitInboxEmpty("count-0")
 	after := e.worker.Stats()["count-0"]
 	assert.Equal(t, before.LookupsSkipped+1, after.LookupsSkipped, "born after the job started: not looked up")
 

@@ -319,10 +319,7 @@ func TestWorkerDropsDuplicates(t *testing.T) {
 	e.putJob("count-0", "count", "count-p0", -1)
 	e.write("dup")
 	e.waitCounts(map[string]int64{"dup": 1})
-	// The count is visible once the epoch committed, a moment before the job acknowledges the
-	// input and drops it from its inbox: a copy pushed in that moment joins the buffered one
-	// and is no duplicate for the dedup index to find. Push it once the inbox is empty.
-	e.eventually("the original to leave the inbox", func() bool { return e.worker.Stats()["count-0"].InboxLen == 0 })
+	e.waitInboxEmpty("count-0")
 
 	// The id split gave its only output (deterministic: source offset 0, first output).
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
@@ -334,6 +331,15 @@ func TestWorkerDropsDuplicates(t *testing.T) {
 
 	stats := fetchStats(t, e.worker.Addr())
 	assert.GreaterOrEqual(t, stats["count-0"].Duplicates, int64(1), "the duplicate counter is served on /stats")
+}
+
+// waitInboxEmpty waits until job's inbox holds nothing. A count is visible once its epoch
+// committed, a moment before the job acknowledges the inputs and drops them from its inbox: a
+// copy pushed in that moment joins the buffered original instead of reaching the dedup index.
+// Tests that push a copy of a committed message wait for this first.
+func (e *wcEnv) waitInboxEmpty(job string) {
+	e.t.Helper()
+	e.eventually(job+"'s inbox to empty", func() bool { return e.worker.Stats()[job].InboxLen == 0 })
 }
 
 // pushWords pushes one message of stream "words" with id, the word count key of word and
@@ -557,6 +563,7 @@ func TestAtLeastOnceConsistent(t *testing.T) {
 	e.putJob("count-0", "count", "count-p0", -1)
 	e.write("again")
 	e.waitCounts(map[string]int64{"again": 1})
+	e.waitInboxEmpty("count-0")
 
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
 	key := flow.Key{ytql.FarmHash("again"), "again"}
@@ -613,6 +620,7 @@ func TestCommittedPayloadMismatchReported(t *testing.T) {
 	e.putJob("count-0", "count", "count-p0", -1)
 	e.write("same")
 	e.waitCounts(map[string]int64{"same": 1})
+	e.waitInboxEmpty("count-0")
 
 	id := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 0)
 	push := func(payload flow.Row) pushResponse {
