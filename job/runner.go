@@ -1160,7 +1160,8 @@ type prepared struct {
 	loadedRows   []ytstore.StateRow
 }
 
-// prepare draws the epoch's token, looks its inputs up in the dedup index and loads the
+// prepare begins the epoch's tablet transaction and takes its token (the transaction's start
+// timestamp, or a fresh timestamp), looks its inputs up in the dedup index and loads the
 // states of every key of its inputs and timers, concurrently.
 func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 	if r.keyStates == nil {
@@ -1169,14 +1170,21 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 	clear(r.keyStates) // the last epoch's, dead
 	pre := &prepared{states: r.keyStates}
 	var wg sync.WaitGroup
-	wg.Go(func() { pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx) })
 	wg.Go(func() {
 		tx, err := r.store.BeginEpochTx(ctx)
 		if err != nil {
 			r.log.Debug("epoch: beginning the tablet transaction ahead failed; the commit begins one", log.Error(err))
-			return
+		} else {
+			pre.tx = tx
+			// The token is the transaction's start timestamp when its id tells it (as
+			// Flow's partition_transactions row holds last_transaction_start_timestamp):
+			// unique, and later than every token drawn before, like a fresh timestamp.
+			if start := tx.StartTimestamp(); start != 0 {
+				pre.token = start
+				return
+			}
 		}
-		pre.tx = tx
+		pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx)
 	})
 	if r.cfg.Dedup && len(b.Inputs) > 0 {
 		keys := make([]ytstore.DedupKey, 0, len(b.Inputs))

@@ -251,12 +251,21 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		return 0, read == 0, nil
 	}
 	w.OutputsDone = done
-	token, err := r.commits.GenerateTimestamp(ctx)
-	if err != nil {
-		r.outbox.giveBack()
-		r.log.Warn("epoch: generate timestamp failed", log.Error(err))
-		r.noteProblem("generate timestamp", err)
-		return 0, true, nil
+	// The token is the start timestamp of the transaction the commit uses when its id tells
+	// it, else a fresh timestamp (see runner.prepare).
+	var token uint64
+	if tx, err := r.store.BeginEpochTx(ctx); err == nil {
+		defer tx.Release() // a no-op once the commit used it
+		w.Tx, token = tx, tx.StartTimestamp()
+	}
+	if token == 0 {
+		var err error
+		if token, err = r.commits.GenerateTimestamp(ctx); err != nil {
+			r.outbox.giveBack()
+			r.log.Warn("epoch: generate timestamp failed", log.Error(err))
+			r.noteProblem("generate timestamp", err)
+			return 0, true, nil
+		}
 	}
 	w.Token = token
 	phase = time.Now()

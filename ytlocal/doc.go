@@ -126,8 +126,10 @@
 //   - TxObserver: MasterTxFinished(id, committed), called in the critical section that
 //     ends a master transaction (commit, abort, expiry, dependent abort, parent commit).
 //   - TabletTxManager: start_transaction with type != master (or sticky=%true) calls
-//     StartTx with a fresh id whose object type makes IsTabletTxID true
-//     (atomicity=none gets the non-atomic type); ping/commit/abort_transaction of such
+//     StartTx with a function making a fresh id from the start timestamp, laid out as
+//     YTsaurus tablet transaction ids are (the timestamp in the two high words), whose
+//     object type makes IsTabletTxID true (atomicity=none gets the non-atomic type);
+//     ping/commit/abort_transaction of such
 //     ids call PingTx/CommitTx/AbortTx.
 //   - Expirer: NextDeadline/Expire driven by the server's timer goroutine; call
 //     s.kickTimers() after moving a deadline earlier.

@@ -295,12 +295,16 @@ func (d *dynExt) NodeAttributeNames(id guid.GUID, typ string) []string {
 }
 
 // StartTx starts a sticky tablet transaction.
-func (d *dynExt) StartTx(c *call, id guid.GUID, timeout time.Duration) error {
-	if _, err := d.eng.StartTx(id.String(), timeout); err != nil {
-		return err
+func (d *dynExt) StartTx(c *call, newID func(start uint64) guid.GUID, timeout time.Duration) (guid.GUID, error) {
+	var id guid.GUID
+	if _, _, err := d.eng.StartTxWithID(func(start tablet.Timestamp) string {
+		id = newID(uint64(start))
+		return id.String()
+	}, timeout); err != nil {
+		return guid.GUID{}, err
 	}
 	d.s.kickTimers()
-	return nil
+	return id, nil
 }
 
 func (d *dynExt) PingTx(c *call, id guid.GUID) (any, error) {

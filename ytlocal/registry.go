@@ -117,12 +117,13 @@ type TxObserver interface {
 }
 
 // TabletTxManager owns non-master transactions. start_transaction with type other than
-// "master" (or sticky=%true) is passed to StartTx with a freshly allocated id; ping,
+// "master" (or sticky=%true) is passed to StartTx with a function that makes the id from
+// the transaction's start timestamp (as YTsaurus tablet transaction ids carry it); ping,
 // commit and abort of ids whose object type is a tablet transaction (see IsTabletTxID)
 // are passed to the other methods. Each returns the command's response value
 // (usually nil, meaning {}). Prerequisites listed in the call are already checked.
 type TabletTxManager interface {
-	StartTx(c *call, id guid.GUID, timeout time.Duration) error
+	StartTx(c *call, newID func(start uint64) guid.GUID, timeout time.Duration) (guid.GUID, error)
 	PingTx(c *call, id guid.GUID) (any, error)
 	CommitTx(c *call, id guid.GUID) (any, error)
 	AbortTx(c *call, id guid.GUID) (any, error)

@@ -282,6 +282,15 @@ func (s *Server) newID(objectType uint32) guid.GUID {
 	return guid.FromParts(a, objectType&0xffff, s.idCounter, d)
 }
 
+// newTabletTxID is the id of a tablet transaction started at start, laid out as YTsaurus
+// lays out tablet transaction ids (MakeTabletTransactionId): the start timestamp in the two
+// high words (read back by TimestampFromTransactionId, and by ytstore to take an epoch's
+// token from its transaction), the object type, a random hash.
+func (s *Server) newTabletTxID(objectType uint32, start uint64) guid.GUID {
+	a, _, _, _ := guid.New().Parts()
+	return guid.FromParts(a, objectType&0xffff, uint32(start), uint32(start>>32))
+}
+
 // YTsaurus object types used in ids (third word of the id, low 16 bits).
 const (
 	objectTypeTransaction       = 1

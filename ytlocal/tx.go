@@ -220,8 +220,8 @@ func (s *Server) startTabletTx(c *call, typ string, timeout time.Duration) (any,
 	if atomicity == "none" {
 		objType = objectTypeNonAtomicTabletTx
 	}
-	id := s.newID(objType)
-	if err := m.StartTx(c, id, timeout); err != nil {
+	id, err := m.StartTx(c, func(start uint64) guid.GUID { return s.newTabletTxID(objType, start) }, timeout)
+	if err != nil {
 		return nil, err
 	}
 	c.volatile = true // a tablet transaction lives in memory only

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/guid"
+	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
@@ -185,4 +186,46 @@ func TestTransactionObjectAttributes(t *testing.T) {
 	require.NoError(t, yc.AbortTx(ctx, id, nil))
 	err = yc.GetNode(ctx, ypath.Path("#"+id.String()+"/@title"), &title, nil)
 	require.True(t, yterrors.ContainsResolveError(err), "%v", err)
+}
+
+// TestTabletTxIDCarriesStartTimestamp: a tablet transaction's id holds its start timestamp
+// where YTsaurus puts it (TimestampFromTransactionId: the two high words of the id) and the
+// atomic tablet transaction type in the low half of the second word; the timestamp comes
+// from the oracle of generate_timestamp, between the ones drawn before and after it, and
+// is the snapshot the transaction reads at.
+func TestTabletTxIDCarriesStartTimestamp(t *testing.T) {
+	ctx := context.Background()
+	yc := newClient(t, ytlocaltest.New(t))
+	path := newMountedTable(t, ctx, yc, schema.MustInfer(&benchRow{}))
+	require.NoError(t, yc.InsertRows(ctx, path, []any{&benchRow{Key: 1, Value: "before"}}, nil))
+
+	var last uint64
+	for range 3 {
+		before, err := yc.GenerateTimestamp(ctx, nil)
+		require.NoError(t, err)
+		tx, err := yc.BeginTabletTx(ctx, nil)
+		require.NoError(t, err)
+		after, err := yc.GenerateTimestamp(ctx, nil)
+		require.NoError(t, err)
+
+		_, typ, lo, hi := guid.GUID(tx.ID()).Parts()
+		require.Equal(t, uint32(2), typ&0xffff, "object type of %s: want AtomicTabletTransaction", tx.ID())
+		start := uint64(hi)<<32 | uint64(lo)
+		require.Greater(t, start, uint64(before), "start timestamp of %s", tx.ID())
+		require.Less(t, start, uint64(after), "start timestamp of %s", tx.ID())
+		require.Greater(t, start, last)
+		last = start
+
+		// A row committed after the transaction started is not in its snapshot.
+		require.NoError(t, yc.InsertRows(ctx, path, []any{&benchRow{Key: 1, Value: "after"}}, nil))
+		r, err := tx.LookupRows(ctx, path, []any{&benchKey{Key: 1}}, nil)
+		require.NoError(t, err)
+		require.True(t, r.Next())
+		var got benchRow
+		require.NoError(t, r.Scan(&got))
+		require.NoError(t, r.Close())
+		require.Equal(t, "before", got.Value, "the transaction reads at its start timestamp")
+		require.NoError(t, tx.Abort())
+		require.NoError(t, yc.InsertRows(ctx, path, []any{&benchRow{Key: 1, Value: "before"}}, nil))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"go.ytsaurus.tech/library/go/core/log"
+	"go.ytsaurus.tech/yt/go/guid"
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
@@ -243,17 +244,71 @@ type EpochWrite struct {
 type EpochTx struct {
 	tx   *tableTx
 	used atomic.Bool
+	// start is the transaction's start timestamp, 0 when not known.
+	start uint64
 }
+
+// StartTimestamp is the transaction's start timestamp, 0 when the cluster's transaction ids
+// do not tell it. It is unique and later than every timestamp drawn before the transaction
+// began, so it serves as the epoch's token (EpochWrite.Token) as YTsaurus Flow stores
+// last_transaction_start_timestamp in partition_transactions, saving a generate_timestamp
+// request per epoch (TestEpochTxStartTimestamp).
+func (t *EpochTx) StartTimestamp() uint64 { return t.start }
 
 // BeginEpochTx begins a tablet transaction for a later CommitEpoch (EpochWrite.Tx). The
 // transaction's start timestamp precedes the epoch's reads, which only widens the window in
 // which a conflicting write would abort the commit.
+//
+// A YTsaurus tablet transaction id carries its start timestamp (TimestampFromTransactionId:
+// the two high words of an atomic tablet transaction's id). Whether this cluster's ids do is
+// checked at the first call: a timestamp drawn before the transaction began must be below
+// the one read from its id, and one drawn after it above; if not, StartTimestamp is 0.
 func (s *Store) BeginEpochTx(ctx context.Context) (*EpochTx, error) {
+	known := s.txTimestamps.Load()
+	var before uint64
+	if known == 0 {
+		var err error
+		if before, err = s.GenerateTimestamp(ctx); err != nil {
+			return nil, err
+		}
+	}
 	tx, err := s.beginTabletTx(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &EpochTx{tx: tx}, nil
+	t := &EpochTx{tx: tx}
+	start, ok := TabletTxStartTimestamp(tx.id)
+	if known == 0 {
+		after, err := s.GenerateTimestamp(ctx)
+		if err != nil {
+			go tx.abort()
+			return nil, err
+		}
+		if ok && before < start && start < after {
+			known = 1
+		} else {
+			known = -1
+			s.logger.Info("tablet transaction ids do not carry start timestamps: each epoch draws its token with generate_timestamp")
+		}
+		s.txTimestamps.Store(known)
+	}
+	if known == 1 && ok {
+		t.start = start
+	}
+	return t, nil
+}
+
+// TabletTxStartTimestamp reads the start timestamp an atomic tablet transaction's id carries
+// (the two high words, as YTsaurus's TimestampFromTransactionId reads them); false when the
+// id's object type is not an atomic tablet transaction.
+func TabletTxStartTimestamp(id yt.TxID) (uint64, bool) {
+	_, typ, lo, hi := guid.GUID(id).Parts()
+	const atomicTabletTransaction = 2 // YTsaurus EObjectType::AtomicTabletTransaction
+	if typ&0xffff != atomicTabletTransaction {
+		return 0, false
+	}
+	start := uint64(hi)<<32 | uint64(lo)
+	return start, start != 0
 }
 
 // take hands the transaction to its one commit attempt; false when it was used or released.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/guid"
 	"go.ytsaurus.tech/yt/go/yt"
 
 	"github.com/ytflow/yt-flow/ytlocal"
@@ -328,4 +329,45 @@ func TestDedupRowWithoutSystemTimestamp(t *testing.T) {
 	for i, h := range hits {
 		assert.True(t, h.Found, "key %d (%s)", i, keys[i].MessageID)
 	}
+}
+
+// TestEpochTxStartTimestamp: a transaction begun ahead tells its start timestamp (read from
+// its id after the first call checked that this cluster's ids carry it): later than a
+// timestamp drawn before it began and earlier than one drawn after, increasing from one
+// transaction to the next, and usable as the epoch's token (it is what PartitionToken reads
+// back after the commit).
+func TestEpochTxStartTimestamp(t *testing.T) {
+	s, ctx := epochStore(t)
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+	var last uint64
+	for i := range 3 {
+		before, err := s.GenerateTimestamp(ctx)
+		require.NoError(t, err)
+		tx, err := s.BeginEpochTx(ctx)
+		require.NoError(t, err)
+		after, err := s.GenerateTimestamp(ctx)
+		require.NoError(t, err)
+		start := tx.StartTimestamp()
+		require.NotZero(t, start, "transaction %d: ytlocal's tablet transaction ids carry their start timestamps", i)
+		assert.Greater(t, start, before)
+		assert.Less(t, start, after)
+		assert.Greater(t, start, last)
+		last = start
+
+		w := sampleEpoch("p1", lease, start)
+		w.Tx = tx
+		require.NoError(t, s.CommitEpoch(ctx, w))
+		token, found, err := s.PartitionToken(ctx, "p1")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, start, token)
+	}
+	assert.Equal(t, int32(1), s.txTimestamps.Load())
+
+	_, ok := TabletTxStartTimestamp(yt.TxID(guid.FromParts(7, 1, 5, 6)))
+	assert.False(t, ok, "a master transaction id carries no start timestamp")
+	ts, ok := TabletTxStartTimestamp(yt.TxID(guid.FromParts(7, 2, 5, 6)))
+	assert.True(t, ok)
+	assert.Equal(t, uint64(6)<<32|5, ts)
 }

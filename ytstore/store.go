@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -43,6 +44,9 @@ type Store struct {
 	// (pipelines created before it do not); checked once, on the first epoch commit.
 	fingerprintsOnce sync.Once
 	fingerprints     bool
+	// txTimestamps records whether the cluster's tablet transaction ids carry their start
+	// timestamps (1 yes, -1 no, 0 not checked yet; BeginEpochTx).
+	txTimestamps atomic.Int32
 	// jobStatusCols records which optional columns job_status has (jobStatusColumns).
 	eventWatermarksMu   sync.Mutex
 	eventWatermarksRead bool

@@ -80,18 +80,28 @@ func noSuchTx(id string) error {
 // its start timestamp. The lease is timeout long and renewed by every call
 // that names the transaction.
 func (e *Engine) StartTx(id string, timeout time.Duration) (Timestamp, error) {
+	_, start, err := e.StartTxWithID(func(Timestamp) string { return id }, timeout)
+	return start, err
+}
+
+// StartTxWithID starts a tablet transaction whose id is made from its start timestamp
+// (YTsaurus tablet transaction ids carry it: TestTabletTxIDCarriesStartTimestamp) and returns
+// the id and the timestamp. Otherwise it is StartTx.
+func (e *Engine) StartTxWithID(makeID func(start Timestamp) string, timeout time.Duration) (string, Timestamp, error) {
 	if timeout <= 0 {
 		timeout = 15 * time.Second
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	start := e.next()
+	id := makeID(start)
 	if _, ok := e.txs[id]; ok {
-		return 0, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Transaction %s already exists", id))
+		return "", 0, yterrors.Err(yterrors.CodeGeneric, fmt.Sprintf("Transaction %s already exists", id))
 	}
-	tx := &Tx{id: id, start: e.next(), timeout: timeout}
+	tx := &Tx{id: id, start: start, timeout: timeout}
 	tx.expires = e.cfg.Clock().Add(timeout)
 	e.txs[id] = tx
-	return tx.start, nil
+	return id, tx.start, nil
 }
 
 // tx returns a live transaction and renews its lease; the caller holds e.mu.
