@@ -424,6 +424,12 @@ func (r *Runtime) Stop() {
 
 // WaitUntil polls cond every 20ms until it returns true, ctx ends, or the runtime fails.
 func (r *Runtime) WaitUntil(ctx context.Context, cond func() (bool, error)) error {
+	return r.WaitUntilEvery(ctx, func() time.Duration { return 20 * time.Millisecond }, cond)
+}
+
+// WaitUntilEvery is WaitUntil with the pause between checks given by every (asked before
+// each pause).
+func (r *Runtime) WaitUntilEvery(ctx context.Context, every func() time.Duration, cond func() (bool, error)) error {
 	for {
 		ok, err := cond()
 		if ok {
@@ -438,7 +444,7 @@ func (r *Runtime) WaitUntil(ctx context.Context, cond func() (bool, error)) erro
 				return fmt.Errorf("%w (last check: %v)", ctx.Err(), err)
 			}
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(every()):
 		}
 	}
 }

@@ -191,10 +191,21 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		if transition || start.Before(fastUntil) {
 			next = max(cfg.Period/25, 20*time.Millisecond)
 		}
+		if c.drainObserved {
+			// The second observation of a drained pipeline needs a newer status of every
+			// job, which the workers report every PollPeriod/20 (10 ms) in a transition:
+			// look again after about that long, not a whole transition cycle.
+			next = max(cfg.Period/40, 12*time.Millisecond)
+		}
 		// Between regular cycles the leader peeks at the job statuses every fifth of the
 		// period: a job that newly reports its source completed starts the pipeline's
-		// completion, which should not wait for the next cycle.
+		// completion, which should not wait for the next cycle. During a transition it peeks
+		// every PollPeriod/20 of the workers (10 ms) for the first status set in which every
+		// job is drained, which the transition waits for.
 		peek := max(cfg.Period/5, 20*time.Millisecond)
+		if transition && !c.drainObserved {
+			peek = max(cfg.Period/50, 10*time.Millisecond)
+		}
 		for wait := next - time.Since(start); ; wait = next - time.Since(start) {
 			timer.Reset(max(min(wait, peek), 0))
 			select {
@@ -204,26 +215,31 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 				return errors.New("lost leadership: session ended")
 			case <-timer.C:
 			}
-			if time.Since(start) >= next || c.newlyCompleted(termCtx) {
+			if time.Since(start) >= next || c.peekStatuses(termCtx, transition && !c.drainObserved) {
 				break
 			}
 		}
 	}
 }
 
-// newlyCompleted reports whether a job status says completed that the last cycle did not
-// see (a failed read says no).
-func (c *cycler) newlyCompleted(ctx context.Context) bool {
+// peekStatuses reads the job statuses and reports whether a cycle should run now: a job
+// status says completed that the last cycle did not see, or, with drain, every job of the
+// last cycle's layout reports itself drained (a failed read says no).
+func (c *cycler) peekStatuses(ctx context.Context, drain bool) bool {
 	sts, err := c.st.JobStatuses(ctx)
 	if err != nil {
 		return false
 	}
+	drained := 0
 	for _, st := range sts {
 		if st.State == ytstore.JobCompleted && !c.completedJobs[st.JobID] {
 			return true
 		}
+		if c.layoutJobs[st.JobID] && st.InFlight == 0 && (st.Draining || st.State == ytstore.JobCompleted) {
+			drained++
+		}
 	}
-	return false
+	return drain && len(c.layoutJobs) > 0 && drained == len(c.layoutJobs)
 }
 
 // cycler runs scheduling cycles for one leadership term.
@@ -255,8 +271,12 @@ type cycler struct {
 	specErr                 error
 	// sourceCompleted is set by a cycle in which a source partition completed.
 	sourceCompleted bool
-	// completedJobs are the jobs whose status said completed at the last observation.
+	// drainObserved is set by a cycle that saw every job drained once (Decision.DrainObserved).
+	drainObserved bool
+	// completedJobs are the jobs whose status said completed at the last observation;
+	// layoutJobs the jobs of its layout.
 	completedJobs map[string]bool
+	layoutJobs    map[string]bool
 	// notify tells the workers about layout and state changes (nil: no notifications).
 	notify *notifier
 }
@@ -269,6 +289,7 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		return false, err
 	}
 	d := c.sched.Step(in)
+	c.drainObserved = d.DrainObserved
 	if err := c.apply(ctx, d); err != nil {
 		return false, err
 	}
@@ -435,6 +456,10 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	}
 	if in.Statuses, err = c.st.JobStatuses(ctx); err != nil {
 		return nil, nil, err
+	}
+	c.layoutJobs = make(map[string]bool, len(in.Jobs))
+	for _, j := range in.Jobs {
+		c.layoutJobs[j.JobID] = true
 	}
 	c.completedJobs = map[string]bool{}
 	for _, st := range in.Statuses {

@@ -359,3 +359,41 @@ func TestFailedJobReplacedWithNewLease(t *testing.T) {
 		return false
 	})
 }
+
+// TestPeekStatusesSeesDrain: between cycles of a transition the leader's peek asks for a
+// cycle as soon as every job of the last observed layout reports itself drained (in_flight 0
+// and draining applied, or completed), and not before; a job status newly saying completed
+// asks for one in any case.
+func TestPeekStatusesSeesDrain(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	put := func(id string, st ytstore.JobStatus) {
+		t.Helper()
+		st.JobID, st.WorkerID, st.UpdatedAt = id, "w1", ytstore.Now()
+		if err := e.st.PutJobStatus(ctx, st, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &cycler{st: e.st, layoutJobs: map[string]bool{"a": true, "b": true}, completedJobs: map[string]bool{}}
+	put("a", ytstore.JobStatus{State: ytstore.JobRunning, Draining: true})
+	put("b", ytstore.JobStatus{State: ytstore.JobRunning, Draining: true, InFlight: 3})
+	if c.peekStatuses(ctx, true) {
+		t.Fatal("a cycle asked for while job b holds 3 messages")
+	}
+	put("b", ytstore.JobStatus{State: ytstore.JobRunning, Draining: false})
+	if c.peekStatuses(ctx, true) {
+		t.Fatal("a cycle asked for while job b has not applied draining")
+	}
+	put("b", ytstore.JobStatus{State: ytstore.JobRunning, Draining: true})
+	if !c.peekStatuses(ctx, true) {
+		t.Fatal("every job drained: the peek should ask for a cycle")
+	}
+	if c.peekStatuses(ctx, false) {
+		t.Fatal("outside a transition a drained status set asks for no cycle")
+	}
+	c.completedJobs["a"] = true
+	put("b", ytstore.JobStatus{State: ytstore.JobCompleted})
+	if !c.peekStatuses(ctx, false) {
+		t.Fatal("a newly completed job asks for a cycle")
+	}
+}

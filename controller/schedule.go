@@ -62,6 +62,9 @@ type Decision struct {
 	// SourceCompleted says a source partition completed in this step: the others of a
 	// finite pipeline are likely to follow, so the controller looks again sooner for a while.
 	SourceCompleted bool
+	// DrainObserved says this step saw every job drained once: the next step, once every
+	// job has reported again, may finish the transition, so it comes sooner still.
+	DrainObserved bool
 }
 
 // Scheduler makes scheduling decisions. It keeps the little memory decisions
@@ -271,6 +274,7 @@ func (s *Scheduler) Step(in *Input) *Decision {
 		}
 		d.Events = append(d.Events, "pipeline "+state)
 	}
+	d.DrainObserved = s.drain != nil
 	d.PipelineState = state
 	return d
 }

@@ -367,14 +367,23 @@ func TestDrainNeedsTwoObservations(t *testing.T) {
 	if d, _ = w.step(t, &s); d.PipelineState != ytstore.StateDraining {
 		t.Fatalf("stopped with messages in flight")
 	}
+	if d.DrainObserved {
+		t.Errorf("drain observed with messages in flight")
+	}
 	// First all-zero observation is not enough.
 	w.report(0, true, ytstore.JobRunning)
 	if d, _ = w.step(t, &s); d.PipelineState != ytstore.StateDraining {
 		t.Fatalf("stopped after a single drained observation")
 	}
+	if !d.DrainObserved {
+		t.Errorf("the first drained observation is not reported (the controller looks again sooner)")
+	}
 	// Statuses not refreshed: still not enough.
 	if d, _ = w.step(t, &s); d.PipelineState != ytstore.StateDraining {
 		t.Fatalf("stopped without newer statuses")
+	}
+	if !d.DrainObserved {
+		t.Errorf("the pending observation is kept while the statuses are not newer")
 	}
 	// Newer statuses but a commit happened in between: start over.
 	w.report(0, true, ytstore.JobRunning)
@@ -386,6 +395,9 @@ func TestDrainNeedsTwoObservations(t *testing.T) {
 	d, _ = w.step(t, &s)
 	if d.PipelineState != ytstore.StateStopped || len(w.jobs) != 0 {
 		t.Fatalf("state %q with %d jobs, want stopped with none", d.PipelineState, len(w.jobs))
+	}
+	if d.DrainObserved {
+		t.Errorf("drain observation still pending once stopped")
 	}
 	if len(d.AbortLeases) != 5 {
 		t.Errorf("aborted %d leases on stop, want 5", len(d.AbortLeases))
