@@ -213,6 +213,9 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	}
 	w.checkEventWatermarks(ctx)
 	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
+	// Whether an epoch's token can be its transaction's start timestamp is found out now,
+	// while the worker waits for jobs, not in the first epoch (ytstore.CheckTxTimestamps).
+	go func() { _, _ = w.store.CheckTxTimestamps(ctx) }()
 
 	poll := time.NewTimer(w.cfg.PollPeriod)
 	defer poll.Stop()

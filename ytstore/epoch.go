@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/yt/go/guid"
@@ -260,42 +261,59 @@ func (t *EpochTx) StartTimestamp() uint64 { return t.start }
 // which a conflicting write would abort the commit.
 //
 // A YTsaurus tablet transaction id carries its start timestamp (TimestampFromTransactionId:
-// the two high words of an atomic tablet transaction's id). Whether this cluster's ids do is
-// checked at the first call: a timestamp drawn before the transaction began must be below
-// the one read from its id, and one drawn after it above; if not, StartTimestamp is 0.
+// the two high words of an atomic tablet transaction's id). StartTimestamp tells it once
+// CheckTxTimestamps found that this cluster's ids do; until then (the check runs in the
+// background from the first call, if nobody ran it before) it is 0.
 func (s *Store) BeginEpochTx(ctx context.Context) (*EpochTx, error) {
 	known := s.txTimestamps.Load()
-	var before uint64
-	if known == 0 {
-		var err error
-		if before, err = s.GenerateTimestamp(ctx); err != nil {
-			return nil, err
-		}
+	if known == 0 && s.txCheckRunning.CompareAndSwap(false, true) {
+		go func() {
+			defer s.txCheckRunning.Store(false)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			_, _ = s.CheckTxTimestamps(cctx)
+		}()
 	}
 	tx, err := s.beginTabletTx(ctx)
 	if err != nil {
 		return nil, err
 	}
 	t := &EpochTx{tx: tx}
-	start, ok := TabletTxStartTimestamp(tx.id)
-	if known == 0 {
-		after, err := s.GenerateTimestamp(ctx)
-		if err != nil {
-			go tx.abort()
-			return nil, err
-		}
-		if ok && before < start && start < after {
-			known = 1
-		} else {
-			known = -1
-			s.logger.Info("tablet transaction ids do not carry start timestamps: each epoch draws its token with generate_timestamp")
-		}
-		s.txTimestamps.Store(known)
-	}
-	if known == 1 && ok {
+	if start, ok := TabletTxStartTimestamp(tx.id); ok && known == 1 {
 		t.start = start
 	}
 	return t, nil
+}
+
+// CheckTxTimestamps finds out, once, whether this cluster's tablet transaction ids carry
+// their start timestamps: a timestamp drawn before a transaction began must be below the one
+// read from its id, and one drawn after it above. A worker runs it at its start, so that its
+// first epochs need not.
+func (s *Store) CheckTxTimestamps(ctx context.Context) (bool, error) {
+	if known := s.txTimestamps.Load(); known != 0 {
+		return known == 1, nil
+	}
+	before, err := s.GenerateTimestamp(ctx)
+	if err != nil {
+		return false, err
+	}
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.abort()
+	after, err := s.GenerateTimestamp(ctx)
+	if err != nil {
+		return false, err
+	}
+	start, ok := TabletTxStartTimestamp(tx.id)
+	if ok && before < start && start < after {
+		s.txTimestamps.Store(1)
+		return true, nil
+	}
+	s.txTimestamps.Store(-1)
+	s.logger.Info("tablet transaction ids do not carry start timestamps: each epoch draws its token with generate_timestamp")
+	return false, nil
 }
 
 // TabletTxStartTimestamp reads the start timestamp an atomic tablet transaction's id carries

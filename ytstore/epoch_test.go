@@ -332,7 +332,7 @@ func TestDedupRowWithoutSystemTimestamp(t *testing.T) {
 }
 
 // TestEpochTxStartTimestamp: a transaction begun ahead tells its start timestamp (read from
-// its id after the first call checked that this cluster's ids carry it): later than a
+// its id once CheckTxTimestamps found that this cluster's ids carry it): later than a
 // timestamp drawn before it began and earlier than one drawn after, increasing from one
 // transaction to the next, and usable as the epoch's token (it is what PartitionToken reads
 // back after the commit).
@@ -340,6 +340,9 @@ func TestEpochTxStartTimestamp(t *testing.T) {
 	s, ctx := epochStore(t)
 	lease, err := s.StartLease(ctx, "job-1", time.Minute)
 	require.NoError(t, err)
+	carry, err := s.CheckTxTimestamps(ctx)
+	require.NoError(t, err)
+	require.True(t, carry, "ytlocal's tablet transaction ids carry their start timestamps")
 	var last uint64
 	for i := range 3 {
 		before, err := s.GenerateTimestamp(ctx)

@@ -45,8 +45,10 @@ type Store struct {
 	fingerprintsOnce sync.Once
 	fingerprints     bool
 	// txTimestamps records whether the cluster's tablet transaction ids carry their start
-	// timestamps (1 yes, -1 no, 0 not checked yet; BeginEpochTx).
-	txTimestamps atomic.Int32
+	// timestamps (1 yes, -1 no, 0 not checked yet; CheckTxTimestamps), and whether a check
+	// runs.
+	txTimestamps   atomic.Int32
+	txCheckRunning atomic.Bool
 	// jobStatusCols records which optional columns job_status has (jobStatusColumns).
 	eventWatermarksMu   sync.Mutex
 	eventWatermarksRead bool
