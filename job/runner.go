@@ -907,7 +907,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	empty := len(b.Inputs) == 0 && len(b.Timers) == 0 && len(b.Sources) == 0
 	phase = r.stats.phases.since(&r.stats.phases.fetch, phase)
 	r.stats.phases.rows.Add(int64(len(b.Inputs) + len(b.Timers) + len(b.Sources)))
-	done := r.outbox.takeDone()
+	done := r.outbox.takeDoneIf(r.deleteDoneNow(draining))
 	if empty && len(done) == 0 && now-lastCommit < r.leaseCheckPeriod() {
 		return 0, true, nil
 	}
@@ -1145,6 +1145,27 @@ func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
 		k.Key = epoch.EncodeKey(in.Message.Key)
 	}
 	return k
+}
+
+// doneBatch is how many finished output store rows (chunks acknowledged by every reader or
+// delivered by their sink) wait to be deleted together; see runner.deleteDoneNow.
+const doneBatch = 8
+
+// deleteDoneNow says when an epoch deletes the finished output store rows: once doneBatch of
+// them wait, once the oldest waited batch_duration, and at once while the job drains (its
+// completion waits for the deletions). Deleting them every few epochs instead of in every
+// one saves most epochs a delete_rows request, and an idle job a commit; until deleted, a
+// finished row is still counted in flight and holds the SystemWatermark back, and a job that
+// restarts before deleting it resends it, which its reader acknowledges as a duplicate
+// (TestDoneRowsDeletedInBatches).
+func (r *runner) deleteDoneNow(draining bool) func(n int, since time.Time) bool {
+	wait := r.dyn.BatchDuration
+	if wait <= 0 {
+		wait = time.Second
+	}
+	return func(n int, since time.Time) bool {
+		return draining || n >= doneBatch || time.Since(since) >= wait
+	}
 }
 
 // prepared is what an epoch reads before it plans: its token, which inputs the dedup index

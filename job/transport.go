@@ -527,6 +527,9 @@ type outbox struct {
 	queues   map[string]*destQueue         // destination -> the same rows in id order
 	done     []doneEntry
 	deleting []doneEntry
+	// doneSince is when the oldest entry of done finished (zero when done is empty);
+	// deletingSince the same for the entries taken into deleting.
+	doneSince, deletingSince time.Time
 	// children counts, per parent input of a swift computation, its outputs not yet
 	// delivered (one per destination); parentOf maps an output (destination, id) to its
 	// parents.
@@ -726,6 +729,9 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 	defer o.mu.Unlock()
 	before := len(o.done)
 	defer func() {
+		if before == 0 && len(o.done) > 0 {
+			o.doneSince = time.Now()
+		}
 		if len(o.done) > before {
 			select {
 			case o.doneReady <- struct{}{}:
@@ -784,14 +790,26 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 // takeDone hands the finished keys to an epoch commit; they stay accounted for (deleting)
 // until committed confirms or giveBack returns them.
 func (o *outbox) takeDone() []ytstore.OutputKey {
+	return o.takeDoneIf(func(int, time.Time) bool { return true })
+}
+
+// takeDoneIf is takeDone when take agrees, given how many keys are finished and when the
+// oldest of them finished; otherwise it takes none and they wait for a later epoch.
+func (o *outbox) takeDoneIf(take func(n int, since time.Time) bool) []ytstore.OutputKey {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.done) == 0 || !take(len(o.done), o.doneSince) {
+		return nil
+	}
 	keys := make([]ytstore.OutputKey, len(o.done))
 	for i, d := range o.done {
 		keys[i] = d.key
 	}
+	if len(o.deleting) == 0 || o.doneSince.Before(o.deletingSince) {
+		o.deletingSince = o.doneSince
+	}
 	o.deleting = append(o.deleting, o.done...)
-	o.done = nil
+	o.done, o.doneSince = nil, time.Time{}
 	return keys
 }
 
@@ -806,6 +824,9 @@ func (o *outbox) committed() {
 func (o *outbox) giveBack() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.deleting) > 0 && (o.doneSince.IsZero() || o.deletingSince.Before(o.doneSince)) {
+		o.doneSince = o.deletingSince
+	}
 	o.done = append(o.deleting, o.done...)
 	o.deleting = nil
 }

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -376,4 +377,55 @@ func TestInboxTakeIntoReusesBuffer(t *testing.T) {
 	assert.Equal(t, epoch.Input{}, buf[3], "what the buffer held past the inputs taken is cleared")
 	got = b.takeInto(got, 10)
 	assert.Equal(t, []string{"c"}, inputIDs(got), "the next epoch's inputs only")
+}
+
+// TestDoneRowsDeletedInBatches: an epoch deletes the finished output store rows only once
+// doneBatch of them wait, once the oldest waited batch_duration, or while the job drains;
+// rows left for later stay counted (held) and hold the watermark; a failed commit gives the
+// taken rows back with their age, so the next epoch deletes them at once.
+func TestDoneRowsDeletedInBatches(t *testing.T) {
+	r := &runner{inbox: newInbox(10), outbox: newOutbox()}
+	r.dyn.BatchDuration = time.Hour // age never decides here, except where set below
+	var rows []ytstore.OutputRow
+	for i := range doneBatch + 2 {
+		rows = append(rows, ytstore.OutputRow{PartitionID: "p", Destination: "d", MessageID: fmt.Sprintf("m%02d", i), SystemTimestamp: uint64(100 + i)})
+	}
+	r.outbox.add(rows)
+
+	r.outbox.finish("p", "d", []string{"m00"})
+	assert.Empty(t, r.outbox.takeDoneIf(r.deleteDoneNow(false)), "one finished row waits for more")
+	assert.Equal(t, doneBatch+2, r.outbox.held(), "a row waiting for deletion is still held")
+	assert.Equal(t, uint64(100), r.systemWatermark(), "and holds the watermark")
+	assert.Len(t, r.outbox.takeDoneIf(r.deleteDoneNow(true)), 1, "a draining job deletes at once")
+	r.outbox.committed()
+
+	var ids []string
+	for _, row := range rows[1 : doneBatch+1] {
+		ids = append(ids, row.MessageID)
+	}
+	r.outbox.finish("p", "d", ids[:doneBatch-1])
+	assert.Empty(t, r.outbox.takeDoneIf(r.deleteDoneNow(false)), "%d finished rows wait for more", doneBatch-1)
+	r.outbox.finish("p", "d", ids[doneBatch-1:])
+	taken := r.outbox.takeDoneIf(r.deleteDoneNow(false))
+	assert.Len(t, taken, doneBatch, "a batch is deleted")
+	r.outbox.giveBack() // the commit failed
+	assert.Equal(t, 1, r.outbox.size())
+	assert.Equal(t, doneBatch+1, r.outbox.held(), "given back, still held")
+
+	r.dyn.BatchDuration = time.Millisecond
+	time.Sleep(2 * time.Millisecond)
+	r.outbox.finish("p", "d", nil)
+	assert.Equal(t, taken, r.outbox.takeDoneIf(func(n int, since time.Time) bool {
+		return !since.IsZero() && time.Since(since) >= time.Millisecond && r.deleteDoneNow(false)(n, since)
+	}), "rows given back keep their age: deleted once the oldest waited batch_duration")
+	r.outbox.committed()
+
+	last := rows[doneBatch+1].MessageID
+	r.outbox.finish("p", "d", []string{last})
+	time.Sleep(2 * time.Millisecond)
+	assert.Equal(t, []ytstore.OutputKey{{PartitionID: "p", Destination: "d", MessageID: last}},
+		r.outbox.takeDoneIf(r.deleteDoneNow(false)), "a single row is deleted once it waited batch_duration")
+	r.outbox.committed()
+	assert.Zero(t, r.outbox.held())
+	assert.Zero(t, r.systemWatermark())
 }
