@@ -128,6 +128,53 @@ func (d *decoder) str() string {
 	return string(d.r.Next(int(n)))
 }
 
+// scalarLike is scalar, except that it returns prev itself when the value read equals it
+// (same type and value): rows of one list often repeat a column's value (a computation id,
+// a timestamp), and reusing the interface value the previous row holds costs no allocation.
+// Values are immutable, so sharing one between rows is safe.
+func (d *decoder) scalarLike(prev any) any {
+	c, ok := d.r.Peek()
+	if !ok || prev == nil {
+		return d.scalar()
+	}
+	switch p := prev.(type) {
+	case string:
+		if c != markString {
+			break
+		}
+		save := *d.r
+		d.r.Byte()
+		n := d.r.Varint()
+		if n >= 0 && n <= int64(d.r.Len()) && int(n) == len(p) {
+			if b := d.r.Next(int(n)); string(b) == p {
+				return prev
+			}
+		}
+		*d.r = save
+	case int64:
+		if c != markInt64 {
+			break
+		}
+		save := *d.r
+		d.r.Byte()
+		if v := d.r.Varint(); !d.r.Failed() && v == p {
+			return prev
+		}
+		*d.r = save
+	case uint64:
+		if c != markUint64 {
+			break
+		}
+		save := *d.r
+		d.r.Byte()
+		if v := d.r.Uvarint(); !d.r.Failed() && v == p {
+			return prev
+		}
+		*d.r = save
+	}
+	return d.scalar()
+}
+
 func (d *decoder) scalar() any {
 	switch d.r.Byte() {
 	case markString:
@@ -242,6 +289,9 @@ const maxKeys = 64
 // ready; one Decoder is not for concurrent use.
 type Decoder struct {
 	keys []string
+	// vals are the values of the last map's entries, position by position (see
+	// decoder.scalarLike).
+	vals []any
 	// Spare holds maps the caller no longer uses: decode takes its maps from here (cleared)
 	// before it makes new ones. A map taken is the caller's again.
 	Spare []map[string]any
@@ -306,7 +356,16 @@ func (dec *Decoder) decode(b []byte, sys func(key string, v int64)) (m map[strin
 				d.scalar()
 			}
 		} else {
-			v := d.scalar()
+			var v any
+			if i < len(dec.vals) {
+				v = d.scalarLike(dec.vals[i])
+				dec.vals[i] = v
+			} else {
+				v = d.scalar()
+				if i == len(dec.vals) && i < maxKeys {
+					dec.vals = append(dec.vals, v)
+				}
+			}
 			if _, dup := m[k]; dup {
 				return nil, 0, false
 			}

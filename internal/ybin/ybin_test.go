@@ -129,6 +129,10 @@ func FuzzDecode(f *testing.F) {
 		if m, ok := DecodeMap(b); ok != dok || !sameValues(m, dm) {
 			t.Fatalf("%q: DecodeMap %#v %v, Decoder %#v %v", b, m, ok, dm, dok)
 		}
+		// Again, now that the Decoder holds b's own values (repeated values are reused).
+		if again, aok := dec.DecodeMap(b); aok != dok || !sameValues(again, dm) {
+			t.Fatalf("%q decoded twice: %#v %v, then %#v %v", b, dm, dok, again, aok)
+		}
 		if m, ok := DecodeMap(b); ok {
 			var sdk map[string]any
 			if err := yson.Unmarshal(b, &sdk); err != nil {
@@ -291,5 +295,52 @@ func TestDecoderReusesSpareMapsCleared(t *testing.T) {
 	delete(second, "marker")
 	if len(second) != 1 || second["a"] != int64(2) {
 		t.Fatalf("reused map = %v, want map[a:2]", second)
+	}
+}
+
+// TestDecoderReusesRepeatedValues: a value equal to the previous map's value at the same
+// position (same type and value) is that value, not a new allocation: decoding a map equal
+// to the previous one into a spare map allocates nothing. Values that differ in type, length,
+// bytes or sign decode as themselves.
+func TestDecoderReusesRepeatedValues(t *testing.T) {
+	var dec Decoder
+	row := map[string]any{"computation_id": "count", "system_timestamp": uint64(1796427696968423), "n": int64(-7), "name": "count"}
+	b, ok := AppendMap(nil, row)
+	if !ok {
+		t.Fatal("row does not encode")
+	}
+	first, ok := dec.DecodeMap(b)
+	if !ok || !reflect.DeepEqual(first, row) {
+		t.Fatalf("first = %v, %v", first, ok)
+	}
+	spare := map[string]any{}
+	allocs := testing.AllocsPerRun(100, func() {
+		dec.Spare = append(dec.Spare[:0], spare)
+		m, ok := dec.DecodeMap(b)
+		if !ok || len(m) != 4 {
+			t.Fatalf("repeat = %v, %v", m, ok)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("decoding a repeated map allocates %.1f times, want 0", allocs)
+	}
+	if !reflect.DeepEqual(spare, row) {
+		t.Fatalf("repeat = %v, want %v", spare, row)
+	}
+	for i, next := range []map[string]any{
+		{"computation_id": "counT", "system_timestamp": uint64(1796427696968424), "n": int64(7), "name": "cnt"},
+		{"computation_id": int64(5), "system_timestamp": int64(1796427696968423), "n": uint64(7), "name": "count"},
+		{"computation_id": "count", "system_timestamp": "1796427696968423", "n": nil, "name": "count!"},
+		{"computation_id": "", "system_timestamp": uint64(0), "n": int64(0), "name": true},
+		row,
+	} {
+		b, ok := AppendMap(nil, next)
+		if !ok {
+			t.Fatalf("map %d does not encode", i)
+		}
+		m, ok := dec.DecodeMap(b)
+		if !ok || !reflect.DeepEqual(m, next) {
+			t.Fatalf("map %d = %#v, %v; want %#v", i, m, ok, next)
+		}
 	}
 }
