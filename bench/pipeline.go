@@ -389,7 +389,8 @@ func StartRuntime(proxy, path string, n int) *Runtime {
 		}
 	}
 	for i := range n {
-		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger()})
+		// As yt-flow run does: the workers of the process hand pushes to each other in memory.
+		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger(), InProcessPeers: true})
 		stopped := make(chan struct{})
 		r.wg.Go(func() {
 			defer close(stopped)

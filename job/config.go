@@ -49,6 +49,11 @@ type Config struct {
 	LeaseCheckPeriod time.Duration
 	// EmptyBatchBackoff overrides the spec's empty_batch_backoff when positive (tests).
 	EmptyBatchBackoff time.Duration
+	// InProcessPeers hands pushes to reader jobs on other workers of this process that have it
+	// set too over in memory, as pushes to jobs of the same worker are, instead of over HTTP:
+	// yt-flow run runs all its workers in one process. Workers in other processes are always
+	// reached over HTTP.
+	InProcessPeers bool
 	// TestAckDelay, when positive, holds every push reply that acknowledges messages for this
 	// long after they are committed (a slow network on the acknowledgement path). It is a
 	// testing aid for fault tests, see failpoint.go; exactly-once holds for any value.

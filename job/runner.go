@@ -165,8 +165,9 @@ type runnerStats struct {
 	readAheads atomic.Int64
 	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
 	alignmentHolds atomic.Int64
-	// pushesLocal and pushesHTTP count pushes to reader jobs on this worker and on others.
-	pushesLocal, pushesHTTP atomic.Int64
+	// pushesLocal, pushesInProcess and pushesHTTP count pushes to reader jobs on this worker,
+	// on other workers of this process (Config.InProcessPeers) and on others.
+	pushesLocal, pushesInProcess, pushesHTTP atomic.Int64
 	// mismatchesLogged is the payload mismatch count last logged.
 	mismatchesLogged atomic.Int64
 	// phases is where the job's wall time went, in Flow's epoch part names.
@@ -1638,10 +1639,12 @@ type JobStats struct {
 	// PayloadMismatches counts messages received again with a different payload under the
 	// same id: a swift computation that is not deterministic.
 	PayloadMismatches int64 `json:"payload_mismatches"`
-	// PushesLocal and PushesHTTP count the pushes this job sent to reader jobs on its own
-	// worker (handed over in memory) and on other workers (over HTTP).
-	PushesLocal int64 `json:"pushes_local"`
-	PushesHTTP  int64 `json:"pushes_http"`
+	// PushesLocal, PushesInProcess and PushesHTTP count the pushes this job sent to reader
+	// jobs on its own worker and on other workers of its process (Config.InProcessPeers), both
+	// handed over in memory, and on other workers (over HTTP).
+	PushesLocal     int64 `json:"pushes_local"`
+	PushesInProcess int64 `json:"pushes_in_process"`
+	PushesHTTP      int64 `json:"pushes_http"`
 	// LookupsSkipped counts inputs that needed no dedup lookup: born after the job started and
 	// not committed by it (fresh.go).
 	LookupsSkipped int64 `json:"dedup_lookups_skipped"`
@@ -1659,7 +1662,7 @@ func (r *runner) jobStats() JobStats {
 	return JobStats{
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
-		PushesLocal: r.stats.pushesLocal.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
+		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
 		AlignmentHolds: r.stats.alignmentHolds.Load(),
 		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,

@@ -265,6 +265,9 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 		if rt.workerID == r.w.id {
 			r.stats.pushesLocal.Add(1)
 			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, tag)
+		} else if peer := r.w.peer(rt.address); peer != nil {
+			r.stats.pushesInProcess.Add(1)
+			acked, reset, err = peer.pushLocal(ctx, rt, dest, batch, tag)
 		} else {
 			r.stats.pushesHTTP.Add(1)
 			acked, reset, err = pushInSession(ctx, s.client, rt, dest, batch, tag)

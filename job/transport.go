@@ -923,10 +923,27 @@ func rowPtrs(rows []ytstore.OutputRow) []*ytstore.OutputRow {
 	return ps
 }
 
-// pushLocal hands rows to a reader job of this worker as push tag.seq of session tag.session,
-// like pushInSession but without encoding the push or crossing HTTP: the reader decodes keys
-// and payloads from the rows' bytes (which it only reads) and answers as the /push endpoint
-// would, through the same acceptPush.
+// peers are the workers of this process with Config.InProcessPeers, by their push address
+// (unique in the process: each listens on its own port).
+var peers sync.Map // address -> *Worker
+
+// peer is the worker of this process that serves pushes at addr, when both it and w hand
+// pushes over in memory (Config.InProcessPeers); nil otherwise.
+func (w *Worker) peer(addr string) *Worker {
+	if !w.cfg.InProcessPeers || addr == "" {
+		return nil
+	}
+	if p, ok := peers.Load(addr); ok {
+		return p.(*Worker)
+	}
+	return nil
+}
+
+// pushLocal hands rows to a reader job of w — the sender's own worker, or another worker of
+// the process (peer) — as push tag.seq of session tag.session, like pushInSession but without
+// encoding the push or crossing HTTP: the reader decodes keys and payloads from the rows'
+// bytes (which it only reads) and answers as the /push endpoint would, through the same
+// acceptPush (TestInProcessPeersPushInMemory).
 func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
 	for i, r := range rows {
@@ -934,10 +951,10 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 	}
 	resp, err := w.acceptPush(ctx, pr)
 	if err != nil {
-		return nil, true, fmt.Errorf("push to job %s on this worker: %w", rt.jobID, err)
+		return nil, true, fmt.Errorf("push to job %s in this process: %w", rt.jobID, err)
 	}
 	if resp.Refused != "" && len(resp.Acked) == 0 {
-		return nil, true, refusal(fmt.Sprintf("push to job %s on this worker", rt.jobID), resp.Refused)
+		return nil, true, refusal(fmt.Sprintf("push to job %s in this process", rt.jobID), resp.Refused)
 	}
 	return resp.Acked, resp.Reset, nil
 }

@@ -167,6 +167,10 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	defer w.stopAll()
 	addr := ln.Addr().String()
+	if w.cfg.InProcessPeers {
+		peers.Store(addr, w)
+		defer peers.Delete(addr) // before the jobs stop: later pushes go over HTTP and fail
+	}
 	for {
 		err := w.session(ctx, addr)
 		if ctx.Err() != nil {

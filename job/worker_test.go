@@ -639,3 +639,93 @@ func TestCommittedPayloadMismatchReported(t *testing.T) {
 	e.write("next")
 	e.waitCounts(map[string]int64{"same": 1, "next": 1})
 }
+
+// startPeer runs a second worker of the pipeline with e's worker's settings under id, until
+// the test ends.
+func (e *wcEnv) startPeer(id string) *Worker {
+	e.t.Helper()
+	cfg := e.worker.cfg
+	cfg.WorkerID, cfg.Listen = id, ""
+	w := NewWorker(cfg)
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(e.t, err, "worker %s returns cleanly on cancel", id)
+		case <-time.After(30 * time.Second):
+			e.t.Errorf("worker %s did not stop within 30s of cancel", id)
+		}
+	})
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		e.t.Fatalf("worker %s stopped: %v", id, err)
+	case <-e.ctx.Done():
+		e.t.Fatalf("worker %s not ready", id)
+	}
+	return w
+}
+
+// TestInProcessPeersPushInMemory: with Config.InProcessPeers on both workers, a split job's
+// pushes to the count job on the other worker of this process are handed over in memory
+// (none crosses HTTP) and the counts are exact, also after the count job moved back to the
+// split's worker and again away; without the option the same pushes go over HTTP.
+func TestInProcessPeersPushInMemory(t *testing.T) {
+	for _, inProcess := range []bool{true, false} {
+		t.Run(fmt.Sprintf("in_process=%v", inProcess), func(t *testing.T) {
+			e := startWordCountOpts(t, nil, func(c *Config) { c.InProcessPeers = inProcess })
+			e.startPeer("w2")
+			e.putJob("split-0", "split", "split-p0", 0)
+			lease, err := e.store.StartLease(e.ctx, "count-0", time.Minute)
+			require.NoError(t, err)
+			e.applyLayout(ytstore.LayoutChange{
+				PutPartitions: []ytstore.Partition{{PartitionID: "count-p0", ComputationID: "count", SourcePartition: -1, State: ytstore.PartitionActive}},
+				PutJobs: []ytstore.Job{{JobID: "count-0", ComputationID: "count", PartitionID: "count-p0", WorkerID: "w2",
+					LeaseID: lease, SourcePartition: -1}},
+			})
+			e.write("a b a", "b c")
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 1})
+			st := e.worker.Stats()["split-0"]
+			assert.Zero(t, st.PushesLocal, "the reader is on the other worker")
+			if inProcess {
+				assert.Positive(t, st.PushesInProcess, "pushes handed to the other worker of the process")
+				assert.Zero(t, st.PushesHTTP, "no push crossed HTTP")
+			} else {
+				assert.Zero(t, st.PushesInProcess)
+				assert.Positive(t, st.PushesHTTP, "without InProcessPeers pushes go over HTTP")
+			}
+
+			// The count job moves to the split's worker, then back to w2: nothing lost or doubled.
+			require.NoError(t, e.store.AbortLease(e.ctx, lease))
+			e.deleteJob("count-0")
+			e.putJob("count-1", "count", "count-p0", -1)
+			e.write("c d")
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 1})
+			require.NoError(t, e.store.AbortLease(e.ctx, e.jobLease("count-1")))
+			e.deleteJob("count-1")
+			lease2, err := e.store.StartLease(e.ctx, "count-2", time.Minute)
+			require.NoError(t, err)
+			e.applyLayout(ytstore.LayoutChange{PutJobs: []ytstore.Job{{JobID: "count-2", ComputationID: "count",
+				PartitionID: "count-p0", WorkerID: "w2", LeaseID: lease2, SourcePartition: -1}}})
+			e.write("d e")
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 2, "e": 1})
+		})
+	}
+}
+
+// jobLease is the lease of job id in the layout.
+func (e *wcEnv) jobLease(id string) string {
+	e.t.Helper()
+	jobs, err := e.store.Jobs(e.ctx)
+	require.NoError(e.t, err)
+	for _, j := range jobs {
+		if j.JobID == id {
+			return j.LeaseID
+		}
+	}
+	e.t.Fatalf("no job %s in the layout", id)
+	return ""
+}

@@ -158,6 +158,8 @@ func (r *runner) run(ctx context.Context) int {
 		w := job.NewWorker(job.Config{
 			Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path,
 			WorkerID: fmt.Sprintf("run-%d-%d", os.Getpid(), i), Logger: r.logger,
+			// The workers share this process: pushes between them are handed over in memory.
+			InProcessPeers: true,
 		})
 		stopped := make(chan struct{})
 		wg.Go(func() {
