@@ -266,9 +266,8 @@ func (t *EpochTx) StartTimestamp() uint64 { return t.start }
 // background from the first call, if nobody ran it before) it is 0.
 func (s *Store) BeginEpochTx(ctx context.Context) (*EpochTx, error) {
 	known := s.txTimestamps.Load()
-	if known == 0 && s.txCheckRunning.CompareAndSwap(false, true) {
+	if known == 0 && !s.txCheckRunning.Load() {
 		go func() {
-			defer s.txCheckRunning.Store(false)
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			_, _ = s.CheckTxTimestamps(cctx)
@@ -288,11 +287,16 @@ func (s *Store) BeginEpochTx(ctx context.Context) (*EpochTx, error) {
 // CheckTxTimestamps finds out, once, whether this cluster's tablet transaction ids carry
 // their start timestamps: a timestamp drawn before a transaction began must be below the one
 // read from its id, and one drawn after it above. A worker runs it at its start, so that its
-// first epochs need not.
+// first epochs need not. While another call checks, it returns false at once (not known yet):
+// one check runs at a time.
 func (s *Store) CheckTxTimestamps(ctx context.Context) (bool, error) {
 	if known := s.txTimestamps.Load(); known != 0 {
 		return known == 1, nil
 	}
+	if !s.txCheckRunning.CompareAndSwap(false, true) {
+		return false, nil
+	}
+	defer s.txCheckRunning.Store(false)
 	before, err := s.GenerateTimestamp(ctx)
 	if err != nil {
 		return false, err
