@@ -168,6 +168,9 @@ type runnerStats struct {
 	// pushesLocal, pushesInProcess and pushesHTTP count pushes to reader jobs on this worker,
 	// on other workers of this process (Config.InProcessPeers) and on others.
 	pushesLocal, pushesInProcess, pushesHTTP atomic.Int64
+	// payloadsTaken counts received inputs whose payload map the producer handed over in
+	// memory (handOver) instead of bytes to decode.
+	payloadsTaken atomic.Int64
 	// mismatchesLogged is the payload mismatch count last logged.
 	mismatchesLogged atomic.Int64
 	// phases is where the job's wall time went, in Flow's epoch part names.
@@ -241,6 +244,7 @@ type runner struct {
 	invs      []flow.Invocation
 	results   []*flow.Result
 	dedupRows []ytstore.DedupRow
+	memRefs   []memRef // handOver's scratch space
 	stateRows []ytstore.StateRow
 	// inputs holds the inputs an epoch took from the inbox; keyHashes and keyStates are
 	// prepare's (the keys whose states the epoch reads, and those states by key).
@@ -1434,6 +1438,7 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		}
 		w.OutputsAdd = append(w.OutputsAdd, row)
 	}
+	r.memRefs = handOver(c.Stored, w.OutputsAdd, [][]epoch.Out{c.Sync, c.BestEffort}, r.memRefs)
 	// One output store row per destination and epoch (split at ytstore.MaxChunkMessages).
 	ytstore.AssignChunks(w.OutputsAdd, token)
 	for id, n := range seq {
@@ -1645,6 +1650,10 @@ type JobStats struct {
 	PushesLocal     int64 `json:"pushes_local"`
 	PushesInProcess int64 `json:"pushes_in_process"`
 	PushesHTTP      int64 `json:"pushes_http"`
+	// PayloadsTaken counts the inputs this job received from a producer in its process with
+	// the producer's payload map, not decoded from bytes (an in-process push hands a map over
+	// once; retransmissions and HTTP pushes carry bytes).
+	PayloadsTaken int64 `json:"payloads_taken"`
 	// LookupsSkipped counts inputs that needed no dedup lookup: born after the job started and
 	// not committed by it (fresh.go).
 	LookupsSkipped int64 `json:"dedup_lookups_skipped"`
@@ -1662,7 +1671,7 @@ func (r *runner) jobStats() JobStats {
 	return JobStats{
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
-		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
+		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
 		AlignmentHolds: r.stats.alignmentHolds.Load(),
 		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,

@@ -251,7 +251,8 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 	}
 	f := &flight{jobID: rt.jobID, msgs: msgs}
 	s.inFlight[dest][f] = struct{}{}
-	r.outbox.setFlying(msgs, true)
+	// The payload maps go only to a reader in this process; over HTTP the bytes go.
+	mem := r.outbox.takeFlying(msgs)
 	s.pushes[rt.jobID]++
 	st := s.streams[rt.jobID]
 	st.seq++
@@ -264,10 +265,10 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 		var err error
 		if rt.workerID == r.w.id {
 			r.stats.pushesLocal.Add(1)
-			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, tag)
+			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, mem, tag)
 		} else if peer := r.w.peer(rt.address); peer != nil {
 			r.stats.pushesInProcess.Add(1)
-			acked, reset, err = peer.pushLocal(ctx, rt, dest, batch, tag)
+			acked, reset, err = peer.pushLocal(ctx, rt, dest, batch, mem, tag)
 		} else {
 			r.stats.pushesHTTP.Add(1)
 			acked, reset, err = pushInSession(ctx, s.client, rt, dest, batch, tag)

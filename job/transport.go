@@ -34,6 +34,9 @@ type wireMessage struct {
 	// Born is the message's birth (ytstore.OutputRow.Birth); 0 when not known
 	// (epoch.Input.Born).
 	Born uint64 `json:"born,omitempty"`
+	// mem is Payload decoded already, for a push within the process (outbox.takeFlying):
+	// the producer's map, equal to what Payload decodes to. Never sent.
+	mem map[string]any
 }
 
 // maxPushBytes bounds a /push request body.
@@ -69,7 +72,9 @@ func fromWire(m wireMessage, dec *ybin.Decoder) (epoch.Input, error) {
 		return epoch.Input{}, fmt.Errorf("message %s: key: %w", m.ID, err)
 	}
 	var payload flow.Row
-	if len(m.Payload) > 0 {
+	if m.mem != nil {
+		payload = m.mem
+	} else if len(m.Payload) > 0 {
 		var err error
 		if payload, err = decodePayload(m.Payload, dec); err != nil {
 			return epoch.Input{}, fmt.Errorf("message %s: payload: %w", m.ID, err)
@@ -398,6 +403,7 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 	}
 	ins := make([]epoch.Input, 0, len(pr.Messages))
 	var dec ybin.Decoder // payloads of one stream repeat their field names
+	var taken int64
 	for _, m := range pr.Messages {
 		if !epoch.InRange(m.KeyHash, r.job.LowerKey, r.job.UpperKey) {
 			continue // not ours (layout moved on): never acknowledged here
@@ -406,8 +412,12 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		if err != nil {
 			return pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
 		}
+		if m.mem != nil {
+			taken++
+		}
 		ins = append(ins, in)
 	}
+	r.stats.payloadsTaken.Add(taken)
 	var waiter *pushWaiter
 	var accepted []*pending
 	complete := false
@@ -456,6 +466,9 @@ type outMsg struct {
 	// flying marks a row carried by a push in flight (setFlying), which a sender round skips
 	// without looking it up.
 	flying bool
+	// mem is the row's payload map (ytstore.OutputRow.Mem, moved here by add), until a push
+	// takes it (takeFlying): the first push in this process hands it to its reader.
+	mem map[string]any
 }
 
 // destQueue lists a destination's pending rows in message id (production) order, so a sender
@@ -566,6 +579,7 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		}
 		msg := &slab[i]
 		msg.row = &rows[i]
+		msg.mem, rows[i].Mem = r.Mem, nil
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
@@ -703,6 +717,24 @@ func (o *outbox) setFlying(msgs []*outMsg, on bool) {
 	for _, m := range msgs {
 		m.flying = on
 	}
+}
+
+// takeFlying marks msgs flying (setFlying) and takes their payload maps over (mem[i] is
+// msgs[i]'s, nil when it has none or an earlier push took it): a map is handed over once, to
+// one push, never again.
+func (o *outbox) takeFlying(msgs []*outMsg) (mem []map[string]any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, m := range msgs {
+		m.flying = true
+		if m.mem != nil {
+			if mem == nil {
+				mem = make([]map[string]any, len(msgs))
+			}
+			mem[i], m.mem = m.mem, nil
+		}
+	}
+	return mem
 }
 
 // destinations lists destinations with pending rows.
@@ -944,10 +976,13 @@ func (w *Worker) peer(addr string) *Worker {
 // encoding the push or crossing HTTP: the reader decodes keys and payloads from the rows'
 // bytes (which it only reads) and answers as the /push endpoint would, through the same
 // acceptPush (TestInProcessPeersPushInMemory).
-func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
+func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []map[string]any, tag pushTag) (acked []string, reset bool, err error) {
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
 	for i, r := range rows {
 		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Birth()}
+		if mem != nil {
+			pr.Messages[i].mem = mem[i]
+		}
 	}
 	resp, err := w.acceptPush(ctx, pr)
 	if err != nil {

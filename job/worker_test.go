@@ -677,7 +677,7 @@ func TestInProcessPeersPushInMemory(t *testing.T) {
 	for _, inProcess := range []bool{true, false} {
 		t.Run(fmt.Sprintf("in_process=%v", inProcess), func(t *testing.T) {
 			e := startWordCountOpts(t, nil, func(c *Config) { c.InProcessPeers = inProcess })
-			e.startPeer("w2")
+			w2 := e.startPeer("w2")
 			e.putJob("split-0", "split", "split-p0", 0)
 			lease, err := e.store.StartLease(e.ctx, "count-0", time.Minute)
 			require.NoError(t, err)
@@ -688,14 +688,21 @@ func TestInProcessPeersPushInMemory(t *testing.T) {
 			})
 			e.write("a b a", "b c")
 			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 1})
+			// Pushes made once the reader runs are accepted at the first try: they hand the
+			// payload maps over (a push refused before the reader started is resent as bytes).
+			e.write("z")
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 1, "z": 1})
 			st := e.worker.Stats()["split-0"]
 			assert.Zero(t, st.PushesLocal, "the reader is on the other worker")
+			taken := w2.Stats()["count-0"].PayloadsTaken
 			if inProcess {
 				assert.Positive(t, st.PushesInProcess, "pushes handed to the other worker of the process")
 				assert.Zero(t, st.PushesHTTP, "no push crossed HTTP")
+				assert.Positive(t, taken, "the reader took the producer's payload maps")
 			} else {
 				assert.Zero(t, st.PushesInProcess)
 				assert.Positive(t, st.PushesHTTP, "without InProcessPeers pushes go over HTTP")
+				assert.Zero(t, taken, "over HTTP payloads travel as bytes")
 			}
 
 			// The count job moves to the split's worker, then back to w2: nothing lost or doubled.
@@ -703,7 +710,10 @@ func TestInProcessPeersPushInMemory(t *testing.T) {
 			e.deleteJob("count-0")
 			e.putJob("count-1", "count", "count-p0", -1)
 			e.write("c d")
-			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 1})
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 1, "z": 1})
+			e.write("z")
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 1, "z": 2})
+			assert.Positive(t, e.worker.Stats()["count-1"].PayloadsTaken, "a reader on the producer's own worker takes its maps")
 			require.NoError(t, e.store.AbortLease(e.ctx, e.jobLease("count-1")))
 			e.deleteJob("count-1")
 			lease2, err := e.store.StartLease(e.ctx, "count-2", time.Minute)
@@ -711,7 +721,7 @@ func TestInProcessPeersPushInMemory(t *testing.T) {
 			e.applyLayout(ytstore.LayoutChange{PutJobs: []ytstore.Job{{JobID: "count-2", ComputationID: "count",
 				PartitionID: "count-p0", WorkerID: "w2", LeaseID: lease2, SourcePartition: -1}}})
 			e.write("d e")
-			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 2, "e": 1})
+			e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 2, "d": 2, "e": 1, "z": 2})
 		})
 	}
 }

@@ -157,6 +157,10 @@ type OutputRow struct {
 	// before which it cannot have been delivered, the same on every recomputation; 0 when not
 	// known. Not stored. See Birth.
 	Born uint64 `yson:"-"`
+	// Mem is the payload as the epoch produced it, when Payload decodes to a map equal to it
+	// type for type (ybin.Decoded) and no other row holds it: a reader in the same process
+	// may take it instead of decoding Payload. Not stored; nil for rows read back.
+	Mem map[string]any `yson:"-"`
 }
 
 // Birth is the cluster timestamp before which the message cannot have reached any reader:

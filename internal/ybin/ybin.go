@@ -267,6 +267,20 @@ func skipScalar(r *varbin.Reader) bool {
 	return !r.Failed()
 }
 
+// Decoded reports whether every value of m has a type DecodeMap produces (string, int64,
+// uint64, float64, bool, nil): then m and what its encoding (AppendMap) decodes to are equal,
+// type for type, and a reader may be handed m itself instead of decoding its bytes.
+func Decoded(m map[string]any) bool {
+	for _, v := range m {
+		switch v.(type) {
+		case string, int64, uint64, float64, bool, nil:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // DecodeMap decodes what AppendMap writes; keys must be distinct.
 func DecodeMap(b []byte) (m map[string]any, ok bool) {
 	var d Decoder

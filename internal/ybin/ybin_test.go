@@ -126,6 +126,9 @@ func FuzzDecode(f *testing.F) {
 			dec.DecodeMap(sb)
 		}
 		dm, dok := dec.DecodeMap(b)
+		if dok && !Decoded(dm) {
+			t.Fatalf("%q decodes to %#v, which Decoded refuses", b, dm)
+		}
 		if m, ok := DecodeMap(b); ok != dok || !sameValues(m, dm) {
 			t.Fatalf("%q: DecodeMap %#v %v, Decoder %#v %v", b, m, ok, dm, dok)
 		}
@@ -341,6 +344,41 @@ func TestDecoderReusesRepeatedValues(t *testing.T) {
 		m, ok := dec.DecodeMap(b)
 		if !ok || !reflect.DeepEqual(m, next) {
 			t.Fatalf("map %d = %#v, %v; want %#v", i, m, ok, next)
+		}
+	}
+}
+
+// TestDecodedMatchesRoundTrip: Decoded accepts exactly the maps that decode from their own
+// encoding to themselves, type for type (what lets a reader in the same process take the
+// producer's map instead of its bytes).
+func TestDecodedMatchesRoundTrip(t *testing.T) {
+	maps := append([]map[string]any{
+		{"word": "hello"},
+		{"n": int64(1), "u": uint64(2), "f": math.Inf(-1), "nan": math.NaN(), "b": true, "e": nil},
+		{"i": 1},
+		{"bytes": []byte("x")},
+		{"list": []any{"a"}},
+	}, samples...)
+	for i, m := range maps {
+		b, ok := AppendMap(nil, m)
+		if !ok {
+			if Decoded(m) {
+				t.Errorf("map %d (%#v) does not encode, Decoded accepts it", i, m)
+			}
+			continue
+		}
+		back, ok := DecodeMap(b)
+		if !ok {
+			t.Fatalf("map %d: its encoding does not decode", i)
+		}
+		same := len(m) == len(back)
+		for k, v := range m {
+			w, ok := back[k]
+			// Type for type; NaN equals NaN here.
+			same = same && ok && reflect.TypeOf(v) == reflect.TypeOf(w) && (reflect.DeepEqual(v, w) || fmt.Sprint(v) == fmt.Sprint(w))
+		}
+		if same != Decoded(m) {
+			t.Errorf("map %d (%#v): round trip equal %v, Decoded %v", i, m, same, Decoded(m))
 		}
 	}
 }
