@@ -21,7 +21,8 @@ type memRef struct {
 // handOver sets Mem on the rows of outs (rows[i] is outs[i]'s row) whose payload a reader job
 // in this process may take as it is instead of decoding the row's bytes: payloads for
 // computations whose values all have the types decoding gives (ybin.Decoded), each held by
-// no other output of the epoch (others lists the epoch's outputs to sinks). A map added
+// no other output of the epoch (others lists the epoch's outputs to sinks), with their keys
+// when the key values have the decoded types too (OutputRow.MemKey). A map added
 // twice, or sent to two destinations, goes as bytes only, so that no reader ever shares a map
 // with another reader or a sink. buf is scratch space, returned for reuse (cleared).
 //
@@ -51,8 +52,12 @@ func handOver(outs []epoch.Out, rows []ytstore.OutputRow, others [][]epoch.Out, 
 		for k < len(buf) && buf[k].p == buf[j].p {
 			k++
 		}
-		if k == j+1 && buf[j].i >= 0 {
-			rows[buf[j].i].Mem = outs[buf[j].i].Message.Payload
+		if i := buf[j].i; k == j+1 && i >= 0 {
+			rows[i].Mem = outs[i].Message.Payload
+			// The key is the keyer's own, made for this output alone.
+			if ybin.DecodedList(outs[i].Message.Key) {
+				rows[i].MemKey = outs[i].Message.Key
+			}
 		}
 		j = k
 	}

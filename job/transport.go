@@ -34,9 +34,10 @@ type wireMessage struct {
 	// Born is the message's birth (ytstore.OutputRow.Birth); 0 when not known
 	// (epoch.Input.Born).
 	Born uint64 `json:"born,omitempty"`
-	// mem is Payload decoded already, for a push within the process (outbox.takeFlying):
-	// the producer's map, equal to what Payload decodes to. Never sent.
-	mem map[string]any
+	// mem is Payload (and Key, when mem.key is set) decoded already, for a push within the
+	// process (outbox.takeFlying): the producer's own, equal to what the bytes decode to.
+	// Never sent.
+	mem memMsg
 }
 
 // maxPushBytes bounds a /push request body.
@@ -67,13 +68,17 @@ type pushResponse struct {
 }
 
 func fromWire(m wireMessage, dec *ybin.Decoder) (epoch.Input, error) {
-	key, err := epoch.DecodeKey(m.Key)
-	if err != nil {
-		return epoch.Input{}, fmt.Errorf("message %s: key: %w", m.ID, err)
+	// An empty key decodes to nil: only a non-empty one is taken as it is.
+	key := flow.Key(m.mem.key)
+	if len(key) == 0 {
+		var err error
+		if key, err = epoch.DecodeKey(m.Key); err != nil {
+			return epoch.Input{}, fmt.Errorf("message %s: key: %w", m.ID, err)
+		}
 	}
 	var payload flow.Row
-	if m.mem != nil {
-		payload = m.mem
+	if m.mem.payload != nil {
+		payload = m.mem.payload
 	} else if len(m.Payload) > 0 {
 		var err error
 		if payload, err = decodePayload(m.Payload, dec); err != nil {
@@ -412,7 +417,7 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		if err != nil {
 			return pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
 		}
-		if m.mem != nil {
+		if m.mem.payload != nil {
 			taken++
 		}
 		ins = append(ins, in)
@@ -466,9 +471,17 @@ type outMsg struct {
 	// flying marks a row carried by a push in flight (setFlying), which a sender round skips
 	// without looking it up.
 	flying bool
-	// mem is the row's payload map (ytstore.OutputRow.Mem, moved here by add), until a push
-	// takes it (takeFlying): the first push in this process hands it to its reader.
-	mem map[string]any
+	// mem is the row's payload map and key (ytstore.OutputRow.Mem and MemKey, moved here by
+	// add), until a push takes it (takeFlying): the first push in this process hands it to
+	// its reader.
+	mem memMsg
+}
+
+// memMsg is a message's payload and key as the producer made them (handOver): what its
+// bytes decode to.
+type memMsg struct {
+	payload map[string]any
+	key     []any
 }
 
 // destQueue lists a destination's pending rows in message id (production) order, so a sender
@@ -579,7 +592,7 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		}
 		msg := &slab[i]
 		msg.row = &rows[i]
-		msg.mem, rows[i].Mem = r.Mem, nil
+		msg.mem, rows[i].Mem, rows[i].MemKey = memMsg{r.Mem, r.MemKey}, nil, nil
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
@@ -722,16 +735,16 @@ func (o *outbox) setFlying(msgs []*outMsg, on bool) {
 // takeFlying marks msgs flying (setFlying) and takes their payload maps over (mem[i] is
 // msgs[i]'s, nil when it has none or an earlier push took it): a map is handed over once, to
 // one push, never again.
-func (o *outbox) takeFlying(msgs []*outMsg) (mem []map[string]any) {
+func (o *outbox) takeFlying(msgs []*outMsg) (mem []memMsg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i, m := range msgs {
 		m.flying = true
-		if m.mem != nil {
+		if m.mem.payload != nil {
 			if mem == nil {
-				mem = make([]map[string]any, len(msgs))
+				mem = make([]memMsg, len(msgs))
 			}
-			mem[i], m.mem = m.mem, nil
+			mem[i], m.mem = m.mem, memMsg{}
 		}
 	}
 	return mem
@@ -976,7 +989,7 @@ func (w *Worker) peer(addr string) *Worker {
 // encoding the push or crossing HTTP: the reader decodes keys and payloads from the rows'
 // bytes (which it only reads) and answers as the /push endpoint would, through the same
 // acceptPush (TestInProcessPeersPushInMemory).
-func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []map[string]any, tag pushTag) (acked []string, reset bool, err error) {
+func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []memMsg, tag pushTag) (acked []string, reset bool, err error) {
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
 	for i, r := range rows {
 		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Birth()}

@@ -161,6 +161,8 @@ type OutputRow struct {
 	// type for type (ybin.Decoded) and no other row holds it: a reader in the same process
 	// may take it instead of decoding Payload. Not stored; nil for rows read back.
 	Mem map[string]any `yson:"-"`
+	// MemKey is Key decoded (its values of the types decoding gives), set with Mem.
+	MemKey []any `yson:"-"`
 }
 
 // Birth is the cluster timestamp before which the message cannot have reached any reader:

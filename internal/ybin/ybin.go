@@ -272,13 +272,29 @@ func skipScalar(r *varbin.Reader) bool {
 // type for type, and a reader may be handed m itself instead of decoding its bytes.
 func Decoded(m map[string]any) bool {
 	for _, v := range m {
-		switch v.(type) {
-		case string, int64, uint64, float64, bool, nil:
-		default:
+		if !decodedType(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// DecodedList is Decoded for a list of scalars (what DecodeList gives back).
+func DecodedList(vals []any) bool {
+	for _, v := range vals {
+		if !decodedType(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func decodedType(v any) bool {
+	switch v.(type) {
+	case string, int64, uint64, float64, bool, nil:
+		return true
+	}
+	return false
 }
 
 // DecodeMap decodes what AppendMap writes; keys must be distinct.

@@ -129,6 +129,9 @@ func FuzzDecode(f *testing.F) {
 		if dok && !Decoded(dm) {
 			t.Fatalf("%q decodes to %#v, which Decoded refuses", b, dm)
 		}
+		if vals, ok := DecodeList(b); ok && !DecodedList(vals) {
+			t.Fatalf("%q decodes to the list %#v, which DecodedList refuses", b, vals)
+		}
 		if m, ok := DecodeMap(b); ok != dok || !sameValues(m, dm) {
 			t.Fatalf("%q: DecodeMap %#v %v, Decoder %#v %v", b, m, ok, dm, dok)
 		}
