@@ -314,15 +314,16 @@ func (s *Store) SetEventWatermark(ctx context.Context, leader *Session, watermar
 
 // SystemWatermark reads @system_watermark (µs; 0 when never published), the
 // one attribute workers poll to fire system_time timers.
+//
+// It asks for the attribute by name in the pipeline's attribute map, so that a watermark not
+// published yet (a new pipeline's jobs start before the leader's first publication) is
+// simply absent, not a failed request the client would log as an error.
 func (s *Store) SystemWatermark(ctx context.Context) (uint64, error) {
-	var w uint64
-	if err := s.yc.GetNode(ctx, s.path.Attr("system_watermark"), &w, nil); err != nil {
-		if errors.Is(classify(err), ErrNotFound) {
-			if ok, err2 := s.Exists(ctx); err2 == nil && ok {
-				return 0, nil
-			}
-		}
+	var a struct {
+		W uint64 `yson:"system_watermark"`
+	}
+	if err := s.yc.GetNode(ctx, s.path.Attrs(), &a, &yt.GetNodeOptions{Attributes: []string{"system_watermark"}}); err != nil {
 		return 0, fmt.Errorf("ytstore: read %s/@system_watermark: %w", s.path, classify(err))
 	}
-	return w, nil
+	return a.W, nil
 }
