@@ -75,7 +75,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	yconf := &yt.Config{
 		Proxy:        cfg.Proxy,
 		Token:        cfg.Token,
-		Logger:       logger,
+		Logger:       sdkLogger{logger.Logger()},
 		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
 		// No compression over loopback: see codecFor.
 		CompressionCodec: codecFor(cfg.Proxy),
@@ -92,6 +92,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	_ = ctx // reserved: connecting is lazy in the SDK
 	return &Store{proxy: cfg.Proxy, yc: yc, path: path, logger: logger}, nil
 }
+
+// sdkLogger is the logger the client gets: it logs the client's "request failed" and
+// "request interrupted" at Debug, not Error. Every failure reaches ytstore's caller
+// classified, and the caller logs what it means there — a commit fenced by its aborted lease
+// as a job ends, or a read of a node not created yet, is expected, and at Error the client
+// would fill the log of a healthy run with errors.
+type sdkLogger struct{ base }
+
+// base is the wrapped logger (a named field type, so that sdkLogger can have a Logger method).
+type base = log.Logger
+
+func (l sdkLogger) Error(msg string, fields ...log.Field) {
+	if msg == "request failed" || msg == "request interrupted" {
+		l.base.Debug(msg, fields...)
+		return
+	}
+	l.base.Error(msg, fields...)
+}
+
+// Logger and Structured return l itself: the client logs through l.Logger().
+func (l sdkLogger) Logger() log.Logger         { return l }
+func (l sdkLogger) Structured() log.Structured { return l }
 
 // Path returns the pipeline node path.
 func (s *Store) Path() string { return s.path.String() }
