@@ -23,7 +23,10 @@ type Message struct {
 	MessageID string
 	// Key is the message's group-by key in this computation (nil for source messages).
 	Key Key
-	// Payload holds the message columns.
+	// Payload holds the message columns. A handler reads it and must not change it: the
+	// runtime may process the same message again (an epoch that did not commit), and a
+	// producer in the same process may have handed its own row over. To emit a changed copy,
+	// copy it first.
 	Payload Row
 	// EventTimestamp is the business time in microseconds since the epoch; 0 means unknown.
 	EventTimestamp uint64
