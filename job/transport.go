@@ -587,12 +587,14 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 			m = map[string]*outMsg{}
 			o.pending[r.Destination] = m
 		}
+		// The payload and key handed over stay with the outbox entry, not in the row.
+		rows[i].Mem, rows[i].MemKey = nil, nil
 		if _, have := m[r.MessageID]; have {
 			continue
 		}
 		msg := &slab[i]
 		msg.row = &rows[i]
-		msg.mem, rows[i].Mem, rows[i].MemKey = memMsg{r.Mem, r.MemKey}, nil, nil
+		msg.mem = memMsg{r.Mem, r.MemKey}
 		m[r.MessageID] = msg
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
@@ -732,9 +734,9 @@ func (o *outbox) setFlying(msgs []*outMsg, on bool) {
 	}
 }
 
-// takeFlying marks msgs flying (setFlying) and takes their payload maps over (mem[i] is
-// msgs[i]'s, nil when it has none or an earlier push took it): a map is handed over once, to
-// one push, never again.
+// takeFlying marks msgs flying (setFlying) and takes their payload maps and keys over (mem[i]
+// is msgs[i]'s, zero when it has none or an earlier push took it; mem is nil when no message
+// has one): a map is handed over once, to one push, never again.
 func (o *outbox) takeFlying(msgs []*outMsg) (mem []memMsg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -986,9 +988,10 @@ func (w *Worker) peer(addr string) *Worker {
 
 // pushLocal hands rows to a reader job of w — the sender's own worker, or another worker of
 // the process (peer) — as push tag.seq of session tag.session, like pushInSession but without
-// encoding the push or crossing HTTP: the reader decodes keys and payloads from the rows'
-// bytes (which it only reads) and answers as the /push endpoint would, through the same
-// acceptPush (TestInProcessPeersPushInMemory).
+// encoding the push or crossing HTTP: the reader takes the payloads and keys handed over in
+// mem (mem[i] is rows[i]'s; mem may be nil) as they are and decodes the others from the
+// rows' bytes (which it only reads), and answers as the /push endpoint would, through the
+// same acceptPush (TestInProcessPeersPushInMemory).
 func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []memMsg, tag pushTag) (acked []string, reset bool, err error) {
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
 	for i, r := range rows {
