@@ -212,13 +212,18 @@ func (r *runner) loadSetup(embedded bool) (*setupFile, error) {
 	return loadSetup(path)
 }
 
+// watchPoll is how often watch looks at the pipeline: a finite pipeline's end is reported
+// within it, while progress lines come at most once per --progress period.
+const watchPoll = 100 * time.Millisecond
+
 // watch prints progress until the pipeline completes (0), the user interrupts (the
 // pipeline is stopped gracefully first; 130), or a component fails (1).
 func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error) int {
-	tick := time.NewTicker(cmp.Or(r.o.progress, time.Second))
+	tick := time.NewTicker(min(watchPoll, cmp.Or(r.o.progress, time.Second)))
 	defer tick.Stop()
 	lastErrors := map[string]string{}
 	lastLine := ""
+	lastPrint := time.Now()
 	for {
 		select {
 		case err := <-errs:
@@ -240,14 +245,14 @@ func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error
 			}
 			lastErrors[s.JobID] = s.Error
 		}
-		if r.o.progress > 0 {
-			if line := progressLine(attrs.PipelineState, statuses); line != lastLine {
-				r.say("[%5.1fs] %s", time.Since(r.start).Seconds(), line)
-				lastLine = line
-			}
-		}
 		if attrs.PipelineState == ytstore.StateCompleted {
 			return 0
+		}
+		if r.o.progress > 0 && time.Since(lastPrint) >= r.o.progress {
+			if line := progressLine(attrs.PipelineState, statuses); line != lastLine {
+				r.say("[%5.1fs] %s", time.Since(r.start).Seconds(), line)
+				lastLine, lastPrint = line, time.Now()
+			}
 		}
 	}
 }
