@@ -142,6 +142,8 @@ func (t Tally) String() string {
 type CountingProxy struct {
 	ln  net.Listener
 	srv *http.Server
+	// transport carries the proxied requests (see StartCountingProxy, StartTableCounter).
+	transport *http.Transport
 
 	mu    sync.Mutex
 	tally Tally
@@ -162,6 +164,11 @@ func StartCountingProxy(target string) (*CountingProxy, error) {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = stdlog.New(io.Discard, "", 0) // a client giving up mid-request is not news
 	rp.FlushInterval = -1
+	// A transport of its own (the default settings), closed with the proxy: proxies started
+	// one after another (one per subtest) must not reuse each other's connections, which a
+	// port the system hands out again would otherwise allow.
+	p.transport = http.DefaultTransport.(*http.Transport).Clone()
+	rp.Transport = p.transport
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hosts" || strings.HasPrefix(r.URL.Path, "/hosts/") {
 			w.Header().Set("Content-Type", "application/json")
@@ -220,6 +227,7 @@ func (p *CountingProxy) Tally() Tally {
 
 // Close stops the proxy.
 func (p *CountingProxy) Close() error {
+	defer p.transport.CloseIdleConnections()
 	if err := p.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

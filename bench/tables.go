@@ -31,6 +31,8 @@ type TableCommand struct {
 type TableCounter struct {
 	ln  net.Listener
 	srv *http.Server
+	// transport carries the proxied requests (see StartCountingProxy, StartTableCounter).
+	transport *http.Transport
 
 	mu   sync.Mutex
 	rows map[TableCommand]int64
@@ -52,6 +54,11 @@ func StartTableCounter(target string) (*TableCounter, error) {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = stdlog.New(io.Discard, "", 0)
 	rp.FlushInterval = -1
+	// A transport of its own (the default settings), closed with the proxy: proxies started
+	// one after another (one per subtest) must not reuse each other's connections, which a
+	// port the system hands out again would otherwise allow.
+	c.transport = http.DefaultTransport.(*http.Transport).Clone()
+	rp.Transport = c.transport
 	c.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hosts" || strings.HasPrefix(r.URL.Path, "/hosts/") {
 			w.Header().Set("Content-Type", "application/json")
@@ -193,6 +200,7 @@ func FormatTableRows(rows map[TableCommand]int64, root string, per float64) stri
 
 // Close stops the proxy.
 func (c *TableCounter) Close() error {
+	defer c.transport.CloseIdleConnections()
 	if err := c.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

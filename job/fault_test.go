@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	stdlog "log"
 	"math/rand"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,4 +163,68 @@ func TestWordCountUnderNetworkFaults(t *testing.T) {
 	}
 	require.Positive(t, proxy.cut.Load(), "the proxy cut some replies")
 	t.Logf("replies cut: %d; worker stats: %+v", proxy.cut.Load(), e.worker.Stats())
+}
+
+// cutFirstProxy forwards every request to ytlocal; the answers to the first limit requests of
+// one command it cuts off halfway: the status line, the headers and part of the body arrive,
+// then the connection closes, as when a proxy in between restarts. It rewrites /hosts so that
+// heavy requests come through it too.
+type cutFirstProxy struct {
+	addr, command string
+	limit         int64
+	cut           atomic.Int64
+}
+
+func startCutFirstProxy(t *testing.T, upstream, command string, limit int64) *cutFirstProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &cutFirstProxy{addr: ln.Addr().String(), command: command, limit: limit}
+	u, err := url.Parse("http://" + upstream)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	transport := &http.Transport{DisableCompression: true}
+	rp.Transport = transport
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hosts" {
+			_ = json.NewEncoder(w).Encode([]string{p.addr})
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/"+p.command) && p.cut.Add(1) <= p.limit {
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			for k, vs := range rec.Header() {
+				w.Header()[k] = vs
+			}
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server closes the connection mid-body
+		}
+		rp.ServeHTTP(w, r)
+	}), ErrorLog: stdlog.New(io.Discard, "", 0)}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		transport.CloseIdleConnections()
+	})
+	return p
+}
+
+// TestWorkerRegistersThroughCutConnections: a worker whose first requests to start a
+// transaction get cut-off answers (the session's and the registration's tablet transaction)
+// keeps trying instead of exiting, registers, and then counts words as usual.
+func TestWorkerRegistersThroughCutConnections(t *testing.T) {
+	var proxy *cutFirstProxy
+	e := startWordCountOpts(t, func(ytAddr string) string {
+		proxy = startCutFirstProxy(t, ytAddr, "start_transaction", 3)
+		return proxy.addr
+	}, nil)
+	require.Greater(t, proxy.cut.Load(), int64(3), "the first start_transaction requests were cut, later ones passed")
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("a b a")
+	e.waitCounts(map[string]int64{"a": 2, "b": 1})
 }

@@ -171,15 +171,25 @@ func (w *Worker) Run(ctx context.Context) error {
 		peers.Store(addr, w)
 		defer peers.Delete(addr) // before the jobs stop: later pushes go over HTTP and fail
 	}
+	retry := time.Duration(0) // the wait before the next attempt to register the first time
 	for {
 		err := w.session(ctx, addr)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if !w.registered {
-			if errors.Is(err, ytstore.ErrNotFound) || errors.Is(err, ytstore.ErrTabletNotMounted) {
+			switch {
+			case errors.Is(err, ytstore.ErrNotFound) || errors.Is(err, ytstore.ErrTabletNotMounted):
 				w.log.Info("waiting for the pipeline to be created", log.Error(err))
 				sleep(ctx, 2*time.Second)
+				continue
+			case ytstore.IsTransient(err):
+				// YTsaurus unreachable or failing (a connection cut, a proxy restarting): the
+				// worker waits for it, as it does once registered; a refusal (bad path, no
+				// access) still ends the worker at once (TestWorkerRegistersThroughCutConnections).
+				retry = min(max(2*retry, 100*time.Millisecond), 5*time.Second)
+				w.log.Warn("cannot register yet: YTsaurus unreachable or failing; retrying", log.Duration("retry_in", retry), log.Error(err))
+				sleep(ctx, retry)
 				continue
 			}
 			return err

@@ -80,6 +80,16 @@ func sentinel(err error) error {
 	return nil
 }
 
+// IsTransient reports whether err is a failure to reach YTsaurus or of its availability —
+// a network error, a response cut off, an HTTP 5xx — that a later attempt may overcome. A
+// cancelled or expired context of the caller is not transient: the caller gave up.
+func IsTransient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return isTransport(err)
+}
+
 // isTransport reports whether err is a network failure or a timeout, after
 // which a request may or may not have been executed.
 func isTransport(err error) bool {

@@ -54,6 +54,28 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestIsTransient: failures to reach YTsaurus are transient, refusals and a caller that gave
+// up are not.
+func TestIsTransient(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("post: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("read: %w", io.EOF), true},
+		{&yterrors.HTTPError{StatusCode: 503, Err: errors.New("unavailable")}, true},
+		{&yterrors.HTTPError{StatusCode: 400, Err: errors.New("bad request")}, false},
+		{context.Canceled, false},
+		{context.DeadlineExceeded, false},
+		{classify(yterrors.Err(yterrors.CodeResolveError, "no such node")), false},
+		{yterrors.Err(yterrors.CodeGeneric, "access denied"), false},
+	} {
+		if got := IsTransient(tc.err); got != tc.want {
+			t.Errorf("IsTransient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestTablesWellFormed(t *testing.T) {
 	seen := map[string]bool{}
 	for _, td := range tables() {
