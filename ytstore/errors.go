@@ -81,13 +81,11 @@ func sentinel(err error) error {
 }
 
 // IsTransient reports whether err is a failure to reach YTsaurus or of its availability —
-// a network error, a response cut off, an HTTP 5xx — that a later attempt may overcome. A
-// cancelled or expired context of the caller is not transient: the caller gave up.
+// a network error, a response cut off, a request that timed out, an HTTP 5xx — that a later
+// attempt may overcome. A cancellation is not: someone gave up. (A caller whose own context
+// expired should check that first: its deadline looks like a timed-out request.)
 func IsTransient(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	return isTransport(err)
+	return !errors.Is(err, context.Canceled) && isTransport(err)
 }
 
 // isTransport reports whether err is a network failure or a timeout, after

@@ -54,8 +54,8 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestIsTransient: failures to reach YTsaurus are transient, refusals and a caller that gave
-// up are not.
+// TestIsTransient: failures to reach YTsaurus (a timed-out request among them) are
+// transient; refusals and a cancellation are not.
 func TestIsTransient(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -66,7 +66,7 @@ func TestIsTransient(t *testing.T) {
 		{&yterrors.HTTPError{StatusCode: 503, Err: errors.New("unavailable")}, true},
 		{&yterrors.HTTPError{StatusCode: 400, Err: errors.New("bad request")}, false},
 		{context.Canceled, false},
-		{context.DeadlineExceeded, false},
+		{fmt.Errorf("start_transaction: %w", context.DeadlineExceeded), true},
 		{classify(yterrors.Err(yterrors.CodeResolveError, "no such node")), false},
 		{yterrors.Err(yterrors.CodeGeneric, "access denied"), false},
 	} {
