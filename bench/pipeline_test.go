@@ -120,7 +120,7 @@ func (m medians) report(b *testing.B) {
 // does not slow later ones down.
 func startServer(tb testing.TB, durable bool) *ytlocal.Server {
 	tb.Helper()
-	cfg := ytlocal.Config{}
+	cfg := ytlocal.Config{InProcess: os.Getenv("BENCH_TCP") != "1"}
 	if durable {
 		cfg.DataDir = filepath.Join(tb.TempDir(), "ytlocal")
 	}

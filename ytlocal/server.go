@@ -40,7 +40,17 @@ type Config struct {
 	// Everything is held in memory, so it bounds what frequently rewritten rows cost; open
 	// tablet transactions keep what they can read however long they run.
 	VersionRetention time.Duration
+	// InProcess makes the server reachable without the network by clients in the same
+	// process whose transport asks package internal/inproc first (ytstore's does): their
+	// requests run the server's handler as calls. It serves on Listen as well. `yt-flow
+	// run`, whose controller and workers share the process with the server, sets it.
+	InProcess bool
 }
+
+// EnvInProcess is the environment variable that, set to 1, makes every server of the
+// process reachable in process as Config.InProcess does: it runs a test suite over the
+// in-process path instead of loopback TCP.
+const EnvInProcess = "YTLOCAL_INPROCESS"
 
 // ErrClosed is returned by operations on a closed Server.
 var ErrClosed = errors.New("ytlocal: server closed")
@@ -59,6 +69,10 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 	serveErr  chan error
+	// inproc admits in-process requests (Config.InProcess); unregister removes the
+	// server from package inproc.
+	inproc     inprocGate
+	unregister func()
 
 	// mu is the state lock: every field below is guarded by it, every handler,
 	// hook and timer callback runs with it held.
@@ -138,6 +152,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.timerLoop()
 	}()
+	if cfg.InProcess || os.Getenv(EnvInProcess) == "1" {
+		s.registerInProcess()
+	}
 	s.log.Info("ytlocal started", log.String("addr", s.Addr()), log.String("data_dir", cfg.DataDir))
 	return s, nil
 }
@@ -166,6 +183,7 @@ func (s *Server) Run(ctx context.Context) error {
 // log. It is idempotent; later calls return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.closeInProcess()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := s.hs.Shutdown(ctx)

@@ -9,6 +9,8 @@ import (
 
 	"go.ytsaurus.tech/yt/go/yt"
 	"go.ytsaurus.tech/yt/go/yt/ythttp"
+
+	"github.com/ytflow/yt-flow/internal/inproc"
 )
 
 // The HTTP client under the SDK. The SDK streams the body of every row command
@@ -42,7 +44,9 @@ func newHTTPClient(c *yt.Config) (*http.Client, error) {
 		base = t
 	}
 	out := *hc
-	out.Transport = sizedBodies{base: base, limit: sizedBodyLimit}
+	// A server of this process registered with package inproc (the embedded ytlocal of
+	// `yt-flow run`) gets the requests as calls; any other over the network.
+	out.Transport = inproc.Transport{Base: sizedBodies{base: base, limit: sizedBodyLimit}}
 	return &out, nil
 }
 

@@ -117,7 +117,10 @@ func (r *runner) run(ctx context.Context) int {
 	r.logger = newStderrLogger(logOut, log.InfoLevel)
 
 	if embedded {
-		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: r.o.dataDir, Logger: r.logger.Logger()})
+		// The controller and the workers share this process with the server: their
+		// requests reach it as calls (ytlocal.Config.InProcess); it listens on loopback as
+		// well, for anything outside the process.
+		srv, err := ytlocal.Start(ctx, ytlocal.Config{DataDir: r.o.dataDir, Logger: r.logger.Logger(), InProcess: true})
 		if err != nil {
 			return failf(r.env.stderr, "run: start embedded YTsaurus in %s: %v", r.o.dataDir, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/ytflow/yt-flow/internal/inproc"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -136,9 +137,15 @@ func TestRunWordCountExample(t *testing.T) {
 	dataDir := t.TempDir()
 	const title = "ten most frequent words"
 
+	served := inproc.Served()
 	code, stdout, stderr := runCommand(t, 2*time.Minute, "run", "--spec", specFile, "--data-dir", dataDir, "--progress", "0")
 	if code != 0 {
 		t.Fatalf("first run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	// The embedded server shares the process with the controller and the workers: their
+	// requests reach it as calls, not over loopback TCP.
+	if inproc.Served() == served {
+		t.Errorf("first run: no request was served in process")
 	}
 	for _, s := range []string{"loaded 10 rows from input.txt into //home/word_count/input", "pipeline //home/word_count/pipeline completed", "results: //home/word_count/counts"} {
 		if !strings.Contains(stdout, s) {
