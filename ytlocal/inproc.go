@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	"go.ytsaurus.tech/library/go/core/log"
+
 	"github.com/ytflow/yt-flow/internal/inproc"
 )
 
@@ -47,7 +49,7 @@ func (p inprocServer) Serve(req *http.Request) (*http.Response, bool) {
 			// As net/http does for a handler that panics: the request fails, the server
 			// goes on.
 			if r := recover(); r != nil {
-				p.s.log.Error(fmt.Sprintf("ytlocal: panic serving %s in process: %v", req.URL.Path, r))
+				p.s.log.Error("ytlocal: handler panicked serving a request in process", log.String("path", req.URL.Path), log.String("panic", fmt.Sprint(r)))
 				w.header, w.status, w.body = http.Header{}, http.StatusInternalServerError, bytes.Buffer{}
 			}
 		}()

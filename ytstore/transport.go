@@ -19,7 +19,9 @@ import (
 // writes through 4 KiB buffers. An epoch makes several such requests, each a few KiB to a
 // few tens of KiB: that is several system calls each, on both ends. newHTTPClient's client
 // sends a streamed body that ends within sizedBodyLimit with a Content-Length instead, and
-// sizes the connection buffers so that such a request usually leaves in one write.
+// sizes the connection buffers so that such a request usually leaves in one write. A server
+// of the same process registered with package internal/inproc (the embedded ytlocal of
+// `yt-flow run`, ytlocal.Config.InProcess) gets the requests as calls instead.
 const (
 	// sizedBodyLimit is the most a streamed request body is held back to learn its length;
 	// a longer one is sent chunked as it comes, after the part already read.
