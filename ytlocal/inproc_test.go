@@ -101,3 +101,39 @@ func TestNotInProcessByDefault(t *testing.T) {
 }
 
 func ytlocalInProcessForced() bool { return os.Getenv(ytlocal.EnvInProcess) == "1" }
+
+// BenchmarkRequest measures one cheap request (generate_timestamp) through the SDK over
+// loopback TCP and in process (Config.InProcess, a transport that asks package inproc
+// first): cpu-µs/req is the CPU of both ends together (they share the process).
+func BenchmarkRequest(b *testing.B) {
+	for _, inProcess := range []bool{false, true} {
+		name := "tcp"
+		if inProcess {
+			name = "in_process"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			srv, err := ytlocal.Start(ctx, ytlocal.Config{InProcess: inProcess})
+			require.NoError(b, err)
+			defer srv.Close()
+			base := http.DefaultTransport.(*http.Transport).Clone()
+			defer base.CloseIdleConnections()
+			yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr(), CompressionCodec: yt.ClientCodecNone,
+				HTTPClient: &http.Client{Transport: inproc.Transport{Base: base}}})
+			require.NoError(b, err)
+			defer yc.Stop()
+			served := inproc.Served()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if _, err := yc.GenerateTimestamp(ctx, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/req")
+			if got := inproc.Served() - served; inProcess != (got >= uint64(b.N)) {
+				b.Fatalf("%d of %d requests served in process", got, b.N)
+			}
+		})
+	}
+}
