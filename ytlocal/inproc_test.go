@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,4 +138,41 @@ func BenchmarkRequest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestCloseWaitsForInProcessRequests: Close does not release the server's state while a
+// request it admitted in process is still being served (here: waiting for its fsync), as
+// http.Server.Shutdown waits for the requests of its connections; the request completes.
+func TestCloseWaitsForInProcessRequests(t *testing.T) {
+	ctx := context.Background()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{InProcess: true, DataDir: t.TempDir()})
+	require.NoError(t, err)
+	defer srv.Close()
+	yc := inProcessClient(t, srv.Addr())
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	restore := ytlocal.SetSyncHook(func() {
+		once.Do(func() { // only the first fsync: the request's
+			close(entered)
+			<-release
+		})
+	})
+	defer restore()
+	created := make(chan error, 1)
+	go func() {
+		_, err := yc.CreateNode(ctx, ypath.Path("//tmp/held"), yt.NodeMap, nil)
+		created <- err
+	}()
+	<-entered // the request is in its fsync, inside the server's handler
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a request admitted in process was still served", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-created, "the request admitted before Close completes")
+	require.NoError(t, <-closed)
 }
