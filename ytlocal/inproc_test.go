@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
