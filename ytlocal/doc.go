@@ -10,8 +10,8 @@
 // registers itself with package internal/inproc under its address: a client of the same
 // process whose transport asks inproc first (ytstore's does) has its requests served by
 // calling the handler — the same request and response, without the loopback connection
-// (about 60 µs of CPU less per request on both ends together: four system calls, HTTP
-// parsing and two connection goroutines). `yt-flow run` serves its own controller and
+// (a generate_timestamp costs 28 µs of CPU on both ends together instead of 104 over
+// loopback, BenchmarkRequest: no system calls, HTTP parsing or connection goroutines). `yt-flow run` serves its own controller and
 // workers this way; everything else, and every client outside the process, goes through
 // the listener. Close stops serving in process first, and waits for the requests admitted.
 //
