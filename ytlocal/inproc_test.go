@@ -24,7 +24,7 @@ import (
 
 // inProcessClient is an SDK client whose transport asks package inproc first, as ytstore's
 // does.
-func inProcessClient(t *testing.T, addr string) yt.Client {
+func inProcessClient(t testing.TB, addr string) yt.Client {
 	t.Helper()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
@@ -118,12 +118,7 @@ func BenchmarkRequest(b *testing.B) {
 			srv, err := ytlocal.Start(ctx, ytlocal.Config{InProcess: inProcess})
 			require.NoError(b, err)
 			defer srv.Close()
-			base := http.DefaultTransport.(*http.Transport).Clone()
-			defer base.CloseIdleConnections()
-			yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr(), CompressionCodec: yt.ClientCodecNone,
-				HTTPClient: &http.Client{Transport: inproc.Transport{Base: base}}})
-			require.NoError(b, err)
-			defer yc.Stop()
+			yc := inProcessClient(b, srv.Addr())
 			served := inproc.Served()
 			b.ResetTimer()
 			cpu := cpuTime()
