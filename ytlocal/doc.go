@@ -11,9 +11,11 @@
 // process whose transport asks inproc first (ytstore's does) has its requests served by
 // calling the handler — the same request and response, without the loopback connection
 // (a generate_timestamp costs 28 µs of CPU on both ends together instead of 104 over
-// loopback, BenchmarkRequest: no system calls, HTTP parsing or connection goroutines). `yt-flow run` serves its own controller and
-// workers this way; everything else, and every client outside the process, goes through
-// the listener. Close stops serving in process first, and waits for the requests admitted.
+// loopback, BenchmarkRequest: no system calls, HTTP parsing or connection goroutines).
+// `yt-flow run` serves its own controller and workers this way; everything else, and every
+// client outside the process, goes through the listener. Close stops serving in process
+// first, and waits for the requests admitted (for up to five seconds, as for those of its
+// connections).
 //
 // # Wire protocol
 //

@@ -2,6 +2,7 @@ package ytlocal
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,13 +100,23 @@ func (s *Server) registerInProcess() {
 	s.unregister = inproc.Register(s.Addr(), inprocServer{s})
 }
 
-// closeInProcess stops serving in process and waits for the requests admitted.
-func (s *Server) closeInProcess() {
+// closeInProcess stops serving in process and waits for the requests admitted until ctx is
+// done (as http.Server.Shutdown does for those of its connections; a request still running
+// then finds the server closed, as one over TCP does).
+func (s *Server) closeInProcess(ctx context.Context) {
 	if s.unregister == nil {
 		return
 	}
 	s.unregister()
-	s.inproc.mu.Lock()
-	s.inproc.closed = true
-	s.inproc.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.inproc.mu.Lock()
+		s.inproc.closed = true
+		s.inproc.mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }

@@ -183,9 +183,9 @@ func (s *Server) Run(ctx context.Context) error {
 // log. It is idempotent; later calls return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeInProcess()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		s.closeInProcess(ctx)
 		err := s.hs.Shutdown(ctx)
 		if err != nil {
 			err = s.hs.Close()
