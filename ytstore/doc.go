@@ -2,7 +2,9 @@
 //
 // A Store wraps one SDK client and one pipeline path. The client is the SDK's HTTP client
 // with no compression toward a loopback proxy (codecFor) and request bodies of row commands
-// sent with their length rather than chunked (transport.go). It creates the pipeline
+// sent with their length rather than chunked (transport.go); a ytlocal of the same process
+// started with Config.InProcess (`yt-flow run`'s) is called directly instead (package
+// internal/inproc). It creates the pipeline
 // (a map node with attributes and its internal dynamic tables), reads and writes
 // the pipeline attributes and the coordination tables (workers, jobs,
 // partitions, job_status, controller_logs), and manages the master
