@@ -35,7 +35,8 @@ type params struct {
 	latencySeconds  int     // BENCH_LATENCY_SECONDS: measured part of the latency run
 	rate            float64 // BENCH_RATE: msgs/s of latency and recovery runs (default half of exactly_once); BENCH_LOW_RATE: a second latency run (100)
 	workers         int     // BENCH_WORKERS: in-process workers
-	partitions      int     // BENCH_PARTITIONS: input queue tablets = count partitions
+	partitions      int     // BENCH_PARTITIONS: input queue tablets (= split partitions)
+	countPartitions int     // BENCH_COUNT_PARTITIONS: partitions of the keyed count
 }
 
 func loadParams() params {
@@ -47,6 +48,9 @@ func loadParams() params {
 		rate:           float64(envInt("BENCH_RATE", 0)),
 		workers:        envInt("BENCH_WORKERS", 2),
 		partitions:     envInt("BENCH_PARTITIONS", 2),
+		// The shape of the e2e pipeline of TestExactlyOnceUnderFaults: two input tablets, the
+		// count in four partitions.
+		countPartitions: envInt("BENCH_COUNT_PARTITIONS", 4),
 	}
 }
 
@@ -401,7 +405,7 @@ func BenchmarkPipeline(b *testing.B) {
 				cpu0 := cpuTime()
 				srv := startServer(b, pr.durable)
 				p := newPipeline(b, srv.Addr(), fmt.Sprintf("%s%d", mode.name, i), Options{
-					Tablets: pr.partitions, CountPartitions: pr.partitions, ProcessingMode: mode.processing, Finite: true, SwiftSource: mode.swift,
+					Tablets: pr.partitions, CountPartitions: pr.countPartitions, ProcessingMode: mode.processing, Finite: true, SwiftSource: mode.swift,
 					MaxRowsPerBatch: mode.maxRows,
 				})
 				e, s, c, x := finiteRun(b, p, srv.Addr(), pr.workers, words, want, mode.processing != "", nil)
@@ -471,7 +475,7 @@ func BenchmarkPipeline(b *testing.B) {
 				measureRaw()
 			}
 			srv := startServer(b, pr.durable)
-			p := newPipeline(b, srv.Addr(), fmt.Sprintf("paired%d", i), Options{Tablets: pr.partitions, CountPartitions: pr.partitions, Finite: true})
+			p := newPipeline(b, srv.Addr(), fmt.Sprintf("paired%d", i), Options{Tablets: pr.partitions, CountPartitions: pr.countPartitions, Finite: true})
 			e, _, c, _ := finiteRun(b, p, srv.Addr(), pr.workers, words, want, false, nil)
 			closeServer(srv)
 			if !rawFirst {
@@ -599,7 +603,7 @@ func benchLatency(b *testing.B, m medians, pr params, rate float64) {
 	ctx := context.Background()
 	srv := startServer(b, pr.durable)
 	defer closeAtReturn(srv)()
-	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: pr.partitions, CountPartitions: pr.partitions, BatchDuration: latencyBatch, EmptyBatchBackoff: latencyBackoff})
+	p := newPipeline(b, srv.Addr(), "latency", Options{Tablets: pr.partitions, CountPartitions: pr.countPartitions, BatchDuration: latencyBatch, EmptyBatchBackoff: latencyBackoff})
 	if err := p.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -691,7 +695,7 @@ func benchWrites(b *testing.B, m medians, pr params, name, processing string, sw
 		b.Fatal(err)
 	}
 	defer cp.Close()
-	p := newPipeline(b, srv.Addr(), name, Options{Tablets: pr.partitions, CountPartitions: pr.partitions, ProcessingMode: processing, Finite: true, SwiftSource: swift})
+	p := newPipeline(b, srv.Addr(), name, Options{Tablets: pr.partitions, CountPartitions: pr.countPartitions, ProcessingMode: processing, Finite: true, SwiftSource: swift})
 	before := cp.Tally()
 	var d Tally
 	_, _, _, _ = finiteRun(b, p, cp.Addr(), pr.workers, words, want, processing != "", func() { d = cp.Tally().Sub(before) })

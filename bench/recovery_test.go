@@ -122,7 +122,7 @@ func benchLatencyProcesses(b *testing.B, m medians, pr params, rate float64) {
 		b.Skip("the CPU figure reads local processes; not run against YT_PROXY")
 	}
 	p, err := NewPipeline(ctx, c.Proxy, fmt.Sprintf("//home/bench/latency-processes-%d", rand.IntN(1000000)),
-		Options{Tablets: pr.partitions, CountPartitions: pr.partitions, BatchDuration: latencyBatch, EmptyBatchBackoff: latencyBackoff})
+		Options{Tablets: pr.partitions, CountPartitions: pr.countPartitions, BatchDuration: latencyBatch, EmptyBatchBackoff: latencyBackoff})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func finiteRunProcesses(b *testing.B, pr params, words []string, want map[string
 	}
 	defer c.KillLocal() // this iteration's server stops when it ends
 	p, err := NewPipeline(ctx, c.Proxy, fmt.Sprintf("//home/bench/processes-%d", rand.IntN(1000000)),
-		Options{Tablets: pr.partitions, CountPartitions: pr.partitions, Finite: true})
+		Options{Tablets: pr.partitions, CountPartitions: pr.countPartitions, Finite: true})
 	if err != nil {
 		b.Fatal(err)
 	}

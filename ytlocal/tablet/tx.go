@@ -901,11 +901,17 @@ const wmBucketShift = 20
 
 // wmIndex orders the rows of a table merged by watermark by the value their last write
 // left in the watermark column, in buckets of values with the same v >> wmBucketShift. A
-// row written several times has an entry for each write.
+// row written several times has an entry for each write. A bucket is a chain of blocks of
+// wmBlockLen entries: a dedup index takes ~100 000 rows a second into one bucket, and one
+// growing slice would copy all of them (pointers, so under write barriers while the
+// collector runs) every time it doubles.
 type wmIndex struct {
-	buckets map[uint64][]wmEntry
+	buckets map[uint64][][]wmEntry
 	ids     []uint64 // of buckets, ascending
 }
+
+// wmBlockLen is the number of entries of a wmIndex block.
+const wmBlockLen = 1024
 
 type wmEntry struct {
 	value uint64
@@ -917,12 +923,17 @@ func (x *wmIndex) add(v uint64, enc string) {
 	b, ok := x.buckets[id]
 	if !ok {
 		if x.buckets == nil {
-			x.buckets = map[uint64][]wmEntry{}
+			x.buckets = map[uint64][][]wmEntry{}
 		}
 		i, _ := slices.BinarySearch(x.ids, id)
 		x.ids = slices.Insert(x.ids, i, id)
 	}
-	x.buckets[id] = append(b, wmEntry{value: v, enc: enc})
+	if n := len(b); n == 0 || len(b[n-1]) == cap(b[n-1]) {
+		b = append(b, make([]wmEntry, 0, wmBlockLen))
+		x.buckets[id] = b
+	}
+	last := &b[len(b)-1]
+	*last = append(*last, wmEntry{value: v, enc: enc})
 }
 
 // below removes the entries with a value below watermark and calls f with each one's key.
@@ -933,16 +944,19 @@ func (x *wmIndex) below(watermark uint64, f func(enc string)) {
 		if id > last {
 			break
 		}
-		b := x.buckets[id]
-		keep := b[:0]
-		for _, e := range b {
-			if e.value < watermark {
-				f(e.enc)
-			} else {
-				keep = append(keep, e)
+		var keep [][]wmEntry
+		for _, blk := range x.buckets[id] {
+			for _, e := range blk {
+				if e.value < watermark {
+					f(e.enc)
+					continue
+				}
+				if n := len(keep); n == 0 || len(keep[n-1]) == cap(keep[n-1]) {
+					keep = append(keep, make([]wmEntry, 0, wmBlockLen))
+				}
+				keep[len(keep)-1] = append(keep[len(keep)-1], e)
 			}
 		}
-		clear(b[len(keep):])
 		if len(keep) > 0 { // only the bucket the watermark falls in
 			x.buckets[id] = keep
 			break

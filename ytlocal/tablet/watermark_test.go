@@ -102,3 +102,37 @@ func TestWatermarkMergeReleasesRows(t *testing.T) {
 	require.Len(t, tb.rows, 200)
 	require.LessOrEqual(t, len(tb.index)+len(tb.fresh), 2*len(tb.rows)+1, "the index holds what is in the table, give or take the removed half")
 }
+
+// TestWatermarkIndexAcrossBlocks: a bucket of the watermark index spans several blocks; a
+// merge reports exactly the entries below its watermark, in every block, keeps the others
+// in order, and a later merge finds those.
+func TestWatermarkIndexAcrossBlocks(t *testing.T) {
+	var x wmIndex
+	n := 3*wmBlockLen + 17
+	base := uint64(5) << wmBucketShift
+	for i := range n {
+		// Values interleave within one bucket: every third entry is high.
+		v := base + uint64(i%3)*1000
+		x.add(v, fmt.Sprint(i))
+	}
+	x.add(base+(1<<wmBucketShift), "next-bucket")
+	var got []string
+	x.below(base+1, func(enc string) { got = append(got, enc) })
+	var want []string
+	for i := 0; i < n; i += 3 {
+		want = append(want, fmt.Sprint(i))
+	}
+	require.Equal(t, want, got)
+	got = nil
+	x.below(base+(1<<wmBucketShift)+1, func(enc string) { got = append(got, enc) })
+	want = nil
+	for i := range n {
+		if i%3 != 0 {
+			want = append(want, fmt.Sprint(i))
+		}
+	}
+	want = append(want, "next-bucket")
+	require.Equal(t, want, got)
+	require.Empty(t, x.ids)
+	require.Empty(t, x.buckets)
+}
