@@ -36,21 +36,19 @@ type params struct {
 	rate            float64 // BENCH_RATE: msgs/s of latency and recovery runs (default half of exactly_once); BENCH_LOW_RATE: a second latency run (100)
 	workers         int     // BENCH_WORKERS: in-process workers
 	partitions      int     // BENCH_PARTITIONS: input queue tablets (= split partitions)
-	countPartitions int     // BENCH_COUNT_PARTITIONS: partitions of the keyed count
+	countPartitions int     // BENCH_COUNT_PARTITIONS: partitions of the keyed count (BENCH_PARTITIONS)
 }
 
 func loadParams() params {
 	return params{
-		messages:       envInt("BENCH_MESSAGES", 100000),
-		words:          envInt("BENCH_WORDS", 1000),
-		durable:        os.Getenv("BENCH_MEMORY") != "1",
-		latencySeconds: envInt("BENCH_LATENCY_SECONDS", 15),
-		rate:           float64(envInt("BENCH_RATE", 0)),
-		workers:        envInt("BENCH_WORKERS", 2),
-		partitions:     envInt("BENCH_PARTITIONS", 2),
-		// The shape of the e2e pipeline of TestExactlyOnceUnderFaults: two input tablets, the
-		// count in four partitions.
-		countPartitions: envInt("BENCH_COUNT_PARTITIONS", 4),
+		messages:        envInt("BENCH_MESSAGES", 100000),
+		words:           envInt("BENCH_WORDS", 1000),
+		durable:         os.Getenv("BENCH_MEMORY") != "1",
+		latencySeconds:  envInt("BENCH_LATENCY_SECONDS", 15),
+		rate:            float64(envInt("BENCH_RATE", 0)),
+		workers:         envInt("BENCH_WORKERS", 2),
+		partitions:      envInt("BENCH_PARTITIONS", 2),
+		countPartitions: envInt("BENCH_COUNT_PARTITIONS", envInt("BENCH_PARTITIONS", 2)),
 	}
 }
 
@@ -324,6 +322,47 @@ func finiteRun(tb testing.TB, p *Pipeline, runtimeProxy string, workers int, wor
 	return elapsed, startup, counted, extra
 }
 
+// e2eCountPartitions is the count partitions of the e2e fault test's pipeline.
+const e2eCountPartitions = 4
+
+// pairedRun is one paired benchmark: b.N pairs of a raw iteration and an exactly-once
+// iteration whose count runs in countPartitions partitions, in alternating order.
+func pairedRun(b *testing.B, pr params, countPartitions int, words []string, want map[string]int64) {
+	m := medians{}
+	for i := range b.N {
+		var raw float64
+		measureRaw := func() {
+			rawElapsed, _ := rawPasses(b, pr, fmt.Sprintf("paired-raw%d", i), 1000, words, want)
+			raw = float64(pr.messages*rawPassCount) / rawElapsed.Seconds()
+		}
+		// The order alternates from pair to pair (raw first in even pairs), so that
+		// whatever one run leaves behind in the process (heap size, memory returned to
+		// the system) weighs on each side equally often.
+		rawFirst := i%2 == 0
+		if rawFirst {
+			measureRaw()
+		}
+		srv := startServer(b, pr.durable)
+		p := newPipeline(b, srv.Addr(), fmt.Sprintf("paired%d", i), Options{Tablets: pr.partitions, CountPartitions: countPartitions, Finite: true})
+		e, _, c, _ := finiteRun(b, p, srv.Addr(), pr.workers, words, want, false, nil)
+		closeServer(srv)
+		if !rawFirst {
+			measureRaw()
+		}
+		order := "raw first"
+		if !rawFirst {
+			order = "exactly-once first"
+		}
+		eo, counted := float64(pr.messages)/e.Seconds(), float64(pr.messages)/c.Seconds()
+		b.Logf("pair %d (%s): raw %.0f msgs/s, exactly-once %.0f msgs/s (%.2fx), counted %.0f msgs/s (%.2fx)", i, order, raw, eo, eo/raw, counted, counted/raw)
+		m.add(raw, "raw_msgs/s")
+		m.add(eo, "exactly_once_msgs/s")
+		m.add(eo/raw, "x_raw")
+		m.add(counted/raw, "counted_x_raw")
+	}
+	m.report(b)
+}
+
 // rawPassCount is how many passes over the input one raw iteration makes, each into fresh
 // tables: one pass takes a fraction of a second, several make the figure less sensitive to
 // a scheduling hiccup.
@@ -459,41 +498,12 @@ func BenchmarkPipeline(b *testing.B) {
 	// paired alternates one raw iteration and one exactly-once iteration and reports the
 	// median of the pairs' ratios: the host's speed drifts by more than the figures above
 	// differ (raw's iterations all run before exactly-once's), a pair shares its moment.
-	b.Run("paired", func(b *testing.B) {
-		m := medians{}
-		for i := range b.N {
-			var raw float64
-			measureRaw := func() {
-				rawElapsed, _ := rawPasses(b, pr, fmt.Sprintf("paired-raw%d", i), 1000, words, want)
-				raw = float64(pr.messages*rawPassCount) / rawElapsed.Seconds()
-			}
-			// The order alternates from pair to pair (raw first in even pairs), so that
-			// whatever one run leaves behind in the process (heap size, memory returned to
-			// the system) weighs on each side equally often.
-			rawFirst := i%2 == 0
-			if rawFirst {
-				measureRaw()
-			}
-			srv := startServer(b, pr.durable)
-			p := newPipeline(b, srv.Addr(), fmt.Sprintf("paired%d", i), Options{Tablets: pr.partitions, CountPartitions: pr.countPartitions, Finite: true})
-			e, _, c, _ := finiteRun(b, p, srv.Addr(), pr.workers, words, want, false, nil)
-			closeServer(srv)
-			if !rawFirst {
-				measureRaw()
-			}
-			order := "raw first"
-			if !rawFirst {
-				order = "exactly-once first"
-			}
-			eo, counted := float64(pr.messages)/e.Seconds(), float64(pr.messages)/c.Seconds()
-			b.Logf("pair %d (%s): raw %.0f msgs/s, exactly-once %.0f msgs/s (%.2fx), counted %.0f msgs/s (%.2fx)", i, order, raw, eo, eo/raw, counted, counted/raw)
-			m.add(raw, "raw_msgs/s")
-			m.add(eo, "exactly_once_msgs/s")
-			m.add(eo/raw, "x_raw")
-			m.add(counted/raw, "counted_x_raw")
-		}
-		m.report(b)
-	})
+	b.Run("paired", func(b *testing.B) { pairedRun(b, pr, pr.countPartitions, words, want) })
+	// The same with the count in four partitions, the shape of the pipeline of the e2e fault
+	// test (TestExactlyOnceUnderFaults: two input tablets, four count partitions).
+	if pr.countPartitions != e2eCountPartitions {
+		b.Run("paired_count4", func(b *testing.B) { pairedRun(b, pr, e2eCountPartitions, words, want) })
+	}
 
 	rate := pr.rate
 	if rate == 0 && rates["exactly_once"] > 0 {
