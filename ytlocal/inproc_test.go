@@ -38,18 +38,25 @@ func inProcessClient(t testing.TB, addr string) yt.Client {
 	return yc
 }
 
+// startDurableInProcess starts a durable in-process server (closed when the test ends)
+// and an SDK client of it whose transport asks package inproc first.
+func startDurableInProcess(t *testing.T) (*ytlocal.Server, yt.Client) {
+	t.Helper()
+	srv, err := ytlocal.Start(context.Background(), ytlocal.Config{InProcess: true, DataDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, inProcessClient(t, srv.Addr())
+}
+
 // TestInProcessServesTheSDK: with Config.InProcess, an SDK client of the same process
 // whose transport asks package inproc gets the same answers as over TCP — Cypress reads,
 // YT errors with their codes, tablet transactions, row reads — without the network.
 func TestInProcessServesTheSDK(t *testing.T) {
 	ctx := context.Background()
-	srv, err := ytlocal.Start(ctx, ytlocal.Config{InProcess: true, DataDir: t.TempDir()})
-	require.NoError(t, err)
-	defer srv.Close()
-	yc := inProcessClient(t, srv.Addr())
+	srv, yc := startDurableInProcess(t)
 
 	before := inproc.Served()
-	_, err = yc.CreateNode(ctx, ypath.Path("//tmp/in/process"), yt.NodeMap, &yt.CreateNodeOptions{Recursive: true})
+	_, err := yc.CreateNode(ctx, ypath.Path("//tmp/in/process"), yt.NodeMap, &yt.CreateNodeOptions{Recursive: true})
 	require.NoError(t, err)
 	ok, err := yc.NodeExists(ctx, ypath.Path("//tmp/in/process"), nil)
 	require.NoError(t, err)
@@ -140,10 +147,7 @@ func BenchmarkRequest(b *testing.B) {
 // http.Server.Shutdown waits for the requests of its connections; the request completes.
 func TestCloseWaitsForInProcessRequests(t *testing.T) {
 	ctx := context.Background()
-	srv, err := ytlocal.Start(ctx, ytlocal.Config{InProcess: true, DataDir: t.TempDir()})
-	require.NoError(t, err)
-	defer srv.Close()
-	yc := inProcessClient(t, srv.Addr())
+	srv, yc := startDurableInProcess(t)
 
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
