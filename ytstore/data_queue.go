@@ -48,7 +48,13 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	q := &queueRowDecoding{sys: sys}
 	for r.Next() {
 		qr = QueueRow{Offset: next}
-		if err := r.Scan(queueRowScan{q}); err != nil {
+		var err error
+		if raw, ok := rowBytes(r); ok {
+			err = queueRowScan{q}.UnmarshalYSON(raw) // in place: see rowbytes.go
+		} else {
+			err = r.Scan(queueRowScan{q})
+		}
+		if err != nil {
 			return nil, fmt.Errorf("ytstore: pull %s partition %d: decode row: %w", queuePath, partition, err)
 		}
 		qr.Columns = q.m

@@ -1,0 +1,62 @@
+package ytstore
+
+import (
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"go.ytsaurus.tech/yt/go/yt"
+)
+
+// Reading a row's bytes in place.
+//
+// The SDK's YSON table reader (the reader of pull_queue_consumer, select_rows and
+// lookup_rows over HTTP) finds each row's bytes when Next is called and keeps them in its
+// field `value`; Scan then decodes them again through yson.Unmarshal, which allocates a new
+// decoder and reader for every row and scans the row a second time before it hands the
+// bytes to an Unmarshaler. On the queue source's path that is one row per input message:
+// reading the bytes in place instead cut the exactly-once pipeline's CPU per message by about
+// 6 % (BENCHMARKS.md, "Reading rows in place").
+//
+// The SDK is pinned to an exact version (go.mod); rowBytes checks once per reader type, by
+// reflection, that the reader is that type with that field (name and type), and otherwise
+// reports ok=false so that the caller falls back to Scan: a different SDK still works, only
+// slower. TestRowBytesInPlace asserts that the pinned SDK takes the fast path.
+
+// rowBytesField is, per concrete reader type, the offset of its current-row field, or
+// noRowBytes when the type is not the one expected.
+var rowBytesField sync.Map // reflect.Type -> uintptr
+
+const noRowBytes = ^uintptr(0)
+
+// rowBytesOffset finds the offset of the current row's bytes in readers of type t.
+func rowBytesOffset(t reflect.Type) uintptr {
+	if v, ok := rowBytesField.Load(t); ok {
+		return v.(uintptr)
+	}
+	off := noRowBytes
+	if t.Kind() == reflect.Pointer {
+		e := t.Elem()
+		if e.Kind() == reflect.Struct && e.Name() == "ysonTableReader" &&
+			e.PkgPath() == "go.ytsaurus.tech/yt/go/yt/internal/httpclient" {
+			if f, ok := e.FieldByName("value"); ok && f.Type == reflect.TypeFor[[]byte]() {
+				off = f.Offset
+			}
+		}
+	}
+	rowBytesField.Store(t, off)
+	return off
+}
+
+// rowBytes returns the bytes of the row r.Next last moved to — valid until the next call
+// of r.Next, never to be modified — when r is the SDK's YSON table reader; ok is false for
+// any other reader.
+func rowBytes(r yt.TableReader) (row []byte, ok bool) {
+	off := rowBytesOffset(reflect.TypeOf(r))
+	if off == noRowBytes {
+		return nil, false
+	}
+	// An interface value is a (type, pointer) pair; a pointer type is stored directly.
+	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&r))[1]
+	return *(*[]byte)(unsafe.Add(data, off)), true
+}
