@@ -28,6 +28,7 @@ import (
 var ErrZombie = errors.New("job lease lost")
 
 // syncWriter is a synchronous sink: it turns messages into writes of the epoch transaction.
+// It reads msgs only during the call (the runner reuses the slice); the payloads it may keep.
 type syncWriter interface {
 	Write(msgs []flow.Message) (ytstore.SinkWrite, error)
 }
@@ -244,7 +245,8 @@ type runner struct {
 	invs      []flow.Invocation
 	results   []*flow.Result
 	dedupRows []ytstore.DedupRow
-	memRefs   []memRef // handOver's scratch space
+	groups    []destMsgs // groupByDest's buffers
+	memRefs   []memRef   // handOver's scratch space
 	stateRows []ytstore.StateRow
 	// inputs holds the inputs an epoch took from the inbox; keyHashes and keyStates are
 	// prepare's (the keys whose states the epoch reads, and those states by key).
@@ -1060,7 +1062,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			s.advanceCommitted(ctx, r.log, time.Now(), s.ended)
 		}
 	}
-	for _, o := range groupByDest(c.BestEffort) {
+	r.groups = groupByDest(r.groups, c.BestEffort)
+	for _, o := range r.groups {
 		rows := make([]map[string]any, len(o.msgs))
 		for i, m := range o.msgs {
 			rows[i] = map[string]any(m.Payload)
@@ -1219,10 +1222,15 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx)
 	})
 	if r.cfg.Dedup && len(b.Inputs) > 0 {
-		keys := make([]ytstore.DedupKey, 0, len(b.Inputs))
-		var at []int // b.Inputs index of keys[i] when some inputs are not looked up
+		// Most epochs look nothing up (every input is fresh): the buffers are made for the
+		// first input that needs a lookup.
+		var keys []ytstore.DedupKey
+		var at []int // b.Inputs index of keys[i]
 		for i := range b.Inputs {
 			if r.fresh == nil || r.fresh.needLookup(&b.Inputs[i]) {
+				if keys == nil {
+					keys, at = make([]ytstore.DedupKey, 0, len(b.Inputs)-i), make([]int, 0, len(b.Inputs)-i)
+				}
 				keys = append(keys, r.dedupKey(b.Inputs[i]))
 				at = append(at, i)
 			}
@@ -1230,8 +1238,8 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		if skipped := len(b.Inputs) - len(keys); skipped > 0 {
 			r.stats.lookupsSkipped.Add(int64(skipped))
 		}
-		pre.found = make([]ytstore.DedupHit, len(b.Inputs))
 		if len(keys) > 0 {
+			pre.found = make([]ytstore.DedupHit, len(b.Inputs)) // nil: nothing found
 			wg.Go(func() {
 				hits, err := r.store.LookupDedupRows(ctx, keys)
 				if err != nil {
@@ -1367,19 +1375,30 @@ type destMsgs struct {
 	msgs []flow.Message
 }
 
-func groupByDest(outs []epoch.Out) []destMsgs {
-	var groups []destMsgs
-	at := map[string]int{}
+// groupByDest groups outs by destination, in the order destinations first appear, into the
+// buffers of groups (the runner's, reused from epoch to epoch: what an earlier call returned
+// is overwritten). An epoch has few destinations: they are found by a linear search.
+func groupByDest(groups []destMsgs, outs []epoch.Out) []destMsgs {
+	for i := range groups {
+		clear(groups[i].msgs) // drop the payloads the previous epoch's groups point to
+		groups[i] = destMsgs{msgs: groups[i].msgs[:0]}
+	}
+	n := 0
 	for _, o := range outs {
-		i, ok := at[o.Destination.ID]
-		if !ok {
-			i = len(groups)
-			at[o.Destination.ID] = i
-			groups = append(groups, destMsgs{dest: o.Destination.ID})
+		i := 0
+		for i < n && groups[i].dest != o.Destination.ID {
+			i++
+		}
+		if i == n {
+			if n == len(groups) {
+				groups = append(groups, destMsgs{})
+			}
+			groups[n].dest = o.Destination.ID
+			n++
 		}
 		groups[i].msgs = append(groups[i].msgs, o.Message)
 	}
-	return groups
+	return groups[:n]
 }
 
 // write converts the core's commit into the store's write set. It returns the output store
@@ -1449,7 +1468,8 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		b, _ := yson.Marshal(off)
 		w.PartitionStates[offsetStatePrefix+sp.SourceID] = b
 	}
-	for _, g := range groupByDest(c.Sync) {
+	r.groups = groupByDest(r.groups, c.Sync)
+	for _, g := range r.groups {
 		sw, err := r.syncSinks[g.dest].Write(g.msgs)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("job %s: %s: %w", r.job.JobID, g.dest, err)

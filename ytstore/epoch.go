@@ -433,10 +433,14 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 		compact = append(compact, &compactRows[len(compactRows)-1])
 	}
 	var putStates, delStates []any
-	for _, st := range w.States {
+	for i := range w.States {
+		st := &w.States[i] // by pointer: a StateRow boxed as a value would be copied to the heap
 		if st.State == nil {
 			delStates = append(delStates, st.key())
 		} else {
+			if putStates == nil {
+				putStates = make([]any, 0, len(w.States)-i)
+			}
 			putStates = append(putStates, st)
 		}
 	}
