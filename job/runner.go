@@ -1062,8 +1062,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			s.advanceCommitted(ctx, r.log, time.Now(), s.ended)
 		}
 	}
-	r.groups = groupByDest(r.groups, c.BestEffort)
-	for _, o := range r.groups {
+	var n int
+	r.groups, n = groupByDest(r.groups, c.BestEffort)
+	for _, o := range r.groups[:n] {
 		rows := make([]map[string]any, len(o.msgs))
 		for i, m := range o.msgs {
 			rows[i] = map[string]any(m.Payload)
@@ -1377,13 +1378,13 @@ type destMsgs struct {
 
 // groupByDest groups outs by destination, in the order destinations first appear, into the
 // buffers of groups (the runner's, reused from epoch to epoch: what an earlier call returned
-// is overwritten). An epoch has few destinations: they are found by a linear search.
-func groupByDest(groups []destMsgs, outs []epoch.Out) []destMsgs {
+// is overwritten); it returns the buffers and the first n of them hold the groups. An epoch
+// has few destinations: they are found by a linear search.
+func groupByDest(groups []destMsgs, outs []epoch.Out) (all []destMsgs, n int) {
 	for i := range groups {
 		clear(groups[i].msgs) // drop the payloads the previous epoch's groups point to
 		groups[i] = destMsgs{msgs: groups[i].msgs[:0]}
 	}
-	n := 0
 	for _, o := range outs {
 		i := 0
 		for i < n && groups[i].dest != o.Destination.ID {
@@ -1398,7 +1399,7 @@ func groupByDest(groups []destMsgs, outs []epoch.Out) []destMsgs {
 		}
 		groups[i].msgs = append(groups[i].msgs, o.Message)
 	}
-	return groups[:n]
+	return groups, n
 }
 
 // write converts the core's commit into the store's write set. It returns the output store
@@ -1468,8 +1469,9 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		b, _ := yson.Marshal(off)
 		w.PartitionStates[offsetStatePrefix+sp.SourceID] = b
 	}
-	r.groups = groupByDest(r.groups, c.Sync)
-	for _, g := range r.groups {
+	var n int
+	r.groups, n = groupByDest(r.groups, c.Sync)
+	for _, g := range r.groups[:n] {
 		sw, err := r.syncSinks[g.dest].Write(g.msgs)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("job %s: %s: %w", r.job.JobID, g.dest, err)

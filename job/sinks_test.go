@@ -14,6 +14,7 @@ import (
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -266,4 +267,38 @@ func TestCompletionFiresTimers(t *testing.T) {
 		return s.Draining && s.InFlight == 0 && len(e.queueRows("//tmp/s/out")) == 2
 	})
 	assert.Equal(t, []string{"a=2", "b=1"}, e.queueRows("//tmp/s/out"))
+}
+
+// TestGroupByDestReusesBuffers: outputs are grouped by destination in first-seen order, a
+// later call overwrites the groups of an earlier one (fewer destinations included), and
+// once the buffers have grown, grouping allocates nothing.
+func TestGroupByDestReusesBuffers(t *testing.T) {
+	out := func(dest, id string) epoch.Out {
+		return epoch.Out{Destination: epoch.Destination{ID: dest}, Message: flow.Message{MessageID: id}}
+	}
+	ids := func(g destMsgs) []string {
+		var s []string
+		for _, m := range g.msgs {
+			s = append(s, m.MessageID)
+		}
+		return s
+	}
+	two := []epoch.Out{out("b", "1"), out("a", "2"), out("b", "3")}
+	groups, n := groupByDest(nil, two)
+	require.Equal(t, 2, n)
+	assert.Equal(t, "b", groups[0].dest)
+	assert.Equal(t, []string{"1", "3"}, ids(groups[0]))
+	assert.Equal(t, "a", groups[1].dest)
+	assert.Equal(t, []string{"2"}, ids(groups[1]))
+
+	groups, n = groupByDest(groups, nil)
+	assert.Equal(t, 0, n, "no outputs, no groups")
+	groups, n = groupByDest(groups, []epoch.Out{out("c", "4")})
+	require.Equal(t, 1, n)
+	assert.Equal(t, "c", groups[0].dest)
+	assert.Equal(t, []string{"4"}, ids(groups[0]))
+
+	allocs := testing.AllocsPerRun(10, func() { groups, n = groupByDest(groups, two) })
+	assert.Zero(t, allocs)
+	assert.Equal(t, 2, n)
 }
