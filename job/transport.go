@@ -406,7 +406,11 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 	if r.retiring.Load() {
 		return reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 	}
-	ins := make([]epoch.Input, 0, len(pr.Messages))
+	// ins lives as long as the call: offer copies what it buffers.
+	insBuf := inputBuffers.Get().(*[]epoch.Input)
+	defer func() { clear(*insBuf); inputBuffers.Put(insBuf) }()
+	ins := slices.Grow((*insBuf)[:0], len(pr.Messages))
+	defer func() { *insBuf = ins }()
 	var dec ybin.Decoder // payloads of one stream repeat their field names
 	var taken int64
 	for _, m := range pr.Messages {
@@ -993,7 +997,10 @@ func (w *Worker) peer(addr string) *Worker {
 // rows' bytes (which it only reads), and answers as the /push endpoint would, through the
 // same acceptPush (TestInProcessPeersPushInMemory).
 func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []memMsg, tag pushTag) (acked []string, reset bool, err error) {
-	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: make([]wireMessage, len(rows))}
+	buf := wireBuffers.Get().(*[]wireMessage)
+	defer func() { clear(*buf); wireBuffers.Put(buf) }() // acceptPush keeps nothing of pr
+	*buf = slices.Grow((*buf)[:0], len(rows))[:len(rows)]
+	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: *buf}
 	for i, r := range rows {
 		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Birth()}
 		if mem != nil {
@@ -1009,6 +1016,13 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 	}
 	return resp.Acked, resp.Reset, nil
 }
+
+// wireBuffers and inputBuffers hold the per-push message slices of pushLocal and acceptPush,
+// which live only as long as the call, for the next push.
+var (
+	wireBuffers  = sync.Pool{New: func() any { return new([]wireMessage) }}
+	inputBuffers = sync.Pool{New: func() any { return new([]epoch.Input) }}
+)
 
 // pushTag places a push in its sender's push session (pushorder.go).
 type pushTag struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ytflow/yt-flow/internal/varbin"
 )
@@ -97,7 +98,7 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 		sizes[j] += encodedSize(r)
 	}
 	for j, c := range out {
-		c.Data = append(make([]byte, 0, sizes[j]), chunkFormat)
+		c.Data = append(chunkData(sizes[j]), chunkFormat)
 	}
 	for i := range rows {
 		c := out[at[i]]
@@ -109,6 +110,34 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 		res[i] = c
 	}
 	return res, nil
+}
+
+// chunkBuffers holds the data buffers of chunk rows already written (releaseChunks), for
+// the chunks of later epochs: an epoch's chunks are dead once their insert_rows requests
+// are encoded.
+var chunkBuffers sync.Pool // *[]byte
+
+// chunkData returns an empty buffer of capacity at least n.
+func chunkData(n int) []byte {
+	if b, ok := chunkBuffers.Get().(*[]byte); ok {
+		if cap(*b) >= n {
+			return (*b)[:0]
+		}
+		chunkBuffers.Put(b) // too small for this chunk; kept for a smaller one
+	}
+	return make([]byte, 0, n)
+}
+
+// releaseChunks hands the data buffers of chunks (what chunkRows returned) to later
+// chunkRows calls; nothing may read the chunks after.
+func releaseChunks(chunks []any) {
+	for _, c := range chunks {
+		if r, ok := c.(*outputChunkRow); ok && r.Data != nil {
+			b := r.Data
+			r.Data = nil
+			chunkBuffers.Put(&b)
+		}
+	}
 }
 
 // chunkFormat is the first byte of a chunk's data: the version of the encoding below.

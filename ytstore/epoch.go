@@ -524,7 +524,10 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 	g.run(ctx, func(ctx context.Context) error {
 		return tx.insert(ctx, TablePartitionTransactions, []any{partitionTransactionRow{PartitionID: w.PartitionID, Token: w.Token}})
 	})
-	return g.wait()
+	err = g.wait()
+	// Every insert has returned: its rows are encoded, the chunks' data is read no more.
+	releaseChunks(chunks)
+	return err
 }
 
 // writeGroup runs the writes of an epoch concurrently and keeps the first error.
