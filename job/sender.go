@@ -306,7 +306,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 	}()
 }
 
-func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []ytstore.OutputRow) error {
+func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []*ytstore.OutputRow) error {
 	ds := make([]queue.Delivery, 0, len(rows))
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {

@@ -681,11 +681,12 @@ func (o *outbox) queue(destination string) *destQueue {
 	return q
 }
 
-// snapshot returns the pending rows of destination ordered by message id.
-func (o *outbox) snapshot(destination string) []ytstore.OutputRow {
-	rows := make([]ytstore.OutputRow, 0, o.sizeOf(destination))
+// snapshot returns the pending rows of destination ordered by message id: the outbox's own
+// rows, which nothing changes once added (read them, never write).
+func (o *outbox) snapshot(destination string) []*ytstore.OutputRow {
+	rows := make([]*ytstore.OutputRow, 0, o.sizeOf(destination))
 	o.inOrder(destination, func(row *ytstore.OutputRow) bool {
-		rows = append(rows, *row)
+		rows = append(rows, row)
 		return true
 	})
 	return rows

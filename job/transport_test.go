@@ -269,8 +269,16 @@ func TestOutboxInOrder(t *testing.T) {
 	assert.Equal(t, []string{"b", "c"}, seen, "stops when told")
 	o.finish("p", "d", []string{"b", "c", "e"})
 	o.add([]ytstore.OutputRow{{Destination: "d", MessageID: "g"}})
-	assert.Equal(t, []string{"f", "g"}, ids(o.snapshot("d")))
+	assert.Equal(t, []string{"f", "g"}, refIDs(o.snapshot("d")))
 	assert.Equal(t, 2, o.size())
+}
+
+func refIDs(rows []*ytstore.OutputRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.MessageID
+	}
+	return out
 }
 
 func ids(rows []ytstore.OutputRow) []string {
