@@ -64,6 +64,10 @@ type Engine struct {
 	// spareOps are cleared operation slices of committed transactions, reused by the
 	// calls of later ones (newOps): a call of 1 000 rows buffers ~150 KB of operations.
 	spareOps [][]op
+	// recWrites and recAppends are the cleared row lists of the last commit record, reused
+	// by the next (commitLocked): a record is dead once journaled and applied.
+	recWrites  []RowWrite
+	recAppends []RowAppend
 }
 
 // New returns an empty engine.

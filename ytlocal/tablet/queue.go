@@ -114,11 +114,17 @@ func (e *Engine) PullConsumer(consumer, consumerPath, queue, queuePath string, p
 	tb := t.tablets[partition]
 	out := &RowSet{Columns: t.starColumns()}
 	start := max(o.Offset, tb.trimmed)
+	// The rows' values share one block, and the partition index one boxed value.
+	n := max(0, min(o.MaxRowCount, int64(len(tb.rows))-(start-tb.trimmed)))
+	width := len(t.cols) + 2
+	block := make([]any, 0, n*int64(width))
+	out.Rows = make([][]any, 0, n)
+	part := any(int64(partition))
 	var weight int64
 	for i := start - tb.trimmed; i < int64(len(tb.rows)) && int64(len(out.Rows)) < o.MaxRowCount; i++ {
 		r := tb.rows[i]
-		values := make([]any, 0, len(t.cols)+2)
-		values = append(values, int64(partition), tb.trimmed+i)
+		at := len(block)
+		values := append(block, part, tb.trimmed+i)
 		for j, c := range t.cols {
 			if c.name == "$timestamp" {
 				values = append(values, uint64(r.ts))
@@ -126,6 +132,8 @@ func (e *Engine) PullConsumer(consumer, consumerPath, queue, queuePath string, p
 				values = append(values, r.values[j])
 			}
 		}
+		block = values
+		values = values[at:len(values):len(values)]
 		w := dataWeight(values)
 		if len(out.Rows) > 0 && weight+w > o.MaxDataWeight {
 			break

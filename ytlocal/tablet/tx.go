@@ -570,11 +570,23 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 		}
 	}
 	if writes > 0 {
-		rec.Writes = make([]RowWrite, 0, writes)
+		rec.Writes = slices.Grow(e.recWrites[:0], writes)
 	}
 	if appends > 0 {
-		rec.Appends = make([]RowAppend, 0, appends)
+		rec.Appends = slices.Grow(e.recAppends[:0], appends)
 	}
+	// The journal encodes the record and apply keeps none of its lists (only the key and
+	// value slices they point to): once committed, or failed, the lists serve the next commit.
+	defer func() {
+		if cap(rec.Writes) <= maxSpareRecordRows {
+			clear(rec.Writes)
+			e.recWrites = rec.Writes[:0]
+		}
+		if cap(rec.Appends) <= maxSpareRecordRows {
+			clear(rec.Appends)
+			e.recAppends = rec.Appends[:0]
+		}
+	}()
 	// pending maps a row to the index of its latest write in rec.Writes, for the writes that
 	// merge into the row as the commit leaves it so far (update, aggregate); without those
 	// nothing reads it.
@@ -592,6 +604,9 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 	}
 	return rec.Timestamp, nil
 }
+
+// maxSpareRecordRows bounds the row lists of a commit record kept for the next commit.
+const maxSpareRecordRows = 1 << 16
 
 // checkOps checks the operations of one call of tx against the tables as committed: the
 // tables still exist and are writable (readable for locks), and no row they touch was
