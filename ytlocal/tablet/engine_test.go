@@ -854,3 +854,40 @@ func TestRowKeySharesEncodedKey(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, []any{"some-key", int64(2), nil}, got[0])
 }
+
+// TestCollectedRowsLeaveIndex: a table whose rows are written, deleted and never scanned (as
+// the output store is used) does not keep its collected rows in the key-order index: it
+// holds what the table holds, give or take the removed half, and a scan afterwards sees
+// exactly the rows not deleted.
+func TestCollectedRowsLeaveIndex(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	e := New(Config{Clock: func() time.Time { return now }, VersionRetention: time.Second})
+	newMounted(t, e, "t", kvSchema())
+	for round := range 50 {
+		rows := make([]map[string]any, 100)
+		keys := make([]map[string]any, 100)
+		for i := range rows {
+			k := fmt.Sprintf("%03d-%03d", round, i)
+			rows[i] = map[string]any{"k": k, "v": int64(i)}
+			keys[i] = map[string]any{"k": k}
+		}
+		insert(t, e, "t", InsertOptions{}, rows...)
+		// The round's last row stays; the others are deleted.
+		_, err := e.Run(func(tx string) error { return e.Delete(tx, "t", keys[:99]) })
+		require.NoError(t, err)
+		now = now.Add(2 * time.Second) // past the retention: the next commit collects them
+	}
+	tb := e.tables["t"]
+	require.Len(t, tb.rows, 50+99, "the last round's deletes are not collected yet")
+	assert.LessOrEqual(t, len(tb.index)+len(tb.fresh), 2*len(tb.rows)+1)
+	var got []any
+	require.NoError(t, e.Scan("t", ReadOptions{}, func(r map[string]any) bool {
+		if r["v"] == int64(99) {
+			got = append(got, r["k"])
+		}
+		return true
+	}))
+	require.Len(t, got, 50)
+	assert.Equal(t, "000-099", got[0])
+	assert.Equal(t, "049-099", got[49])
+}

@@ -846,10 +846,19 @@ func (t *table) collectTombstones(horizon Timestamp) {
 			continue
 		}
 		delete(t.rows, ts.enc)
-		t.dirty = true
+		r.key = nil // marks it removed for sortedRows
+		t.removed++
 	}
 	if n > 0 {
 		t.tombstones = append(t.tombstones[:0], t.tombstones[n:]...)
+	}
+	// Invariant: a collected row leaves the key-order index too, even in a table nobody
+	// scans (the output store is written, deleted and only looked up): once the removed
+	// rows are half of the index they are dropped, O(1) per row. Before, the index kept
+	// every collected row, and its versions, until the next scan
+	// (TestCollectedRowsLeaveIndex).
+	if t.removed > 0 && 2*t.removed >= len(t.index)+len(t.fresh) {
+		t.dropRemoved()
 	}
 }
 
