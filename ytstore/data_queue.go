@@ -46,11 +46,12 @@ func (s *Store) PullQueue(ctx context.Context, queuePath, consumerPath string, p
 	// yson.Unmarshaler: the row's bytes are decoded in place, not copied first. Passed by
 	// value, as the reader zeroes what a pointer points at before it decodes.
 	q := &queueRowDecoding{sys: sys}
+	inPlace, ok := rowBytesOf(r) // see rowbytes.go
 	for r.Next() {
 		qr = QueueRow{Offset: next}
 		var err error
-		if raw, ok := rowBytes(r); ok {
-			err = queueRowScan{q}.UnmarshalYSON(raw) // in place: see rowbytes.go
+		if ok {
+			err = queueRowScan{q}.UnmarshalYSON(inPlace())
 		} else {
 			err = r.Scan(queueRowScan{q})
 		}

@@ -18,7 +18,7 @@ import (
 // reading the bytes in place instead cut the exactly-once pipeline's CPU per message by about
 // 6 % (BENCHMARKS.md, "Reading rows in place").
 //
-// The SDK is pinned to an exact version (go.mod); rowBytes checks once per reader type, by
+// The SDK is pinned to an exact version (go.mod); rowBytesOf checks once per reader type, by
 // reflection, that the reader is that type with that field (name and type), and otherwise
 // reports ok=false so that the caller falls back to Scan: a different SDK still works, only
 // slower. TestRowBytesInPlace asserts that the pinned SDK takes the fast path.
@@ -48,15 +48,18 @@ func rowBytesOffset(t reflect.Type) uintptr {
 	return off
 }
 
-// rowBytes returns the bytes of the row r.Next last moved to — valid until the next call
-// of r.Next, never to be modified — when r is the SDK's YSON table reader; ok is false for
-// any other reader.
-func rowBytes(r yt.TableReader) (row []byte, ok bool) {
+// rowBytesOf returns, when r is the SDK's YSON table reader, a function that returns the
+// bytes of the row r.Next last moved to — valid until the next call of r.Next, never to be
+// modified; ok is false for any other reader. The type is checked once per call, not per
+// row.
+func rowBytesOf(r yt.TableReader) (row func() []byte, ok bool) {
+	if r == nil {
+		return nil, false
+	}
 	off := rowBytesOffset(reflect.TypeOf(r))
 	if off == noRowBytes {
 		return nil, false
 	}
-	// An interface value is a (type, pointer) pair; a pointer type is stored directly.
-	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&r))[1]
-	return *(*[]byte)(unsafe.Add(data, off)), true
+	field := (*[]byte)(unsafe.Add(reflect.ValueOf(r).UnsafePointer(), off))
+	return func() []byte { return *field }, true
 }

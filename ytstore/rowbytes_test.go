@@ -30,12 +30,14 @@ func TestRowBytesInPlace(t *testing.T) {
 			&yt.PullQueueConsumerOptions{Offset: &offset, PartitionIndex: &partition})
 		require.NoError(t, err)
 		defer func() { _ = r.Close() }()
+		row, ok := rowBytesOf(r)
+		if inPlace {
+			require.True(t, ok, "the pinned SDK's reader (%T) gives its rows in place", r)
+		}
 		var rows [][]byte
 		for r.Next() {
 			if inPlace {
-				raw, ok := rowBytes(r)
-				require.True(t, ok, "the pinned SDK's reader (%T) gives its rows in place", r)
-				rows = append(rows, append([]byte(nil), raw...))
+				rows = append(rows, append([]byte(nil), row()...))
 				continue
 			}
 			var raw yson.RawValue
@@ -61,8 +63,10 @@ type otherReader struct{ yt.TableReader }
 // TestRowBytesOtherReader: a reader of any other type is not read in place (the caller
 // falls back to Scan).
 func TestRowBytesOtherReader(t *testing.T) {
-	_, ok := rowBytes(otherReader{})
+	_, ok := rowBytesOf(otherReader{})
 	assert.False(t, ok)
-	_, ok = rowBytes(&otherReader{})
+	_, ok = rowBytesOf(&otherReader{})
+	assert.False(t, ok)
+	_, ok = rowBytesOf(nil)
 	assert.False(t, ok)
 }
