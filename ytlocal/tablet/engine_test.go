@@ -891,3 +891,28 @@ func TestCollectedRowsLeaveIndex(t *testing.T) {
 	assert.Equal(t, "000-099", got[0])
 	assert.Equal(t, "049-099", got[49])
 }
+
+// TestPullBeyondOneBlock: a pull of more rows than its first value block holds
+// (pullBlockRows) returns every row whole and in order, the earlier ones unchanged by the
+// block's growth; the data weight limit ends a pull early.
+func TestPullBeyondOneBlock(t *testing.T) {
+	e := New(Config{})
+	setupQueue(t, e)
+	require.NoError(t, e.RegisterConsumer(Registration{Queue: "q", QueuePath: "//tmp/q", Consumer: "c", ConsumerPath: "//tmp/c"}))
+	const n = 3*pullBlockRows + 7
+	rows := make([]map[string]any, n)
+	for i := range rows {
+		rows[i] = map[string]any{"$tablet_index": int64(1), "value": fmt.Sprintf("r%05d", i)}
+	}
+	insert(t, e, "q", InsertOptions{}, rows...)
+	rs, err := e.PullConsumer("c", "//tmp/c", "q", "//tmp/q", 1, PullOptions{Offset: 5, MaxRowCount: n})
+	require.NoError(t, err)
+	require.Len(t, rs.Rows, n-5)
+	for i, r := range rs.Rows {
+		require.Equal(t, []any{int64(1), int64(i + 5), fmt.Sprintf("r%05d", i+5)}, r, "row %d", i)
+	}
+	rs, err = e.PullConsumer("c", "//tmp/c", "q", "//tmp/q", 1, PullOptions{MaxRowCount: n, MaxDataWeight: 100})
+	require.NoError(t, err)
+	assert.Less(t, len(rs.Rows), 10, "the data weight limit ends the pull")
+	assert.NotEmpty(t, rs.Rows)
+}

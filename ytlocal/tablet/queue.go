@@ -114,8 +114,10 @@ func (e *Engine) PullConsumer(consumer, consumerPath, queue, queuePath string, p
 	tb := t.tablets[partition]
 	out := &RowSet{Columns: t.starColumns()}
 	start := max(o.Offset, tb.trimmed)
-	// The rows' values share one block, and the partition index one boxed value.
-	n := max(0, min(o.MaxRowCount, int64(len(tb.rows))-(start-tb.trimmed)))
+	// The rows' values share one block (a row keeps its part when the block grows), and the
+	// partition index one boxed value. The first block holds at most pullBlockRows rows: the
+	// data weight limit may end the read long before the row count does.
+	n := max(0, min(o.MaxRowCount, int64(len(tb.rows))-(start-tb.trimmed), pullBlockRows))
 	width := len(t.cols) + 2
 	block := make([]any, 0, n*int64(width))
 	out.Rows = make([][]any, 0, n)
@@ -143,6 +145,9 @@ func (e *Engine) PullConsumer(consumer, consumerPath, queue, queuePath string, p
 	}
 	return out, nil
 }
+
+// pullBlockRows bounds the rows a pull allocates room for at once.
+const pullBlockRows = 1024
 
 func dataWeight(values []any) int64 {
 	var w int64 = 1

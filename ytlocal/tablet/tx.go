@@ -578,11 +578,11 @@ func (e *Engine) commitLocked(tx *Tx) (Timestamp, error) {
 	// The journal encodes the record and apply keeps none of its lists (only the key and
 	// value slices they point to): once committed, or failed, the lists serve the next commit.
 	defer func() {
-		if cap(rec.Writes) <= maxSpareRecordRows {
+		if rec.Writes != nil && cap(rec.Writes) <= maxSpareRecordRows {
 			clear(rec.Writes)
 			e.recWrites = rec.Writes[:0]
 		}
-		if cap(rec.Appends) <= maxSpareRecordRows {
+		if rec.Appends != nil && cap(rec.Appends) <= maxSpareRecordRows {
 			clear(rec.Appends)
 			e.recAppends = rec.Appends[:0]
 		}
