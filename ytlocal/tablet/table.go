@@ -332,7 +332,25 @@ func shareKeyStrings(key []any, enc string) {
 	}
 }
 
-// dropRemoved takes the rows a watermark merge removed out of index and fresh.
+// removeRow drops row r (key encoding enc) from the table; it leaves index and fresh at
+// their next use (sortedRows) or once the removed rows are half of them (dropRemovedIfHalf).
+func (t *table) removeRow(enc string, r *row) {
+	delete(t.rows, enc)
+	r.key = nil // marks it removed for sortedRows
+	t.removed++
+}
+
+// dropRemovedIfHalf drops the removed rows from index and fresh once they are half of them:
+// a table nobody scans (the dedup indexes, the output store: only looked up) never calls
+// sortedRows, and this costs O(1) per removed row.
+func (t *table) dropRemovedIfHalf() {
+	if t.removed > 0 && 2*t.removed >= len(t.index)+len(t.fresh) {
+		t.dropRemoved()
+	}
+}
+
+// dropRemoved takes the removed rows (watermark merges, collected deletes) out of index and
+// fresh.
 func (t *table) dropRemoved() {
 	if t.removed == 0 {
 		return

@@ -845,21 +845,16 @@ func (t *table) collectTombstones(horizon Timestamp) {
 			slices.ContainsFunc(r.readTS, func(x Timestamp) bool { return x > horizon }) {
 			continue
 		}
-		delete(t.rows, ts.enc)
-		r.key = nil // marks it removed for sortedRows
-		t.removed++
+		// Invariant: a collected row leaves the key-order index too, even in a table
+		// nobody scans (the output store is written, deleted and only looked up); before,
+		// the index kept every collected row, and its versions, until the next scan
+		// (TestCollectedRowsLeaveIndex).
+		t.removeRow(ts.enc, r)
 	}
 	if n > 0 {
 		t.tombstones = append(t.tombstones[:0], t.tombstones[n:]...)
 	}
-	// Invariant: a collected row leaves the key-order index too, even in a table nobody
-	// scans (the output store is written, deleted and only looked up): once the removed
-	// rows are half of the index they are dropped, O(1) per row. Before, the index kept
-	// every collected row, and its versions, until the next scan
-	// (TestCollectedRowsLeaveIndex).
-	if t.removed > 0 && 2*t.removed >= len(t.index)+len(t.fresh) {
-		t.dropRemoved()
-	}
+	t.dropRemovedIfHalf()
 }
 
 // mergeWatermark drops the rows whose column is below watermark. The first merge by a
@@ -889,16 +884,10 @@ func (t *table) mergeWatermark(column string, watermark uint64) error {
 		// The row may have been written again since: it was added again with the newer
 		// value, and stays unless that one is below the watermark too.
 		if v, ok := t.watermarkValue(r.latest()); ok && v < watermark {
-			delete(t.rows, enc)
-			r.key = nil // marks it removed for sortedRows
-			t.removed++
+			t.removeRow(enc, r)
 		}
 	})
-	// A table nobody scans (the dedup indexes are only looked up) never calls sortedRows:
-	// drop the removed rows once they are half of the index, which costs O(1) per row.
-	if 2*t.removed >= len(t.index)+len(t.fresh) {
-		t.dropRemoved()
-	}
+	t.dropRemovedIfHalf()
 	return nil
 }
 
