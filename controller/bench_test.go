@@ -21,7 +21,7 @@ func BenchmarkSchedulerStep(b *testing.B) {
 	for i := range 10 {
 		w.topology.Computations = append(w.topology.Computations, Computation{ID: fmt.Sprintf("c%d", i), PartitionCount: 100})
 	}
-	w.topology.Computations = append(w.topology.Computations, Computation{ID: "src", Sources: []Source{{ID: "s", QueuePath: "//q"}}})
+	w.topology.Computations = append(w.topology.Computations, Computation{ID: "src", Sources: []Source{{ID: "s", ListKey: "//q"}}})
 	for i := range 50 {
 		w.workers[fmt.Sprintf("w%02d", i)] = true
 	}

@@ -12,6 +12,7 @@ import (
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/library/go/core/log/nop"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -417,7 +418,7 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	}
 	in := &Input{
 		Now: ytstore.Now(), TargetState: attrs.TargetState, PipelineState: attrs.PipelineState,
-		WorkerAlive: map[string]bool{}, LeaseAlive: map[string]bool{}, QueueTablets: map[string]int{},
+		WorkerAlive: map[string]bool{}, LeaseAlive: map[string]bool{}, SourcePartitions: map[string][]int64{},
 	}
 	if len(attrs.Spec) > 0 {
 		if attrs.SpecVersion != c.specVersion || attrs.DynamicSpecVersion != c.dynVersion || c.specErr != nil && c.specVersion == 0 {
@@ -486,13 +487,14 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 			c.lg.Warn("cannot ping lease", log.String("job", j.JobID), log.String("lease", j.LeaseID), log.Error(err))
 		}
 	}
-	for _, q := range in.Topology.QueuePaths() {
-		n, err := c.st.TabletCount(ctx, q)
+	for _, src := range in.Topology.Listed() {
+		ctors, _ := connector.SourceOf(src.Class)
+		ix, err := ctors.Partitions(ctx, connector.Env{Store: c.st, PipelinePath: c.cfg.Path, SourceID: src.ID, SourcePartition: -1}, src.Params)
 		if err != nil {
-			c.lg.Warn("cannot read source queue tablet count", log.String("queue", q), log.Error(err))
+			c.lg.Warn("cannot list source partitions", log.String("source", src.ID), log.String("class", src.Class), log.Error(err))
 			continue
 		}
-		in.QueueTablets[q] = n
+		in.SourcePartitions[src.ListKey] = ix
 	}
 	return in, attrs, nil
 }

@@ -37,9 +37,10 @@ type Input struct {
 	// LeaseAlive tells, by lease id, whether the lease answered this cycle's
 	// ping; a missing lease is dead.
 	LeaseAlive map[string]bool
-	// QueueTablets is the tablet count of each source queue, by path; a queue
-	// missing here is unknown this cycle and its partitions are left as they are.
-	QueueTablets map[string]int
+	// SourcePartitions lists the partition indexes of each listed source, by its
+	// Source.ListKey; a source missing here is unknown this cycle and its
+	// partitions are left as they are.
+	SourcePartitions map[string][]int64
 }
 
 // Decision is what the driver must apply, in this order: abort AbortLeases
@@ -323,7 +324,7 @@ func (p *plan) removeJob(j ytstore.Job, reason string) {
 
 // desiredPartitions returns the partitions the topology asks for, and the
 // computations and sources whose partition set is unknown this cycle.
-func desiredPartitions(t Topology, tablets map[string]int) (map[string]ytstore.Partition, map[string]bool) {
+func desiredPartitions(t Topology, listed map[string][]int64) (map[string]ytstore.Partition, map[string]bool) {
 	want := map[string]ytstore.Partition{}
 	unknown := map[string]bool{} // "computation/src/source" prefixes
 	for _, c := range t.Computations {
@@ -338,13 +339,13 @@ func desiredPartitions(t Topology, tablets map[string]int) (map[string]ytstore.P
 		}
 		for _, src := range c.Sources {
 			indexes := []int64{0}
-			if src.QueuePath != "" {
-				n, ok := tablets[src.QueuePath]
+			if src.ListKey != "" {
+				ix, ok := listed[src.ListKey]
 				if !ok {
 					unknown[sourcePrefix(c.ID, src.ID)] = true
 					continue
 				}
-				indexes = TabletIndexes(n, src.PartitionFilter)
+				indexes = ix
 			}
 			for _, ix := range indexes {
 				id := SourcePartitionID(c.ID, src.ID, ix)
@@ -381,23 +382,12 @@ func HashRange(i, n int) (lower, upper uint64) {
 	return at(i), at(i + 1)
 }
 
-// TabletIndexes lists the tablets 0..n-1 that filter admits (nil = all).
-func TabletIndexes(n int, filter [][2]int64) []int64 {
-	var out []int64
-	for i := range int64(n) {
-		if filter == nil || slices.ContainsFunc(filter, func(r [2]int64) bool { return r[0] <= i && i < r[1] }) {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // reconcilePartitions builds the partition set: creates missing ones, retires
 // keyed partitions the topology no longer has (they stay until their job has
 // delivered its outbox), deletes partitions of unknown computations and
 // vanished source partitions, and deletes retired partitions whose job is done.
 func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
-	want, unknown := desiredPartitions(p.in.Topology, p.in.QueueTablets)
+	want, unknown := desiredPartitions(p.in.Topology, p.in.SourcePartitions)
 	keyed := map[string]bool{}
 	known := map[string]bool{}
 	for _, c := range p.in.Topology.Computations {

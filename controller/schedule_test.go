@@ -64,18 +64,6 @@ func TestHashRangeCoversSpace(t *testing.T) {
 	}
 }
 
-func TestTabletIndexes(t *testing.T) {
-	if got := TabletIndexes(3, nil); !slices.Equal(got, []int64{0, 1, 2}) {
-		t.Errorf("all tablets: %v", got)
-	}
-	if got := TabletIndexes(6, [][2]int64{{1, 3}, {5, 9}}); !slices.Equal(got, []int64{1, 2, 5}) {
-		t.Errorf("filtered: %v", got)
-	}
-	if got := TabletIndexes(0, nil); len(got) != 0 {
-		t.Errorf("no tablets: %v", got)
-	}
-}
-
 // world is a tiny model of the coordination tables for scenario tests.
 type world struct {
 	now        uint64
@@ -98,7 +86,7 @@ func newWorld(workers ...string) *world {
 		statuses: map[string]ytstore.JobStatus{}, leases: map[string]bool{}, tablets: map[string]int{"//q": 3},
 		topology: Topology{Computations: []Computation{
 			{ID: "counter", PartitionCount: 2},
-			{ID: "reader", Sources: []Source{{ID: "words", QueuePath: "//q"}}},
+			{ID: "reader", Sources: []Source{{ID: "words", ListKey: "//q"}}},
 		}},
 	}
 	for _, id := range workers {
@@ -110,7 +98,12 @@ func newWorld(workers ...string) *world {
 func (w *world) input() *Input {
 	in := &Input{
 		Now: w.now, HasSpec: true, Topology: w.topology, TargetState: w.target, PipelineState: w.state,
-		WorkerAlive: map[string]bool{}, LeaseAlive: map[string]bool{}, QueueTablets: w.tablets,
+		WorkerAlive: map[string]bool{}, LeaseAlive: map[string]bool{}, SourcePartitions: map[string][]int64{},
+	}
+	for key, n := range w.tablets {
+		for i := range int64(n) {
+			in.SourcePartitions[key] = append(in.SourcePartitions[key], i)
+		}
 	}
 	for _, id := range sortedKeys(w.workers) {
 		in.Workers = append(in.Workers, ytstore.Worker{WorkerID: id, SessionTx: "s-" + id})

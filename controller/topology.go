@@ -55,23 +55,25 @@ type IdleRule struct {
 type Source struct {
 	// ID is the source (stream) id.
 	ID string
-	// QueuePath is the queue of a queue source: one partition per tablet. For
-	// other sources it is empty and the source has one partition.
-	QueuePath string
-	// PartitionFilter restricts the tablets read, as [begin, end) ranges; nil
-	// reads all.
-	PartitionFilter [][2]int64
+	// ListKey, when set, names the listing of the source's partitions in
+	// Input.SourcePartitions (the connector lists them: a queue's tablets); an
+	// empty key means one partition, index 0.
+	ListKey string
+	// Class and Params are the source's connector class and typed parameters,
+	// for the driver that lists the partitions.
+	Class  string
+	Params any
 }
 
-// QueuePaths lists the queues whose tablet counts scheduling needs.
-func (t Topology) QueuePaths() []string {
-	var paths []string
+// Listed returns the sources whose partitions the driver lists, one per ListKey.
+func (t Topology) Listed() []Source {
+	var out []Source
 	for _, c := range t.Computations {
 		for _, s := range c.Sources {
-			if s.QueuePath != "" && !slices.Contains(paths, s.QueuePath) {
-				paths = append(paths, s.QueuePath)
+			if s.ListKey != "" && !slices.ContainsFunc(out, func(o Source) bool { return o.ListKey == s.ListKey }) {
+				out = append(out, s)
 			}
 		}
 	}
-	return paths
+	return out
 }

@@ -1,8 +1,9 @@
 package controller
 
 import (
-	"slices"
 	"sort"
+
+	"github.com/ytflow/yt-flow/connectors/connector"
 
 	"github.com/ytflow/yt-flow/spec"
 )
@@ -24,10 +25,12 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 				tc.LateDataPartitions = &LateDataRule{Percentile: ws.LateDataPartitions.Percentile, Delay: ws.LateDataPartitions.Delay}
 			}
 			for sid, s := range c.Sources {
-				src := Source{ID: sid}
-				if s.Queue != nil {
-					src.QueuePath = s.Queue.QueuePath
-					src.PartitionFilter = slices.Clone(s.Queue.PartitionFilter)
+				src := Source{ID: sid, Params: s.Params}
+				if s.Class != nil {
+					src.Class = s.Class.Name
+					if ctors, ok := connector.SourceOf(s.Class.Name); ok && ctors.Partitions != nil {
+						src.ListKey = sourcePrefix(id, sid)
+					}
 				}
 				tc.Sources = append(tc.Sources, src)
 			}

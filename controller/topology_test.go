@@ -45,7 +45,7 @@ func TestTopologyOf(t *testing.T) {
 	if agg.ID != "agg" || len(agg.Sources) != 0 || agg.PartitionCount != 2 {
 		t.Errorf("agg: %+v", agg)
 	}
-	if gen.ID != "gen" || len(gen.Sources) != 1 || gen.Sources[0].ID != "r" || gen.Sources[0].QueuePath != "" {
+	if gen.ID != "gen" || len(gen.Sources) != 1 || gen.Sources[0].ID != "r" || gen.Sources[0].ListKey != "" {
 		t.Errorf("gen: %+v", gen)
 	}
 	want, _ := desiredPartitions(topo, nil)

@@ -16,8 +16,7 @@ import (
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/yt/go/yson"
 
-	"github.com/ytflow/yt-flow/connectors/queue"
-	"github.com/ytflow/yt-flow/connectors/sortedtable"
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
@@ -27,17 +26,10 @@ import (
 // ErrZombie is returned by a runner whose commit was rejected because its lease is dead.
 var ErrZombie = errors.New("job lease lost")
 
-// syncWriter is a synchronous sink: it turns messages into writes of the epoch transaction.
-// It reads msgs only during the call (the runner reuses the slice); the payloads it may keep.
-type syncWriter interface {
-	Write(msgs []flow.Message) (ytstore.SinkWrite, error)
-}
-
 // sourceState is one source stream of a source job.
 type sourceState struct {
 	id     string
-	queue  string // the queue path, for errors
-	src    *queue.Source
+	src    connector.Source
 	offset int64 // next offset to read, as committed
 	ended  bool  // finite source reached the end
 	// ahead is a read of the rows after the epoch being committed, started with the commit;
@@ -261,9 +253,9 @@ type runner struct {
 	compact bool
 
 	sources    []*sourceState
-	syncSinks  map[string]syncWriter
-	asyncSinks map[string]*queue.AsyncSink
-	bestEffort map[string]*queue.BestEffort
+	syncSinks  map[string]connector.SyncSink
+	asyncSinks map[string]connector.AsyncSink
+	bestEffort map[string]*connector.AtMostOnce
 	seq        map[string]int64 // next producer sequence number per async sink
 	// partState is the user state of a source job (per partition; invocations have a nil
 	// key), kept in partition_states under userStatePrefix.
@@ -375,9 +367,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),
 		compact:    comp.CompactDedup(),
-		syncSinks:  map[string]syncWriter{},
-		asyncSinks: map[string]*queue.AsyncSink{},
-		bestEffort: map[string]*queue.BestEffort{},
+		syncSinks:  map[string]connector.SyncSink{},
+		asyncSinks: map[string]connector.AsyncSink{},
+		bestEffort: map[string]*connector.AtMostOnce{},
 		seq:        map[string]int64{},
 		partState:  map[string][]byte{},
 		stateCache: newStateCache(w.cfg.StateCacheKeys),
@@ -423,29 +415,11 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		}
 	}
 	for _, id := range sortedIDs(comp.Sinks) {
-		s := comp.Sinks[id]
-		dest := epoch.Destination{ID: sinkDestPrefix + id}
-		switch {
-		case s.Class == spec.SinkSyncQueue && s.Queue != nil:
-			dest.Kind = epoch.ToSyncSink
-			r.syncSinks[dest.ID] = &queue.SyncSink{QueuePath: s.Queue.QueuePath, ColumnFilter: s.Queue.ColumnFilter}
-		case s.Class == spec.SinkSortedTable && s.SortedTable != nil:
-			dest.Kind = epoch.ToSyncSink
-			r.syncSinks[dest.ID] = &sortedtable.Sink{TablePath: s.SortedTable.TablePath, ColumnFilter: s.SortedTable.ColumnFilter, DeleteRows: s.SortedTable.DeleteRows}
-		case s.Class == spec.SinkAsyncQueue && s.Queue != nil && s.AtMostOnce != nil && s.AtMostOnce.Enabled:
-			dest.Kind = epoch.ToBestEffortSink
-			limit := s.AtMostOnce.TotalQueueBytesLimit
-			if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil && ds.AtMostOnce.TotalQueueBytesLimit > 0 {
-				limit = ds.AtMostOnce.TotalQueueBytesLimit
-			}
-			r.bestEffort[dest.ID] = queue.NewBestEffort(w.store, s.Queue.QueuePath, limit)
-		case s.Class == spec.SinkAsyncQueue && s.Queue != nil:
-			dest.Kind = epoch.ToAsyncSink
-			r.asyncSinks[dest.ID] = queue.NewAsyncSink(w.store, s.Queue.ProducerPath, s.Queue.QueuePath, j.PartitionID+"/"+id)
-		default:
-			return nil, fmt.Errorf("job %s: computation %s: sink %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
+		dest, err := r.openSink(j, comp, id)
+		if err != nil {
+			return nil, err
 		}
-		for _, in := range s.InputStreamIDs {
+		for _, in := range comp.Sinks[id].InputStreamIDs {
 			r.cfg.Routes[in] = append(r.cfg.Routes[in], dest)
 		}
 	}
@@ -454,14 +428,11 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 			if j.SourceID != "" && id != j.SourceID {
 				continue
 			}
-			s := comp.Sources[id]
-			if s.Class != spec.SourceQueue || s.Queue == nil {
-				return nil, fmt.Errorf("job %s: computation %s: source %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
+			src, err := r.openSource(j, comp, id)
+			if err != nil {
+				return nil, err
 			}
-			if j.SourcePartition < 0 {
-				return nil, fmt.Errorf("job %s: computation %s: source job without a source partition", j.JobID, comp.ID)
-			}
-			r.sources = append(r.sources, &sourceState{id: id, queue: s.Queue.QueuePath, src: queue.NewSource(w.store, s.Queue.QueuePath, s.Queue.ConsumerPath, j.SourcePartition, s.Queue.Finite)})
+			r.sources = append(r.sources, &sourceState{id: id, src: src})
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {
@@ -494,11 +465,12 @@ func upstreamOf(p *spec.Pipeline, id string) map[string]bool {
 	return up
 }
 
-// queuePath is the queue path of source stream id ("" when the job reads no such source).
-func (r *runner) queuePath(id string) string {
+// sourceName names the partition of source stream id the job reads ("queue //q tablet 3";
+// "" when the job reads no such source).
+func (r *runner) sourceName(id string) string {
 	for _, s := range r.sources {
-		if s.id == id {
-			return s.queue
+		if s.id == id && s.src != nil {
+			return s.src.String()
 		}
 	}
 	return ""
@@ -896,7 +868,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		}
 		r.noteBatch(len(rows), limit)
 		sourceRows, sourcesRead = sourceRows+len(rows), true
-		if len(rows) == 0 && s.src.Finite {
+		if len(rows) == 0 && s.src.Finite() {
 			s.ended = true
 		}
 		for _, row := range rows {
@@ -1336,8 +1308,8 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			if row := g.SourceRow(); row != nil {
 				// Invariant: a failing source row is named by queue path, tablet and row
 				// offset (TestSourceRowErrorNamesQueueRow).
-				return nil, fmt.Errorf("job %s: computation %s: source %s: queue %s tablet %d row offset %d: process function %s: %w",
-					r.job.JobID, r.comp.ID, row.SourceID, r.queuePath(row.SourceID), row.Partition, row.Offset, r.comp.ProcessingFunction, err)
+				return nil, fmt.Errorf("job %s: computation %s: source %s: %s row offset %d: process function %s: %w",
+					r.job.JobID, r.comp.ID, row.SourceID, r.sourceName(row.SourceID), row.Offset, r.comp.ProcessingFunction, err)
 			}
 			return nil, fmt.Errorf("job %s: computation %s: key %v: process function %s: %w", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction, err)
 		}

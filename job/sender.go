@@ -9,7 +9,7 @@ import (
 
 	"go.ytsaurus.tech/library/go/core/log"
 
-	"github.com/ytflow/yt-flow/connectors/queue"
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/internal/ybin"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -306,13 +306,13 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 	}()
 }
 
-func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string, rows []*ytstore.OutputRow) error {
-	ds := make([]queue.Delivery, 0, len(rows))
+func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest string, rows []*ytstore.OutputRow) error {
+	ds := make([]connector.Delivery, 0, len(rows))
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
 		if ybin.IsMap(row.Payload) {
 			// The stored payload is the row, a binary YSON map: sent as it is.
-			ds = append(ds, queue.Delivery{SequenceNumber: row.SequenceNumber, Encoded: row.Payload})
+			ds = append(ds, connector.Delivery{SequenceNumber: row.SequenceNumber, Encoded: row.Payload})
 			ids = append(ids, row.MessageID)
 			continue
 		}
@@ -321,7 +321,7 @@ func (r *runner) deliver(ctx context.Context, sink *queue.AsyncSink, dest string
 			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
 			continue
 		}
-		ds = append(ds, queue.Delivery{SequenceNumber: row.SequenceNumber, Row: payload})
+		ds = append(ds, connector.Delivery{SequenceNumber: row.SequenceNumber, Row: payload})
 		ids = append(ids, row.MessageID)
 	}
 	if err := sink.Deliver(ctx, ds); err != nil {

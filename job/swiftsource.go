@@ -331,7 +331,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		return -1, false, nil
 	}
 	if len(rows) == 0 {
-		if s.src.src.Finite {
+		if s.src.src.Finite() {
 			s.src.ended = true
 		}
 		return 0, true, nil

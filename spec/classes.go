@@ -3,6 +3,8 @@ package spec
 import (
 	"sort"
 	"strings"
+
+	"github.com/ytflow/yt-flow/connectors/registry"
 )
 
 const flowNamespace = "NYT::NFlow::"
@@ -30,42 +32,9 @@ var computationClasses = []computationClass{
 	{"swift_passthrough_source", KindSwiftSource, true, []string{"NYT::NFlow::TSwiftPassthroughOrderedSourceComputation"}, nil},
 }
 
-type sourceClass struct {
-	class   SourceClass
-	names   []string
-	aliases []string
-}
-
-var sourceClasses = []sourceClass{
-	{SourceQueue, []string{"NYT::NFlow::TQueueSource"}, nil},
-	{SourceStaticTable, []string{"NYT::NFlow::NStaticTableConnector::TSource", "NYT::NFlow::TStaticTableSource"}, nil},
-	{SourceServiceLog, []string{"NYT::NFlow::TServiceLogSource"}, nil},
-	{SourceRandom, []string{"NYT::NFlow::TRandomSource"}, nil},
-	{SourceKafka, []string{"NYT::NFlow::TKafkaSource"}, nil},
-}
-
-type sinkClass struct {
-	class   SinkClass
-	names   []string
-	aliases []string
-}
-
-var sinkClasses = []sinkClass{
-	{SinkSyncQueue, []string{"NYT::NFlow::TSyncQueueSink"}, nil},
-	{SinkAsyncQueue, []string{"NYT::NFlow::TAsyncQueueSink"}, nil},
-	{SinkSortedTable, []string{"NYT::NFlow::NSortedDynamicTable::TSyncSink", "NYT::NFlow::TSortedDynamicTableSink"}, nil},
-	{SinkArrivalOrderTable, []string{"NYT::NFlow::TArrivalOrderTableSink"}, nil},
-	{SinkAsyncHTTP, []string{"NYT::NFlow::TAsyncHttpSink"}, []string{"http"}},
-	{SinkKafka, []string{"NYT::NFlow::TKafkaSink"}, nil},
-	{SinkClickHouse, []string{"NYT::NFlow::TClickHouseBatchingSink"}, []string{"clickhouse"}},
-}
-
-// Separate lookup tables per role: "kafka" names both a source and a sink class.
-var (
-	computationByName = map[string]*computationClass{}
-	sourceByName      = map[string]SourceClass{}
-	sinkByName        = map[string]SinkClass{}
-)
+// computationByName maps every accepted spelling to its computation class. Source and sink
+// classes live in the connector registry (connectors/registry).
+var computationByName = map[string]*computationClass{}
 
 // spellings returns every accepted spelling of a class: its Flow names, the same without
 // the NYT::NFlow:: prefix, its canonical name and extra aliases.
@@ -84,35 +53,42 @@ func init() {
 			computationByName[s] = c
 		}
 	}
-	for _, c := range sourceClasses {
-		for _, s := range spellings(string(c.class), c.names, c.aliases) {
-			sourceByName[s] = c.class
-		}
-	}
-	for _, c := range sinkClasses {
-		for _, s := range spellings(string(c.class), c.names, c.aliases) {
-			sinkByName[s] = c.class
-		}
-	}
 }
 
 // ClassAliases returns every accepted class name and alias mapped to its canonical name.
 // Computation canonical names are transform, passthrough, swift_map, swift_passthrough,
 // transform_source, swift_source and swift_passthrough_source; source and sink canonical
-// names are the SourceClass and SinkClass values. Names shared by a source and a sink class
-// ("kafka") map to the same canonical spelling in both roles.
+// names are those of the registered connector classes (connectors/registry). Names shared by
+// a source and a sink class ("kafka") map to the same canonical spelling in both roles.
 func ClassAliases() map[string]string {
 	out := map[string]string{}
 	for n, c := range computationByName {
 		out[n] = c.canonical
 	}
-	for n, c := range sourceByName {
-		out[n] = string(c)
-	}
-	for n, c := range sinkByName {
-		out[n] = string(c)
+	for _, role := range []registry.Role{registry.Source, registry.Sink} {
+		for _, c := range registry.Classes(role) {
+			for _, n := range c.Spellings() {
+				out[n] = c.Name
+			}
+		}
 	}
 	return out
+}
+
+// lookupConnector returns the connector class of role named name. An unknown name is
+// reported at path, listing the known short names of that role; an empty name is not, as the
+// caller has reported it missing already.
+func lookupConnector(p *parser, role registry.Role, name, path string) (*registry.Class, bool) {
+	c, ok := registry.Lookup(role, name)
+	if !ok && name != "" {
+		known := registry.ShortNames(role)
+		if len(known) == 0 {
+			p.errorf(path, "unknown %s class %q: no connector classes are registered in this program (import github.com/ytflow/yt-flow/connectors/all)", role, name)
+		} else {
+			p.errorf(path, "unknown %s class %q (known: %s)", role, name, strings.Join(known, ", "))
+		}
+	}
+	return c, ok
 }
 
 // lookupClass returns the class registered under name in byName. An unknown

@@ -13,6 +13,12 @@
 //     and a failed parse returns a *ValidationError with all problems, sorted by path;
 //   - text documents may carry "//" and "/* */" comments (see package yson).
 //
+// Source and sink classes come from the connector registry (connectors/registry): each
+// connector package registers its names, guarantee and a strict parser of its parameters,
+// and a Source or Sink carries the registered Class and the typed Params it parsed. A
+// program must import the connectors it wants (github.com/ytflow/yt-flow/connectors/all for
+// every one); a class nobody registered is an unknown class.
+//
 // Class names are accepted in Flow's full spelling (NYT::NFlow::TProcessFunctionComputation),
 // without the NYT::NFlow:: prefix, and as short aliases (transform, passthrough, swift_map, …);
 // ClassAliases lists them all. processing_mode (transform only) and
@@ -30,6 +36,6 @@
 // outputs of their own computation and name only columns of those streams; swift map and swift source computations have no sinks and swift outputs do
 // not depend on timer streams; timer ids match [0-9A-Za-z_-]+; streams_dependency and timer
 // streams name real streams of the computation; at_most_once_strategy only on asynchronous
-// sinks other than HTTP. A runner config's dynamic_spec may only name computations, sources
+// sinks whose class accepts it (not HTTP). A runner config's dynamic_spec may only name computations, sources
 // and sinks of its spec.
 package spec

@@ -13,6 +13,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/yson"
 )
 
@@ -506,14 +507,14 @@ func (p *parser) source(id string, n *yson.Node, path string) *Source {
 	s.ClassName = f.RequiredString("source_class_name")
 	paramsNode := f.Node("parameters")
 	f.Close()
-	class, ok := lookupClass(p, "source", sourceByName, s.ClassName, f.Path("source_class_name"))
+	class, ok := lookupConnector(p, registry.Source, s.ClassName, f.Path("source_class_name"))
 	if !ok {
 		return s
 	}
 	s.Class = class
 	pf := p.w.Fields(paramsNode, f.Path("parameters"))
 	s.Parameters = pf.Map()
-	p.sourceParams(s, pf)
+	s.Params = class.Parse(pf)
 	pf.Close()
 	return s
 }
@@ -531,7 +532,7 @@ func (p *parser) sink(id string, n *yson.Node, path string) *Sink {
 	paramsNode := f.Node("parameters")
 	direct := f.Node("at_most_once_strategy")
 	f.Close()
-	class, ok := lookupClass(p, "sink", sinkByName, s.ClassName, f.Path("sink_class_name"))
+	class, ok := lookupConnector(p, registry.Sink, s.ClassName, f.Path("sink_class_name"))
 	if !ok {
 		return s
 	}
@@ -539,16 +540,18 @@ func (p *parser) sink(id string, n *yson.Node, path string) *Sink {
 	pf := p.w.Fields(paramsNode, f.Path("parameters"))
 	s.Parameters = pf.Map()
 	if an, ap := p.placed(direct, f.Path("at_most_once_strategy"), pf, "at_most_once_strategy"); an != nil {
-		switch class {
-		case SinkAsyncQueue, SinkKafka, SinkClickHouse:
+		switch {
+		case class.AtMostOnce:
 			s.AtMostOnce = p.atMostOnce(an, ap)
-		case SinkAsyncHTTP:
-			p.errorf(ap, "the HTTP sink does not support at_most_once_strategy (it is at-least-once)")
+		case class.AtMostOnceRefusal != "":
+			p.errorf(ap, "%s", class.AtMostOnceRefusal)
+		case class.Kind != registry.AsyncSink:
+			p.errorf(ap, "at_most_once_strategy applies to asynchronous sinks only, not %s", class.Name)
 		default:
-			p.errorf(ap, "at_most_once_strategy applies to asynchronous sinks only, not %s", class)
+			p.errorf(ap, "the %s sink does not support at_most_once_strategy", class.Name)
 		}
 	}
-	p.sinkParams(s, pf)
+	s.Params = class.Parse(pf)
 	pf.Close()
 	return s
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/yson"
 )
 
@@ -208,178 +209,38 @@ func (c *Computation) DependsOn(id string) []string {
 	return sortStrings(deps)
 }
 
-// SourceClass is the canonical source class.
-type SourceClass string
-
-// Source classes.
-const (
-	SourceQueue       SourceClass = "queue"
-	SourceStaticTable SourceClass = "static_table"
-	SourceServiceLog  SourceClass = "service_log"
-	SourceRandom      SourceClass = "random"
-	SourceKafka       SourceClass = "kafka"
-)
-
-// SinkClass is the canonical sink class.
-type SinkClass string
-
-// Sink classes.
-const (
-	SinkSyncQueue         SinkClass = "sync_queue"
-	SinkAsyncQueue        SinkClass = "async_queue"
-	SinkSortedTable       SinkClass = "sorted_table"
-	SinkArrivalOrderTable SinkClass = "arrival_order_table"
-	SinkAsyncHTTP         SinkClass = "async_http"
-	SinkKafka             SinkClass = "kafka"
-	SinkClickHouse        SinkClass = "clickhouse_batching"
-)
-
-// Async reports whether the sink delivers from the output store after the epoch commit.
-func (c SinkClass) Async() bool {
-	switch c {
-	case SinkAsyncQueue, SinkAsyncHTTP, SinkKafka, SinkClickHouse:
-		return true
-	}
-	return false
-}
-
 // Source is one source stream of a source computation.
 type Source struct {
 	ID        string
 	ClassName string // as written
-	Class     SourceClass
+	// Class is the registered class (connectors/registry); nil when the name is unknown.
+	Class *registry.Class
 	// Parameters is the parameters map as written (generic form).
 	Parameters map[string]any
-	// Typed parameters; exactly the one of Class is set.
-	Queue       *QueueSourceParams
-	StaticTable *StaticTableSourceParams
-	ServiceLog  *ServiceLogSourceParams
-	Random      *RandomSourceParams
-	Kafka       *KafkaSourceParams
+	// Params are the typed parameters the class's parser returned (for a queue source a
+	// *queue.SourceParams); nil when the class is unknown.
+	Params any
 }
 
-// QueueSourceParams are the parameters of TQueueSource.
-type QueueSourceParams struct {
-	QueuePath, ConsumerPath string // required
-	Finite                  bool
-	TryParseFlowQueueMeta   bool   // default true
-	FlowQueueMetaColumn     string // default "flow_queue_meta"
-	IgnoreMalformedMeta     bool
-	// PartitionFilter lists [begin, end) tablet ranges; nil reads all tablets.
-	PartitionFilter [][2]int64
-}
-
-// StaticTableSourceParams are the parameters of the static table source.
-type StaticTableSourceParams struct {
-	Tables            []string
-	TablesPath        string
-	TableNameFilter   string
-	Finite            bool
-	WatermarkDelay    time.Duration // default 1h
-	IgnoreSymlinks    bool
-	SkipNonTableNodes bool
-}
-
-// ServiceLogSourceParams are the parameters of TServiceLogSource.
-type ServiceLogSourceParams struct {
-	Finite     bool
-	TablePaths []string // table_joiner/fetchers/*/table_path
-}
-
-// RandomSourceParams are the parameters of TRandomSource.
-type RandomSourceParams struct {
-	Finite bool
-}
-
-// KafkaSourceParams are the parameters of TKafkaSource.
-type KafkaSourceParams struct {
-	Topic, GroupID         string // required
-	MaxBufferBytes         int64  // default 64 MiB
-	UseConsumerGroupOffset bool   // default true
+// Finite tells whether the source completes at its end (its parameters' finite).
+func (s *Source) Finite() bool {
+	f, ok := s.Params.(registry.FiniteParams)
+	return ok && f.IsFinite()
 }
 
 // Sink is one sink of a computation.
 type Sink struct {
-	ID, ClassName  string
-	Class          SinkClass
+	ID, ClassName string
+	// Class is the registered class (connectors/registry); nil when the name is unknown.
+	Class          *registry.Class
 	InputStreamIDs []string
 	// Parameters is the parameters map as written (generic form).
 	Parameters map[string]any
-	// Typed parameters; the one of Class is set.
-	Queue        *QueueSinkParams
-	SortedTable  *SortedTableSinkParams
-	ArrivalOrder *ArrivalOrderSinkParams
-	HTTP         *HTTPSinkParams
-	Kafka        *KafkaSinkParams
-	ClickHouse   *ClickHouseSinkParams
+	// Params are the typed parameters the class's parser returned; nil when the class is
+	// unknown.
+	Params any
 	// AtMostOnce is nil unless at_most_once_strategy is configured.
 	AtMostOnce *AtMostOnceStrategy
-}
-
-// QueueSinkParams are the parameters of the queue sinks.
-type QueueSinkParams struct {
-	QueuePath           string // required
-	ProducerPath        string // required for the async sink
-	WriteFlowQueueMeta  bool
-	FlowQueueMetaColumn string
-	ColumnFilter        []string
-	RequireSyncReplica  bool // async sink, default true
-	// Routing (sync sink only).
-	TabletIndexExpression            string
-	TabletIndexRoutingHashExpression string
-	TabletIndexRoutingHashPolicy     string // "range" | "modulo"
-	TabletCount                      int64
-}
-
-// SortedTableSinkParams are the parameters of the sorted dynamic table sink.
-type SortedTableSinkParams struct {
-	TablePath          string // required
-	ColumnFilter       []string
-	AggregateColumns   []string
-	DeleteRows         bool
-	RequireSyncReplica bool // default true
-}
-
-// ArrivalOrderSinkParams are the parameters of TArrivalOrderTableSink.
-type ArrivalOrderSinkParams struct {
-	OutputDirectory  string        // required
-	TablePeriod      time.Duration // default 5m
-	TableTTL         time.Duration // required, at most 40000 periods
-	TableNameFormat  string        // default "%Y-%m-%dT%H:%M:%SZ"
-	DataWeightColumn string
-}
-
-// HTTPSinkParams are the parameters of TAsyncHttpSink.
-type HTTPSinkParams struct {
-	URL, PayloadColumn string // required
-	Headers            map[string]string
-	IdempotencyHeader  string // default "Idempotency-Key"; "" disables
-	KeepAlive          bool   // default true
-	MaxRedirectCount   int64
-	MaxIdleConnections int64 // default 8
-}
-
-// KafkaSinkParams are the parameters of TKafkaSink.
-type KafkaSinkParams struct {
-	Topic           string // required
-	PayloadColumn   string // default "data"
-	KeyColumn       string
-	MessageIDHeader string
-	ExactlyOnce     bool
-}
-
-// ClickHouseSinkParams are the parameters of TClickHouseBatchingSink.
-type ClickHouseSinkParams struct {
-	Host               string
-	Port               int64 // default 9000
-	Hosts              []string
-	Table              string // required
-	Database           string // default "default"
-	User               string // default "default"
-	PasswordEnvVar     string
-	ShardingKeyColumns []string
-	Codec              string // default "lz4"
-	EnableTLS          bool
 }
 
 // AtMostOnceStrategy replaces an async sink's outbox by a bounded in-memory queue that drops

@@ -6,6 +6,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/yson"
 )
 
@@ -216,20 +217,23 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 				p.errorf(yson.Join(sp, fmt.Sprintf("input_stream_ids/%d", i)), "stream %q is not an output of computation %q", in, c.ID)
 			}
 		}
-		switch s.Class {
-		case SinkArrivalOrderTable, SinkAsyncHTTP:
-			if len(s.InputStreamIDs) > 1 {
-				p.errorf(yson.Join(sp, "input_stream_ids"), "the %s sink reads exactly one input stream", s.Class)
-			}
+		if s.Class == nil {
+			continue
+		}
+		if s.Class.SingleInput && len(s.InputStreamIDs) > 1 {
+			p.errorf(yson.Join(sp, "input_stream_ids"), "the %s sink reads exactly one input stream", s.Class.Name)
 		}
 		p.sinkColumns(pl, s, sp)
-		if s.HTTP != nil && s.HTTP.PayloadColumn != "" && len(s.InputStreamIDs) == 1 {
-			if st, ok := pl.Streams[s.InputStreamIDs[0]]; ok {
-				col, found := findColumn(st.Schema, s.HTTP.PayloadColumn)
-				if !found || typeFamily(col.Type) != "string" {
-					p.errorf(yson.Join(sp, "parameters/payload_column"), "stream %q has no string column %q", st.ID, s.HTTP.PayloadColumn)
+		if s.Class.Validate != nil {
+			var inputs []registry.Input
+			for _, in := range s.InputStreamIDs {
+				if st, ok := pl.Streams[in]; ok {
+					inputs = append(inputs, registry.Input{ID: in, Schema: st.Schema})
 				}
 			}
+			s.Class.Validate(s.Params, inputs, func(key, format string, args ...any) {
+				p.errorf(yson.Join(sp, "parameters/"+key), format, args...)
+			})
 		}
 	}
 }
@@ -339,21 +343,10 @@ func sameColumns(a, b schema.Schema) bool {
 
 // sinkColumns checks that the columns a sink's parameters name exist in each of its input streams.
 func (p *parser) sinkColumns(pl *Pipeline, s *Sink, sp string) {
-	named := map[string][]string{} // parameter key -> column names
-	switch {
-	case s.Queue != nil:
-		named["column_filter"] = s.Queue.ColumnFilter
-	case s.SortedTable != nil:
-		named["column_filter"] = s.SortedTable.ColumnFilter
-		named["aggregate_columns"] = s.SortedTable.AggregateColumns
-	case s.Kafka != nil:
-		named["payload_column"] = []string{s.Kafka.PayloadColumn}
-		if s.Kafka.KeyColumn != "" {
-			named["key_column"] = []string{s.Kafka.KeyColumn}
-		}
-	case s.ClickHouse != nil:
-		named["sharding_key_columns"] = s.ClickHouse.ShardingKeyColumns
+	if s.Class.Columns == nil || s.Params == nil {
+		return
 	}
+	named := s.Class.Columns(s.Params) // parameter key -> column names
 	for _, key := range sortedKeys(named) {
 		for _, in := range s.InputStreamIDs {
 			st, ok := pl.Streams[in]

@@ -11,6 +11,13 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	ytyson "go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/clickhouse"
+	"github.com/ytflow/yt-flow/connectors/httpsink"
+	"github.com/ytflow/yt-flow/connectors/kafka"
+	"github.com/ytflow/yt-flow/connectors/queue"
+	"github.com/ytflow/yt-flow/connectors/servicelog"
+	"github.com/ytflow/yt-flow/connectors/sortedtable"
+	"github.com/ytflow/yt-flow/connectors/statictable"
 	pyson "github.com/ytflow/yt-flow/yson"
 )
 
@@ -32,19 +39,19 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, "TProcessFunctionSourceComputation", q.ClassName)
 	assert.Equal(t, map[string]any{"prefix": "x"}, q.ProcessingFunctionParameters)
 	src := q.Sources["q"]
-	require.NotNil(t, src.Queue)
-	assert.Equal(t, SourceQueue, src.Class)
-	assert.Equal(t, "<cluster=c>//in", src.Queue.QueuePath)
-	assert.Equal(t, "//consumer", src.Queue.ConsumerPath)
-	assert.False(t, src.Queue.TryParseFlowQueueMeta)
-	assert.Equal(t, "flow_queue_meta", src.Queue.FlowQueueMetaColumn)
-	assert.Equal(t, [][2]int64{{0, 4}}, src.Queue.PartitionFilter)
-	assert.Equal(t, SourceStaticTable, pl.Computations["table_in"].Sources["t"].Class)
-	assert.Equal(t, time.Hour, pl.Computations["table_in"].Sources["t"].StaticTable.WatermarkDelay)
-	assert.Equal(t, []string{"//state"}, pl.Computations["servicelog_in"].Sources["s"].ServiceLog.TablePaths)
+	qp := src.Params.(*queue.SourceParams)
+	assert.Equal(t, "queue", src.Class.Name)
+	assert.Equal(t, "<cluster=c>//in", qp.QueuePath)
+	assert.Equal(t, "//consumer", qp.ConsumerPath)
+	assert.False(t, qp.TryParseFlowQueueMeta)
+	assert.Equal(t, "flow_queue_meta", qp.FlowQueueMetaColumn)
+	assert.Equal(t, [][2]int64{{0, 4}}, qp.PartitionFilter)
+	assert.Equal(t, "static_table", pl.Computations["table_in"].Sources["t"].Class.Name)
+	assert.Equal(t, time.Hour, pl.Computations["table_in"].Sources["t"].Params.(*statictable.SourceParams).WatermarkDelay)
+	assert.Equal(t, []string{"//state"}, pl.Computations["servicelog_in"].Sources["s"].Params.(*servicelog.Params).TablePaths)
 	assert.True(t, pl.Computations["random_in"].Passthrough)
 	assert.Equal(t, KindSwiftSource, pl.Computations["random_in"].Kind)
-	assert.Equal(t, int64(64<<20), pl.Computations["kafka_in"].Sources["k"].Kafka.MaxBufferBytes)
+	assert.Equal(t, int64(64<<20), pl.Computations["kafka_in"].Sources["k"].Params.(*kafka.SourceParams).MaxBufferBytes)
 
 	m := pl.Computations["mapper"]
 	assert.Equal(t, KindSwiftMap, m.Kind)
@@ -74,29 +81,29 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Nil(t, c.DependsOn("nope"))
 
 	sync := c.Sinks["sync"]
-	assert.Equal(t, SinkSyncQueue, sync.Class)
-	assert.Equal(t, "modulo", sync.Queue.TabletIndexRoutingHashPolicy)
-	assert.Equal(t, int64(4), sync.Queue.TabletCount)
+	assert.Equal(t, "sync_queue", sync.Class.Name)
+	assert.Equal(t, "modulo", sync.Params.(*queue.SinkParams).TabletIndexRoutingHashPolicy)
+	assert.Equal(t, int64(4), sync.Params.(*queue.SinkParams).TabletCount)
 	assert.Nil(t, sync.AtMostOnce)
 	async := c.Sinks["async"]
-	assert.Equal(t, SinkAsyncQueue, async.Class)
-	assert.Equal(t, &QueueSinkParams{QueuePath: "//out2", ProducerPath: "//producer", FlowQueueMetaColumn: "flow_queue_meta", RequireSyncReplica: true}, async.Queue)
+	assert.Equal(t, "async_queue", async.Class.Name)
+	assert.Equal(t, &queue.SinkParams{QueuePath: "//out2", ProducerPath: "//producer", FlowQueueMetaColumn: "flow_queue_meta", RequireSyncReplica: true}, async.Params)
 	assert.Equal(t, &AtMostOnceStrategy{Enabled: true, TotalQueueBytesLimit: 50e6, SuspendDestructionDuration: 10 * time.Second}, async.AtMostOnce)
-	assert.Equal(t, SinkSortedTable, c.Sinks["table"].Class)
-	assert.Equal(t, "//t", c.Sinks["table"].SortedTable.TablePath)
-	assert.True(t, c.Sinks["table"].SortedTable.RequireSyncReplica)
-	ao := c.Sinks["arrival"].ArrivalOrder
+	assert.Equal(t, "sorted_table", c.Sinks["table"].Class.Name)
+	assert.Equal(t, "//t", c.Sinks["table"].Params.(*sortedtable.Params).TablePath)
+	assert.True(t, c.Sinks["table"].Params.(*sortedtable.Params).RequireSyncReplica)
+	ao := c.Sinks["arrival"].Params.(*statictable.ArrivalOrderParams)
 	assert.Equal(t, 24*time.Hour, ao.TableTTL)
 	assert.Equal(t, 5*time.Minute, ao.TablePeriod)
 	web := c.Sinks["web"]
-	assert.Equal(t, SinkAsyncHTTP, web.Class)
-	assert.Equal(t, "Idempotency-Key", web.HTTP.IdempotencyHeader)
-	assert.Equal(t, int64(8), web.HTTP.MaxIdleConnections)
-	assert.Equal(t, map[string]string{"X-A": "b"}, web.HTTP.Headers)
+	assert.Equal(t, "async_http", web.Class.Name)
+	assert.Equal(t, "Idempotency-Key", web.Params.(*httpsink.Params).IdempotencyHeader)
+	assert.Equal(t, int64(8), web.Params.(*httpsink.Params).MaxIdleConnections)
+	assert.Equal(t, map[string]string{"X-A": "b"}, web.Params.(*httpsink.Params).Headers)
 	assert.Equal(t, &AtMostOnceStrategy{Enabled: false, TotalQueueBytesLimit: 100 << 20, SuspendDestructionDuration: 10 * time.Second}, c.Sinks["kafka"].AtMostOnce)
-	assert.Equal(t, "user", c.Sinks["kafka"].Kafka.PayloadColumn)
-	assert.Equal(t, int64(9000), c.Sinks["ch"].ClickHouse.Port)
-	assert.Equal(t, []string{"a", "b"}, c.Sinks["ch"].ClickHouse.Hosts)
+	assert.Equal(t, "user", c.Sinks["kafka"].Params.(*kafka.SinkParams).PayloadColumn)
+	assert.Equal(t, int64(9000), c.Sinks["ch"].Params.(*clickhouse.Params).Port)
+	assert.Equal(t, []string{"a", "b"}, c.Sinks["ch"].Params.(*clickhouse.Params).Hosts)
 
 	assert.True(t, pl.Computations["copier"].Passthrough)
 	assert.Equal(t, KindTransform, pl.Computations["copier"].Kind)
@@ -169,11 +176,11 @@ func TestWordCountExample(t *testing.T) {
 	assert.Equal(t, "//home/word_count/pipeline", cfg.Path)
 	split, count := cfg.Spec.Computations["split"], cfg.Spec.Computations["count"]
 	assert.Equal(t, "SplitWords", split.ProcessingFunction)
-	assert.Equal(t, &QueueSourceParams{QueuePath: "//home/word_count/input", ConsumerPath: "//home/word_count/consumer",
-		Finite: true, TryParseFlowQueueMeta: true, FlowQueueMetaColumn: "flow_queue_meta"}, split.Sources["lines"].Queue)
+	assert.Equal(t, &queue.SourceParams{QueuePath: "//home/word_count/input", ConsumerPath: "//home/word_count/consumer",
+		Finite: true, TryParseFlowQueueMeta: true, FlowQueueMetaColumn: "flow_queue_meta"}, split.Sources["lines"].Params)
 	assert.Equal(t, "CountWords", count.ProcessingFunction)
 	assert.True(t, count.CompactDedup())
-	assert.Equal(t, "//home/word_count/counts", count.Sinks["table"].SortedTable.TablePath)
+	assert.Equal(t, "//home/word_count/counts", count.Sinks["table"].Params.(*sortedtable.Params).TablePath)
 	assert.Equal(t, 100*time.Millisecond, cfg.Dynamic.Computation("split").BatchDuration)
 	assert.Equal(t, 1, cfg.Dynamic.Computation("split").DesiredPartitionCount)
 	assert.Equal(t, 4, cfg.Dynamic.Computation("count").DesiredPartitionCount)
@@ -188,8 +195,8 @@ func TestSessionsExample(t *testing.T) {
 	assert.Equal(t, "SumByUser", sum.ProcessingFunction)
 	assert.Equal(t, "event_time", sum.Timers["flush"].TimeType)
 	out := sum.Sinks["output"]
-	assert.Equal(t, SinkAsyncQueue, out.Class)
-	assert.Equal(t, "//home/sessions/output", out.Queue.QueuePath)
+	assert.Equal(t, "async_queue", out.Class.Name)
+	assert.Equal(t, "//home/sessions/output", out.Params.(*queue.SinkParams).QueuePath)
 	assert.Nil(t, out.AtMostOnce, "the strategy is commented out")
 }
 

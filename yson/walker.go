@@ -407,3 +407,11 @@ func (f *Fields) Close() {
 		}
 	}
 }
+
+// Walker returns the walker that collects this map's problems, for parsing nested values.
+func (f *Fields) Walker() *Walker { return f.w }
+
+// Errorf records a problem at key inside this map.
+func (f *Fields) Errorf(key, format string, args ...any) {
+	f.w.Errorf(f.Path(key), format, args...)
+}

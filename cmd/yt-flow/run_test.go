@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/ytflow/yt-flow/connectors/queue"
 	"github.com/ytflow/yt-flow/internal/inproc"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytlocal"
@@ -350,12 +351,13 @@ func TestRunSessionsExample(t *testing.T) {
 }
 
 // queueSource returns the queue parameters of source stream id of computation comp, or nil.
-func queueSource(cfg *spec.Config, comp, id string) *spec.QueueSourceParams {
+func queueSource(cfg *spec.Config, comp, id string) *queue.SourceParams {
 	c := cfg.Spec.Computations[comp]
 	if c == nil || c.Sources[id] == nil {
 		return nil
 	}
-	return c.Sources[id].Queue
+	p, _ := c.Sources[id].Params.(*queue.SourceParams)
+	return p
 }
 
 // perUser adds up the printed sessions ("user total events") of each user.

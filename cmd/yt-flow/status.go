@@ -12,6 +12,7 @@ import (
 
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -87,48 +88,28 @@ func readBacklog(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attribut
 	if err != nil {
 		return out
 	}
-	queues := map[string]string{} // source stream -> queue path
+	ends := map[string]map[int64]int64{} // source stream -> partition -> end offset
 	for _, c := range p.Computations {
 		for sid, src := range c.Sources {
-			if src.Queue != nil {
-				queues[sid] = src.Queue.QueuePath
+			if src.Class == nil {
+				continue
+			}
+			ctors, ok := connector.SourceOf(src.Class.Name)
+			if !ok || ctors.Ends == nil {
+				continue
+			}
+			if m, err := ctors.Ends(ctx, connector.Env{Store: st, SourceID: sid, SourcePartition: -1}, src.Params); err == nil {
+				ends[sid] = m
 			}
 		}
-	}
-	totals := map[string]map[int64]int64{} // queue -> tablet -> total rows
-	for sid, q := range queues {
-		if _, ok := totals[q]; ok {
-			continue
-		}
-		var tablets []struct {
-			Index int64  `yson:"index"`
-			Total *int64 `yson:"total_row_count"`
-		}
-		if err := st.GetAttribute(ctx, q, "tablets", &tablets); err != nil {
-			delete(queues, sid)
-			continue
-		}
-		m := map[int64]int64{}
-		for i, tb := range tablets {
-			if tb.Total == nil {
-				m = nil
-				break
-			}
-			idx := tb.Index
-			if idx == 0 {
-				idx = int64(i)
-			}
-			m[idx] = *tb.Total
-		}
-		totals[q] = m
 	}
 	unknown := map[string]bool{}
 	for _, pt := range partitions {
-		q, ok := queues[pt.SourceID]
+		m, ok := ends[pt.SourceID]
 		if !ok || pt.SourceID == "" {
 			continue
 		}
-		total, ok := totals[q][pt.SourcePartition]
+		total, ok := m[pt.SourcePartition]
 		if !ok {
 			unknown[pt.SourceID] = true
 			continue
@@ -457,8 +438,8 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 		a := aggs[cid]
 		for _, sid := range sortedKeysOf(c.Sources) {
 			from := "source"
-			if q := c.Sources[sid].Queue; q != nil {
-				from = "queue " + q.QueuePath
+			if d, ok := c.Sources[sid].Params.(fmt.Stringer); ok {
+				from = d.String()
 			}
 			unread := "-"
 			if n, ok := s.backlog[sid]; ok {

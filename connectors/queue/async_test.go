@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/internal/ybin"
 
 	"github.com/ytflow/yt-flow/ytlocal"
@@ -36,10 +37,10 @@ func TestAsyncSinkResendSameSeqNo(t *testing.T) {
 	st, ctx := queueEnv(t)
 	// Odd rows are handed over as they are stored (encoded), even ones decoded: runs of
 	// either kind are pushed in sequence order.
-	ds := func(from, to int64) []Delivery {
-		var out []Delivery
+	ds := func(from, to int64) []connector.Delivery {
+		var out []connector.Delivery
 		for i := from; i < to; i++ {
-			d := Delivery{SequenceNumber: i, Row: map[string]any{"v": i}}
+			d := connector.Delivery{SequenceNumber: i, Row: map[string]any{"v": i}}
 			if i%2 == 1 {
 				d.Encoded, _ = ybin.AppendMap(nil, d.Row)
 				d.Row = nil

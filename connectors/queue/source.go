@@ -12,13 +12,12 @@ type Source struct {
 	store                   *ytstore.Store
 	queuePath, consumerPath string
 	partition               int32
-	// Finite: the partition completes at the end of the queue.
-	Finite bool
+	finite                  bool
 }
 
 // NewSource returns a reader of partition of queuePath through consumerPath.
 func NewSource(store *ytstore.Store, queuePath, consumerPath string, partition int64, finite bool) *Source {
-	return &Source{store: store, queuePath: queuePath, consumerPath: consumerPath, partition: int32(partition), Finite: finite}
+	return &Source{store: store, queuePath: queuePath, consumerPath: consumerPath, partition: int32(partition), finite: finite}
 }
 
 // Read returns up to max rows starting at offset. An empty result means the partition has no
@@ -34,4 +33,12 @@ func (s *Source) Read(ctx context.Context, offset, max int64) ([]ytstore.QueueRo
 // Advance moves the YT consumer to offset after the epoch that read up to it committed.
 func (s *Source) Advance(ctx context.Context, offset int64) error {
 	return s.store.AdvanceConsumer(ctx, s.queuePath, s.consumerPath, s.partition, offset)
+}
+
+// Finite tells whether the partition completes at the end of the queue.
+func (s *Source) Finite() bool { return s.finite }
+
+// String names the partition for errors.
+func (s *Source) String() string {
+	return fmt.Sprintf("queue %s tablet %d", s.queuePath, s.partition)
 }

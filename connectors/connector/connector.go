@@ -1,0 +1,150 @@
+// Package connector is the runtime half of the connector SPI: the interfaces a source or a
+// sink implements and the table of constructors, by canonical class name, that connector
+// packages fill from their init functions (next to their registry.Register call). The job
+// runtime opens sources and sinks only through this package; it never names a class.
+//
+// Kinds of sinks (registry.SinkKind):
+//   - SyncSink: its writes join the epoch transaction, so they commit exactly once with it.
+//   - AtLeastOnceSyncSink: writes to an external system during the epoch, before the
+//     commit; an error fails the epoch; a restart may write the same messages again.
+//   - AsyncSink: delivers rows of the output store (the transactional outbox) after the
+//     commit; each row has a sequence number fixed at the commit, so a resend after a
+//     failure or a restart carries the same numbers and the target deduplicates on them.
+//
+// at_most_once_strategy is not a connector's business: the runtime puts the bounded
+// in-memory queue of package job around the sink (see BestEffortWriter).
+package connector
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// Env is what a connector gets from the runtime when it is opened for one job.
+type Env struct {
+	// Store is the framework's YTsaurus client.
+	Store *ytstore.Store
+	// PipelinePath is the pipeline's Cypress node.
+	PipelinePath string
+	// ComputationID, PartitionID and JobID name the job; SinkID or SourceID the entity.
+	ComputationID, PartitionID, JobID string
+	SourceID, SinkID                  string
+	// SourcePartition is the index of the source partition a source job reads (a queue
+	// tablet); -1 for sinks.
+	SourcePartition int64
+}
+
+// Row is one row read from a source partition.
+type Row = ytstore.QueueRow
+
+// Source reads one partition of a source. Offsets are the job's: they live in the
+// partition state and move only with the epoch commit.
+type Source interface {
+	// Read returns up to max rows starting at offset. An empty result means the partition
+	// has no rows at offset yet (for a finite source: it is complete).
+	Read(ctx context.Context, offset, max int64) ([]Row, error)
+	// Advance tells the source system that everything below offset is committed (e.g. moves
+	// a YTsaurus consumer); it may be called late or not at all, and it moves no data.
+	Advance(ctx context.Context, offset int64) error
+	// Finite tells whether an empty read means the partition is complete.
+	Finite() bool
+	// String names the source partition for errors and logs ("queue //home/q tablet 3").
+	String() string
+}
+
+// SyncSink turns an epoch's messages into writes of the epoch transaction. It reads msgs
+// only during the call (the runtime reuses the slice); the payloads it may keep.
+type SyncSink interface {
+	Write(msgs []flow.Message) (ytstore.SinkWrite, error)
+}
+
+// AtLeastOnceSyncSink writes an epoch's messages to an external system before the epoch
+// commits; an error fails the epoch, which is retried with the same messages.
+type AtLeastOnceSyncSink interface {
+	WriteBeforeCommit(ctx context.Context, msgs []flow.Message) error
+}
+
+// Delivery is one stored output to deliver: its sequence number in the partition's sink
+// session and its payload row, decoded (Row) or as the YSON map it is stored as (Encoded,
+// sent as it is; used when set).
+type Delivery struct {
+	SequenceNumber int64
+	Row            map[string]any
+	Encoded        yson.RawValue
+}
+
+// AsyncSink delivers committed outputs. Deliver returns nil once the target holds every
+// delivery of ds (in any order on input; sequence numbers are unique per sink and
+// partition); rows whose number the target already accepted are not written again, so a
+// failed call may be repeated with the same deliveries.
+type AsyncSink interface {
+	Deliver(ctx context.Context, ds []Delivery) error
+}
+
+// BestEffortWriter is what the at-most-once queue of the runtime writes to: one attempt per
+// batch, the batch dropped on error.
+type BestEffortWriter interface {
+	WriteBestEffort(ctx context.Context, rows []map[string]any) error
+}
+
+// Constructors of one class. A class sets the ones of its role and kind.
+type Constructors struct {
+	// Partitions lists the partition indexes of a source (a queue's tablets admitted by its
+	// partition_filter); the controller runs one job per index. Nil: one partition, 0.
+	Partitions func(ctx context.Context, env Env, params any) ([]int64, error)
+	// Ends returns, by partition index, the offset after a source partition's last row, for
+	// the backlog `yt-flow status` shows (optional).
+	Ends func(ctx context.Context, env Env, params any) (map[int64]int64, error)
+	// Source opens the reader of the partition env.SourcePartition.
+	Source func(env Env, params any) (Source, error)
+	// Sink constructors, by kind.
+	SyncSink            func(env Env, params any) (SyncSink, error)
+	AtLeastOnceSyncSink func(env Env, params any) (AtLeastOnceSyncSink, error)
+	AsyncSink           func(env Env, params any) (AsyncSink, error)
+	// BestEffort opens the writer behind at_most_once_strategy (async sinks that accept it).
+	BestEffort func(env Env, params any) (BestEffortWriter, error)
+}
+
+var (
+	mu      sync.RWMutex
+	sources = map[string]Constructors{}
+	sinks   = map[string]Constructors{}
+)
+
+// RegisterSource registers the constructors of the source class named class (its canonical
+// registry name). It panics when the class is registered twice.
+func RegisterSource(class string, c Constructors) { register(sources, "source", class, c) }
+
+// RegisterSink registers the constructors of the sink class named class.
+func RegisterSink(class string, c Constructors) { register(sinks, "sink", class, c) }
+
+func register(m map[string]Constructors, role, class string, c Constructors) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := m[class]; ok {
+		panic(fmt.Sprintf("connector: %s class %q registered twice", role, class))
+	}
+	m[class] = c
+}
+
+// SourceOf returns the constructors of source class.
+func SourceOf(class string) (Constructors, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	c, ok := sources[class]
+	return c, ok
+}
+
+// SinkOf returns the constructors of sink class.
+func SinkOf(class string) (Constructors, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	c, ok := sinks[class]
+	return c, ok
+}

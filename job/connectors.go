@@ -1,0 +1,90 @@
+package job
+
+import (
+	"fmt"
+
+	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/connectors/registry"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
+
+	// Every connector class of this build registers itself.
+	_ "github.com/ytflow/yt-flow/connectors/all"
+)
+
+// env is what a connector opened for job j gets.
+func (r *runner) env(j ytstore.Job, comp *spec.Computation) connector.Env {
+	return connector.Env{
+		Store: r.w.store, PipelinePath: r.w.cfg.Path, ComputationID: comp.ID, PartitionID: j.PartitionID, JobID: j.JobID,
+		SourcePartition: j.SourcePartition,
+	}
+}
+
+// openSink opens sink id of comp through the connector SPI by its kind and returns its
+// destination in the epoch's routes.
+func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epoch.Destination, error) {
+	s := comp.Sinks[id]
+	dest := epoch.Destination{ID: sinkDestPrefix + id}
+	unsupported := fmt.Errorf("job %s: computation %s: sink %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
+	if s.Class == nil || !s.Class.Runs {
+		return dest, unsupported
+	}
+	ctors, ok := connector.SinkOf(s.Class.Name)
+	if !ok {
+		return dest, unsupported
+	}
+	env := r.env(j, comp)
+	env.SinkID, env.SourcePartition = id, -1
+	opened := func(err error) error {
+		if err != nil {
+			return fmt.Errorf("job %s: computation %s: sink %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
+		}
+		return nil
+	}
+	switch {
+	case s.Class.Kind == registry.SyncSink && ctors.SyncSink != nil:
+		sink, err := ctors.SyncSink(env, s.Params)
+		dest.Kind, r.syncSinks[dest.ID] = epoch.ToSyncSink, sink
+		return dest, opened(err)
+	case s.Class.Kind == registry.AsyncSink && s.AtMostOnce != nil && s.AtMostOnce.Enabled && ctors.BestEffort != nil:
+		w, err := ctors.BestEffort(env, s.Params)
+		if err != nil {
+			return dest, opened(err)
+		}
+		limit := s.AtMostOnce.TotalQueueBytesLimit
+		if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil && ds.AtMostOnce.TotalQueueBytesLimit > 0 {
+			limit = ds.AtMostOnce.TotalQueueBytesLimit
+		}
+		dest.Kind, r.bestEffort[dest.ID] = epoch.ToBestEffortSink, connector.NewAtMostOnce(w, limit)
+		return dest, nil
+	case s.Class.Kind == registry.AsyncSink && ctors.AsyncSink != nil:
+		sink, err := ctors.AsyncSink(env, s.Params)
+		dest.Kind, r.asyncSinks[dest.ID] = epoch.ToAsyncSink, sink
+		return dest, opened(err)
+	}
+	return dest, unsupported
+}
+
+// openSource opens the partition of source id of comp that job j reads.
+func (r *runner) openSource(j ytstore.Job, comp *spec.Computation, id string) (connector.Source, error) {
+	s := comp.Sources[id]
+	unsupported := fmt.Errorf("job %s: computation %s: source %s: class %s is not supported by this runtime", j.JobID, comp.ID, id, s.ClassName)
+	if s.Class == nil || !s.Class.Runs {
+		return nil, unsupported
+	}
+	ctors, ok := connector.SourceOf(s.Class.Name)
+	if !ok || ctors.Source == nil {
+		return nil, unsupported
+	}
+	if j.SourcePartition < 0 {
+		return nil, fmt.Errorf("job %s: computation %s: source job without a source partition", j.JobID, comp.ID)
+	}
+	env := r.env(j, comp)
+	env.SourceID = id
+	src, err := ctors.Source(env, s.Params)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: computation %s: source %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
+	}
+	return src, nil
+}
