@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
@@ -45,14 +46,20 @@ func marshalPayloads(payloads []flow.Row) (out [][]byte, bad int, err error) {
 // decodePayload decodes a stored or received payload: binary payloads of scalars with the
 // fast decoder (dec, when not nil, shares key strings with the payloads it decoded before),
 // anything else with the SDK.
-func decodePayload(b []byte, dec *ybin.Decoder) (map[string]any, error) {
+func decodePayload(b []byte, dec *ybin.Decoder) (m map[string]any, err error) {
 	if dec == nil {
 		dec = new(ybin.Decoder)
 	}
 	if m, ok := dec.DecodeMap(b); ok {
 		return m, nil
 	}
-	var m map[string]any
-	err := yson.Unmarshal(b, &m)
+	// The SDK's decoder panics on some malformed input ("invalid decoder state"): a bad
+	// payload is an error, not a crash of the worker (TestBatchesOf).
+	defer func() {
+		if p := recover(); p != nil {
+			m, err = nil, fmt.Errorf("malformed YSON payload: %v", p)
+		}
+	}()
+	err = yson.Unmarshal(b, &m)
 	return m, err
 }

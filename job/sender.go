@@ -307,30 +307,61 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 }
 
 func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest string, rows []*ytstore.OutputRow) error {
-	ds := make([]connector.Delivery, 0, len(rows))
-	ids := make([]string, 0, len(rows))
-	for _, row := range rows {
-		if ybin.IsMap(row.Payload) {
-			// The stored payload is the row, a binary YSON map: sent as it is.
-			ds = append(ds, connector.Delivery{SequenceNumber: row.SequenceNumber, Encoded: row.Payload})
-			ids = append(ids, row.MessageID)
-			continue
+	batches, ids := batchesOf(rows, func(row *ytstore.OutputRow, err error) {
+		r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
+	})
+	n, err := sink.Deliver(ctx, batches)
+	n = min(max(n, 0), len(ids))
+	if n == len(ids) && len(ids) == 1 {
+		r.outbox.finish(r.job.PartitionID, dest, ids[0])
+	} else if n > 0 {
+		var done []string
+		for _, b := range ids[:n] {
+			done = append(done, b...)
 		}
-		payload, err := decodePayload(row.Payload, nil)
-		if err != nil {
-			r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
-			continue
-		}
-		ds = append(ds, connector.Delivery{SequenceNumber: row.SequenceNumber, Row: payload})
-		ids = append(ids, row.MessageID)
+		r.outbox.finish(r.job.PartitionID, dest, done)
 	}
-	if err := sink.Deliver(ctx, ds); err != nil {
+	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn("async sink delivery failed; will resend with the same sequence numbers", log.String("sink", dest), log.Error(err))
+			r.log.Warn("async sink delivery failed; the batches not delivered will be offered again", log.String("sink", dest), log.Int("delivered", n), log.Int("batches", len(batches)), log.Error(err))
 			r.noteProblem("deliver to "+dest, err)
 		}
 		return err
 	}
-	r.outbox.finish(r.job.PartitionID, dest, ids)
 	return nil
+}
+
+// batchesOf cuts an async sink's pending rows (in message id order) into batches: one per
+// output store chunk, split where sequence numbers are not consecutive. ids holds each
+// batch's message ids. A row whose payload does not decode is reported to bad and left out
+// (it stays in the output store).
+//
+// Invariant: an async sink's batches are the output store chunks, fixed at the commit, so a
+// replay after a restart cuts the same batches (TestBatchesOf).
+func batchesOf(rows []*ytstore.OutputRow, bad func(*ytstore.OutputRow, error)) (batches []connector.Batch, ids [][]string) {
+	var chunk ytstore.OutputChunk
+	for _, row := range rows {
+		d := connector.Delivery{MessageID: row.MessageID, SequenceNumber: row.SequenceNumber}
+		if ybin.IsMap(row.Payload) {
+			// The stored payload is the row, a binary YSON map: sent as it is.
+			d.Encoded = row.Payload
+		} else {
+			payload, err := decodePayload(row.Payload, nil)
+			if err != nil {
+				bad(row, err)
+				continue
+			}
+			d.Row = payload
+		}
+		if len(batches) == 0 || row.Chunk != chunk || row.SequenceNumber != batches[len(batches)-1].LastSeq+1 {
+			batches = append(batches, connector.Batch{FirstSeq: row.SequenceNumber, FirstID: row.MessageID})
+			ids = append(ids, nil)
+			chunk = row.Chunk
+		}
+		b := &batches[len(batches)-1]
+		b.Rows = append(b.Rows, d)
+		b.LastSeq, b.LastID = row.SequenceNumber, row.MessageID
+		ids[len(ids)-1] = append(ids[len(ids)-1], row.MessageID)
+	}
+	return batches, ids
 }

@@ -70,21 +70,40 @@ type AtLeastOnceSyncSink interface {
 	WriteBeforeCommit(ctx context.Context, msgs []flow.Message) error
 }
 
-// Delivery is one stored output to deliver: its sequence number in the partition's sink
-// session and its payload row, decoded (Row) or as the YSON map it is stored as (Encoded,
-// sent as it is; used when set).
+// Delivery is one stored output to deliver: its message id, its sequence number in the
+// partition's sink session and its payload row, decoded (Row) or as the YSON map it is
+// stored as (Encoded, sent as it is; used when set).
 type Delivery struct {
+	MessageID      string
 	SequenceNumber int64
 	Row            map[string]any
 	Encoded        yson.RawValue
 }
 
-// AsyncSink delivers committed outputs. Deliver returns nil once the target holds every
-// delivery of ds (in any order on input; sequence numbers are unique per sink and
-// partition); rows whose number the target already accepted are not written again, so a
-// failed call may be repeated with the same deliveries.
+// Batch is a run of committed outputs of one partition for one async sink: the outputs one
+// epoch commit stored for it (an output store chunk), so its bounds are fixed at the commit
+// and a replay after a restart cuts the same batches. Rows are in message id order and
+// carry consecutive sequence numbers FirstSeq..LastSeq.
+type Batch struct {
+	FirstSeq, LastSeq int64
+	FirstID, LastID   string
+	Rows              []Delivery
+}
+
+// Token is the batch's stable identity within its sink, for targets that deduplicate whole
+// batches: "<partition>/<sink>/<first seq>-<last seq>".
+func (b *Batch) Token(env Env) string {
+	return fmt.Sprintf("%s/%s/%d-%d", env.PartitionID, env.SinkID, b.FirstSeq, b.LastSeq)
+}
+
+// AsyncSink delivers committed outputs. The runtime calls Deliver with the pending batches in
+// sequence order, one call at a time; Deliver returns how many leading batches the target now
+// holds durably (all of them when err is nil). Those are acknowledged — the runtime deletes
+// them from the output store — and the rest are offered again, the same batches with the same
+// rows, after a failure or a restart: a target must deduplicate a batch it already holds (by
+// sequence number, by Token, or by message id).
 type AsyncSink interface {
-	Deliver(ctx context.Context, ds []Delivery) error
+	Deliver(ctx context.Context, batches []Batch) (delivered int, err error)
 }
 
 // BestEffortWriter is what the at-most-once queue of the runtime writes to: one attempt per

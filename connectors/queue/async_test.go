@@ -37,25 +37,33 @@ func TestAsyncSinkResendSameSeqNo(t *testing.T) {
 	st, ctx := queueEnv(t)
 	// Odd rows are handed over as they are stored (encoded), even ones decoded: runs of
 	// either kind are pushed in sequence order.
-	ds := func(from, to int64) []connector.Delivery {
-		var out []connector.Delivery
+	// One batch per row.
+	ds := func(from, to int64) []connector.Batch {
+		var out []connector.Batch
 		for i := from; i < to; i++ {
 			d := connector.Delivery{SequenceNumber: i, Row: map[string]any{"v": i}}
 			if i%2 == 1 {
 				d.Encoded, _ = ybin.AppendMap(nil, d.Row)
 				d.Row = nil
 			}
-			out = append(out, d)
+			out = append(out, connector.Batch{FirstSeq: i, LastSeq: i, Rows: []connector.Delivery{d}})
 		}
 		return out
 	}
+	deliver := func(s *AsyncSink, batches []connector.Batch) error {
+		n, err := s.Deliver(ctx, batches)
+		if err == nil {
+			assert.Equal(t, len(batches), n, "a delivery without an error holds every batch")
+		}
+		return err
+	}
 	s := NewAsyncSink(st, "//tmp/producer", "//tmp/q", "p0/sink")
-	require.NoError(t, s.Deliver(ctx, ds(0, 3)))
-	require.NoError(t, s.Deliver(ctx, ds(0, 3)), "a resend after a lost reply")
+	require.NoError(t, deliver(s, ds(0, 3)))
+	require.NoError(t, deliver(s, ds(0, 3)), "a resend after a lost reply")
 
 	// A restarted job opens the same session and resends what its output store still holds.
 	restarted := NewAsyncSink(st, "//tmp/producer", "//tmp/q", "p0/sink")
-	require.NoError(t, restarted.Deliver(ctx, ds(1, 5)))
+	require.NoError(t, deliver(restarted, ds(1, 5)))
 
 	src := NewSource(st, "//tmp/q", "//tmp/c", 0, true)
 	rows, err := src.Read(ctx, 0, 100)

@@ -58,13 +58,29 @@ func NewAsyncSink(store *ytstore.Store, producerPath, queuePath, sessionID strin
 	return &AsyncSink{store: store, producerPath: producerPath, queuePath: queuePath, sessionID: sessionID}
 }
 
-// Deliver pushes ds (any order) and returns nil once the queue holds all of them. Rows with a
+// Deliver pushes the batches' rows and returns once the queue holds all of them. Rows with a
 // sequence number the session already accepted are not sent again; a failed push may be
 // retried with the same rows.
 //
 // Invariant: a resend after a failure uses the same sequence numbers, so the queue holds each
 // row once (TestAsyncSinkResendSameSeqNo).
-func (s *AsyncSink) Deliver(ctx context.Context, ds []connector.Delivery) error {
+func (s *AsyncSink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
+	n := 0
+	for _, b := range batches {
+		n += len(b.Rows)
+	}
+	ds := make([]connector.Delivery, 0, n)
+	for _, b := range batches {
+		ds = append(ds, b.Rows...)
+	}
+	if err := s.deliver(ctx, ds); err != nil {
+		return 0, err // the session's seqNo dedup drops whatever got through
+	}
+	return len(batches), nil
+}
+
+// deliver pushes ds (any order) and returns nil once the queue holds all of them.
+func (s *AsyncSink) deliver(ctx context.Context, ds []connector.Delivery) error {
 	if s.session == nil {
 		ps, err := s.store.OpenProducerSession(ctx, s.producerPath, s.queuePath, s.sessionID)
 		if err != nil {
