@@ -16,7 +16,7 @@ import (
 // env is what a connector opened for job j gets.
 func (r *runner) env(j ytstore.Job, comp *spec.Computation) connector.Env {
 	return connector.Env{
-		Store: r.w.store, PipelinePath: r.w.cfg.Path, ComputationID: comp.ID, PartitionID: j.PartitionID, JobID: j.JobID,
+		Store: r.w.store, PipelinePath: r.w.cfg.Path, WorkerID: r.w.id, ComputationID: comp.ID, PartitionID: j.PartitionID, JobID: j.JobID,
 		SourcePartition: j.SourcePartition,
 	}
 }

@@ -32,9 +32,10 @@ type Env struct {
 	Store *ytstore.Store
 	// PipelinePath is the pipeline's Cypress node.
 	PipelinePath string
-	// ComputationID, PartitionID and JobID name the job; SinkID or SourceID the entity.
-	ComputationID, PartitionID, JobID string
-	SourceID, SinkID                  string
+	// WorkerID, ComputationID, PartitionID and JobID name the job and its worker; SinkID or
+	// SourceID the entity.
+	WorkerID, ComputationID, PartitionID, JobID string
+	SourceID, SinkID                            string
 	// SourcePartition is the index of the source partition a source job reads (a queue
 	// tablet); -1 for sinks.
 	SourcePartition int64
