@@ -18,7 +18,7 @@ import (
 
 	"github.com/ytflow/yt-flow/controller"
 	"github.com/ytflow/yt-flow/e2e"
-	_ "github.com/ytflow/yt-flow/examples/wordcount" // SplitWords and CountWords
+	_ "github.com/ytflow/yt-flow/examples/word_count" // SplitWords and CountWords
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"

@@ -18,9 +18,10 @@ import (
 // owns the key, and it remembers what it committed. Hence:
 //
 // Invariant: an input is committed already only if it was born at or before the floor, or
-// this job committed it; only those are looked up (TestFreshInputsSkipLookup,
-// TestFreshInputsAfterRestart; the e2e fault tests and TestWordCountUnderNetworkFaults
-// count every message exactly once with it on).
+// this job committed it; only those are looked up (TestFreshInputsRemembersAndForgets;
+// TestFreshInputsSkipLookup, also for the job that replaces it after a restart; the e2e
+// fault tests and TestWordCountUnderNetworkFaults count every message exactly once with it
+// on).
 //
 // What this job committed is kept as 64-bit fingerprints of the ids (no pointers for the
 // garbage collector to scan; a collision only costs a lookup), per epoch; when there are

@@ -16,7 +16,7 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/yson"
 
-	_ "github.com/ytflow/yt-flow/examples/wordcount" // registers SplitWords and CountWords
+	_ "github.com/ytflow/yt-flow/examples/word_count" // registers SplitWords and CountWords
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytlocal"

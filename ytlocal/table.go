@@ -1,8 +1,6 @@
 package ytlocal
 
 import (
-	"bytes"
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +11,8 @@ import (
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yterrors"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 const defaultMaxRowWeight = 16 << 20
@@ -362,53 +362,6 @@ func validateRows(sc schema.Schema, rows []any, maxWeight int64, path string) ([
 	return out, nil
 }
 
-// compareValues orders YSON scalars like YTsaurus: null < int < uint < double < bool < string.
-func compareValues(a, b any) int {
-	rank := func(v any) int {
-		switch v.(type) {
-		case nil:
-			return 0
-		case int64:
-			return 1
-		case uint64:
-			return 2
-		case float64:
-			return 3
-		case bool:
-			return 4
-		case string:
-			return 5
-		}
-		return 6
-	}
-	ra, rb := rank(a), rank(b)
-	if ra != rb {
-		return cmp.Compare(ra, rb)
-	}
-	switch x := a.(type) {
-	case int64:
-		return cmp.Compare(x, b.(int64))
-	case uint64:
-		return cmp.Compare(x, b.(uint64))
-	case float64:
-		return cmp.Compare(x, b.(float64))
-	case bool:
-		y := b.(bool)
-		switch {
-		case x == y:
-			return 0
-		case !x:
-			return -1
-		}
-		return 1
-	case string:
-		return cmp.Compare(x, b.(string))
-	}
-	ab, _ := yson.Marshal(a)
-	bb, _ := yson.Marshal(b)
-	return bytes.Compare(ab, bb)
-}
-
 func rowKey(row any, keys []string) []any {
 	m, _ := row.(map[string]any)
 	out := make([]any, len(keys))
@@ -416,15 +369,6 @@ func rowKey(row any, keys []string) []any {
 		out[i] = m[k]
 	}
 	return out
-}
-
-func compareKeys(a, b []any) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if c := compareValues(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a), len(b))
 }
 
 // --- write_table / read_table ---
@@ -510,7 +454,7 @@ func cmdWriteTable(c *call) (any, error) {
 			for i, r := range conv {
 				k := rowKey(r, keys)
 				if prev != nil {
-					switch c := compareKeys(prev, k); {
+					switch c := ytvalue.CompareKeys(prev, k); {
 					case c > 0:
 						return withAttrs(ytErr(yterrors.CodeSortOrderViolation, "Sort order violation in row %d written to sorted table %s", i, p.raw), "path", p.raw)
 					case c == 0 && sc.UniqueKeys:
@@ -658,7 +602,7 @@ func selectRanges(rows []any, ranges []ypath.Range, keys []string) ([]any, int64
 					return ytErr(yterrors.CodeGeneric, "Key ranges need a sorted table")
 				}
 				k := normalizeKey(l.Key)
-				cmpAt := func(i int) int { return compareKeys(rowKey(rows[i], keys)[:min(len(keys), len(k))], k) }
+				cmpAt := func(i int) int { return ytvalue.CompareKeys(rowKey(rows[i], keys)[:min(len(keys), len(k))], k) }
 				lb := int64(sortSearch(len(rows), func(i int) bool { return cmpAt(i) >= 0 }))
 				ub := int64(sortSearch(len(rows), func(i int) bool { return cmpAt(i) > 0 }))
 				switch {

@@ -76,7 +76,9 @@
 // does not fail with ErrType at run time on rows that follow the schema
 // (checked by the fuzz targets). Execute keeps input order without ORDER BY
 // (groups in order of first appearance) and stops reading once OFFSET+LIMIT
-// rows are found; ORDER BY sorts stably with NULL first. Placeholders are
+// rows are found; ORDER BY sorts stably in YTsaurus' value order
+// (internal/ytvalue: NULL first, types in tag order, NaN after every other
+// double). Placeholders are
 // bound before any row is read. ExecuteWith adds input/output row limits
 // (ErrIncomplete). Conditions lists the column-versus-constant comparisons
 // among the top-level conjuncts of WHERE, for narrowing a scan by key.

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 // Options tune one execution. The zero value means no placeholders and no
@@ -196,7 +198,7 @@ func (q *Query) sortAndCut(rows []map[string]any, keys [][]any) []map[string]any
 	sort.SliceStable(idx, func(a, b int) bool {
 		ka, kb := keys[idx[a]], keys[idx[b]]
 		for i, o := range q.orderBy {
-			c := orderValues(ka[i], kb[i])
+			c := ytvalue.Compare(ka[i], kb[i])
 			if o.desc {
 				c = -c
 			}

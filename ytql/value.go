@@ -3,6 +3,8 @@ package ytql
 import (
 	"fmt"
 	"math"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 // normalize maps Go scalar kinds onto the query value types: every signed
@@ -130,89 +132,21 @@ func convertConst(c, like any) (any, bool) {
 	return nil, false
 }
 
-// compareScalars orders two values of the same type (after unify); NULL is
-// smaller than any value and equal to NULL, as in YTsaurus.
+// compareScalars orders two values of the same type (after unify) with
+// YTsaurus' value order (internal/ytvalue): NULL is smaller than any value and
+// equal to NULL. Unlike sorting, comparing a NaN in an expression is an
+// error, and composites do not compare at all.
 func compareScalars(pos int, a, b any) (int, error) {
-	switch {
-	case a == nil && b == nil:
-		return 0, nil
-	case a == nil:
-		return -1, nil
-	case b == nil:
-		return 1, nil
-	}
-	switch x := a.(type) {
-	case int64:
-		y := b.(int64)
-		return cmp3(x < y, x > y), nil
-	case uint64:
-		y := b.(uint64)
-		return cmp3(x < y, x > y), nil
-	case float64:
-		y := b.(float64)
-		if math.IsNaN(x) || math.IsNaN(y) {
-			return 0, evalErrorf(pos, "NaN value in comparison")
-		}
-		return cmp3(x < y, x > y), nil
-	case bool:
-		y := b.(bool)
-		return cmp3(!x && y, x && !y), nil
-	case string:
-		y := b.(string)
-		return cmp3(x < y, x > y), nil
-	}
-	return 0, typeErrorf(pos, "values of type %s are not comparable", typeName(a))
-}
-
-func cmp3(less, greater bool) int {
-	switch {
-	case less:
-		return -1
-	case greater:
-		return 1
-	}
-	return 0
-}
-
-// typeRank orders types like YTsaurus' value type tags (Null < Int64 <
-// Uint64 < Double < Boolean < String < Any); used to sort rows whose ORDER BY
-// values differ in type.
-func typeRank(v any) int {
-	switch v.(type) {
-	case nil:
-		return 0
-	case int64:
-		return 1
-	case uint64:
-		return 2
-	case float64:
-		return 3
-	case bool:
-		return 4
-	case string:
-		return 5
-	}
-	return 6
-}
-
-// orderValues is a total order for sorting result rows.
-func orderValues(a, b any) int {
-	ra, rb := typeRank(a), typeRank(b)
-	if ra != rb || ra == 6 {
-		return cmp3(ra < rb, ra > rb)
-	}
-	if x, ok := a.(float64); ok {
-		y := b.(float64)
-		// NaN sorts after every number so that sorting stays total.
-		switch {
-		case math.IsNaN(x) && math.IsNaN(y):
-			return 0
-		case math.IsNaN(x):
-			return 1
-		case math.IsNaN(y):
-			return -1
+	if a != nil && b != nil {
+		switch x := a.(type) {
+		case int64, uint64, bool, string:
+		case float64:
+			if y, ok := b.(float64); ok && (math.IsNaN(x) || math.IsNaN(y)) {
+				return 0, evalErrorf(pos, "NaN value in comparison")
+			}
+		default:
+			return 0, typeErrorf(pos, "values of type %s are not comparable", typeName(a))
 		}
 	}
-	c, _ := compareScalars(-1, a, b)
-	return c
+	return ytvalue.Compare(a, b), nil
 }

@@ -4,5 +4,5 @@ package main
 // `yt-flow run` as they are. A user's own binary imports its own packages instead.
 import (
 	_ "github.com/ytflow/yt-flow/examples/sessions"
-	_ "github.com/ytflow/yt-flow/examples/wordcount"
+	_ "github.com/ytflow/yt-flow/examples/word_count"
 )

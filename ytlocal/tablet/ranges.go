@@ -3,6 +3,8 @@ package tablet
 import (
 	"slices"
 	"sort"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 // Bound limits one key column of a KeyRange.
@@ -56,11 +58,11 @@ func (e *Engine) ScanRanges(tableID string, opts ReadOptions, ranges []KeyRange,
 			if t.compareKeys(key[:p], r.Prefix) != 0 {
 				break
 			}
-			if r.Lower != nil && !r.Lower.Inclusive && compareValues(key[p], r.Lower.Value) == 0 {
+			if r.Lower != nil && !r.Lower.Inclusive && ytvalue.Compare(key[p], r.Lower.Value) == 0 {
 				continue
 			}
 			if r.Upper != nil {
-				c := compareValues(key[p], r.Upper.Value)
+				c := ytvalue.Compare(key[p], r.Upper.Value)
 				if c > 0 || (c == 0 && !r.Upper.Inclusive) {
 					break
 				}

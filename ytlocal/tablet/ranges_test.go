@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 // TestScanRangesMatchesFilteredScan compares ScanRanges with a full scan
@@ -70,7 +72,7 @@ func TestScanRangesMatchesFilteredScan(t *testing.T) {
 						ok := true
 						for i, v := range kr.Prefix {
 							n, _ := e.tables["t"].cols[i].normalize(v)
-							ok = ok && compareValues(r[cols[i]], n) == 0
+							ok = ok && ytvalue.Compare(r[cols[i]], n) == 0
 						}
 						if !ok {
 							continue
@@ -84,7 +86,7 @@ func TestScanRangesMatchesFilteredScan(t *testing.T) {
 								continue
 							}
 							n, _ := e.tables["t"].cols[len(kr.Prefix)].normalize(b.b.Value)
-							c := compareValues(x, n) * b.sign
+							c := ytvalue.Compare(x, n) * b.sign
 							ok = ok && (c > 0 || (c == 0 && b.b.Inclusive))
 						}
 						if ok {

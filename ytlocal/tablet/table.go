@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 // Evaluator computes the value of a computed column from the other columns of
@@ -396,7 +398,7 @@ func (t *table) sortedRows() []*row {
 
 func (t *table) compareKeys(a, b []any) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
-		c := compareValues(a[i], b[i])
+		c := ytvalue.Compare(a[i], b[i])
 		if i < len(t.cols) && t.cols[i].descending {
 			c = -c
 		}

@@ -1,14 +1,14 @@
 package tablet
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
 	"unicode/utf8"
 
 	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/internal/ytvalue"
 )
 
 // kind is the storage class of a column type: what Go type its values have.
@@ -172,77 +172,6 @@ func (c *column) typeError(v any) error {
 	return fmt.Errorf("cannot store a value of Go type %T in column %q of type %s", v, c.name, c.typ)
 }
 
-// compareValues orders two values of one column: null first, then by value.
-func compareValues(a, b any) int {
-	if a == nil || b == nil {
-		switch {
-		case a == nil && b == nil:
-			return 0
-		case a == nil:
-			return -1
-		default:
-			return 1
-		}
-	}
-	ra, rb := typeRank(a), typeRank(b)
-	if ra != rb {
-		return cmp.Compare(ra, rb)
-	}
-	switch x := a.(type) {
-	case int64:
-		return cmp.Compare(x, b.(int64))
-	case uint64:
-		return cmp.Compare(x, b.(uint64))
-	case float64:
-		y := b.(float64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	case bool:
-		y := b.(bool)
-		switch {
-		case x == y:
-			return 0
-		case !x:
-			return -1
-		}
-		return 1
-	case string:
-		return strings.Compare(x, b.(string))
-	}
-	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
-}
-
-func typeRank(v any) int {
-	switch v.(type) {
-	case int64:
-		return 1
-	case uint64:
-		return 2
-	case float64:
-		return 3
-	case bool:
-		return 4
-	case string:
-		return 5
-	}
-	return 6
-}
-
-// compareKeys orders two keys column by column; a shorter prefix sorts first.
-func compareKeys(a, b []any) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if c := compareValues(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a), len(b))
-}
-
 // encodeKey maps a normalized key to a string usable as a Go map key. Equal
 // keys give equal strings.
 func encodeKey(key []any) string {
@@ -299,12 +228,12 @@ func aggregate(fn schema.AggregateFunction, old, new any) any {
 			return x + new.(float64)
 		}
 	case "min":
-		if compareValues(new, old) < 0 {
+		if ytvalue.Compare(new, old) < 0 {
 			return new
 		}
 		return old
 	case "max":
-		if compareValues(new, old) > 0 {
+		if ytvalue.Compare(new, old) > 0 {
 			return new
 		}
 		return old
