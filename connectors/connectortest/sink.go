@@ -243,4 +243,3 @@ func (n *numbers) Read(_ context.Context, offset, max int64) ([]connector.Row, e
 func (n *numbers) Advance(context.Context, int64) error { return nil }
 func (n *numbers) Finite() bool                         { return true }
 func (n *numbers) String() string                       { return fmt.Sprintf("numbers partition %d", n.partition) }
-
