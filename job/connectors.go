@@ -36,6 +36,15 @@ func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epo
 	}
 	env := r.env(j, comp)
 	env.SinkID, env.SourcePartition = id, -1
+	var dynParams map[string]any
+	if ds := r.dyn.Sinks[id]; ds != nil {
+		dynParams = ds.Parameters
+	}
+	dyn, err := spec.DynamicParams(s.Class, s.Params, dynParams, "dynamic_spec/computations/"+comp.ID+"/sinks/"+id+"/parameters")
+	if err != nil {
+		return dest, fmt.Errorf("job %s: computation %s: sink %s: %w", j.JobID, comp.ID, id, err)
+	}
+	env.Dynamic = dyn
 	opened := func(err error) error {
 		if err != nil {
 			return fmt.Errorf("job %s: computation %s: sink %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
@@ -82,6 +91,15 @@ func (r *runner) openSource(j ytstore.Job, comp *spec.Computation, id string) (c
 	}
 	env := r.env(j, comp)
 	env.SourceID = id
+	var dynParams map[string]any
+	if ds := r.dyn.SourceStreams[id]; ds != nil {
+		dynParams = ds.Parameters
+	}
+	dyn, err := spec.DynamicParams(s.Class, s.Params, dynParams, "dynamic_spec/computations/"+comp.ID+"/source_streams/"+id+"/parameters")
+	if err != nil {
+		return nil, fmt.Errorf("job %s: computation %s: source %s: %w", j.JobID, comp.ID, id, err)
+	}
+	env.Dynamic = dyn
 	src, err := ctors.Source(env, s.Params)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: computation %s: source %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)

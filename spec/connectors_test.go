@@ -1,4 +1,7 @@
 package spec
 
-// The spec's tests parse specs that name every connector class.
-import _ "github.com/ytflow/yt-flow/connectors/all"
+// The spec's tests parse specs that name every connector class, and the example connector's.
+import (
+	_ "github.com/ytflow/yt-flow/connectors/all"
+	_ "github.com/ytflow/yt-flow/examples/sequence"
+)

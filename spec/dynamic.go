@@ -153,8 +153,13 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 		}
 		dc := d.Computations[id]
 		for _, sid := range sortedKeys(dc.SourceStreams) {
-			if _, ok := c.Sources[sid]; !ok {
+			src, ok := c.Sources[sid]
+			if !ok {
 				p.errorf(yson.Join(cp, id+"/source_streams/"+sid), "computation %q has no source stream %q", id, sid)
+				continue
+			}
+			if src.Class != nil && src.Class.ParseDynamic != nil {
+				dynamicParams(&p.w, src.Class, src.Params, dc.SourceStreams[sid].Parameters, yson.Join(cp, id+"/source_streams/"+sid+"/parameters"))
 			}
 		}
 		for _, sid := range sortedKeys(dc.Sinks) {
@@ -162,6 +167,9 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 			if !ok {
 				p.errorf(yson.Join(cp, id+"/sinks/"+sid), "computation %q has no sink %q", id, sid)
 				continue
+			}
+			if s.Class != nil && s.Class.ParseDynamic != nil {
+				dynamicParams(&p.w, s.Class, s.Params, dc.Sinks[sid].Parameters, yson.Join(cp, id+"/sinks/"+sid+"/parameters"))
 			}
 			if dc.Sinks[sid].AtMostOnce != nil && s.AtMostOnce == nil {
 				p.errorf(yson.Join(cp, id+"/sinks/"+sid+"/parameters/at_most_once_strategy"),

@@ -36,6 +36,9 @@ type Env struct {
 	// SourceID the entity.
 	WorkerID, ComputationID, PartitionID, JobID string
 	SourceID, SinkID                            string
+	// Dynamic holds the entity's dynamic parameters as the class's dynamic parser returned
+	// them (registry.Class.ParseDynamic); nil when the class has none.
+	Dynamic any
 	// SourcePartition is the index of the source partition a source job reads (a queue
 	// tablet); -1 for sinks.
 	SourcePartition int64
