@@ -130,11 +130,3 @@ func TestLocalSurvivesKill9(t *testing.T) {
 		t.Fatal("yt-flow local did not exit after SIGTERM")
 	}
 }
-
-func TestLocalRejectsBadFlags(t *testing.T) {
-	var stderr strings.Builder
-	env := &environ{stdout: &strings.Builder{}, stderr: &stderr, getenv: func(string) string { return "" }}
-	require.Equal(t, 2, runMain(context.Background(), env, []string{"local", "--port", "70000"}))
-	require.Contains(t, stderr.String(), "out of range")
-	require.Equal(t, 2, runMain(context.Background(), env, []string{"local", "extra"}))
-}
