@@ -14,16 +14,21 @@
 // The yt-flow binary itself (cmd/yt-flow) is such a main, linking the examples' functions.
 //
 // Subcommands register themselves in init functions of this package (one file each),
-// so that every command lives next to its flags and help text.
+// so that every command lives next to its flags and help text. This is the layer that reads
+// flags, the environment and config files (config.go); the packages below take plain
+// config structs.
 package app
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -33,9 +38,54 @@ type command struct {
 	name string
 	// summary is the one-line help shown by "yt-flow help".
 	summary string
-	// run executes the command with the arguments after its name and returns the exit code:
-	// 0 success, 1 failure, 2 usage error.
+	// setup defines the command's flags. The command line of a command with a setup is
+	// parsed, layered over the environment and the config file (config.go) and checked
+	// before the runFunc setup returned runs.
+	setup setupFunc
+	// run executes a command without setup with the arguments after its name.
 	run func(ctx context.Context, env *environ, args []string) int
+}
+
+// setupFunc defines a command's flags in fs and returns the function that runs the command
+// once they hold their effective values (positional arguments: fs.Args()).
+type setupFunc func(fs *flag.FlagSet, env *environ) runFunc
+
+// runFunc runs a command and returns its exit code: 0 success, 1 failure, 2 usage error.
+type runFunc func(ctx context.Context, s *settings) int
+
+// newFlagSet is the flag set of command name; its errors go to env.stderr.
+func newFlagSet(name string, env *environ) *flag.FlagSet {
+	fs := flag.NewFlagSet("yt-flow "+name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	return fs
+}
+
+// parseSettings parses args into fs (defined by a setup), adds --config and gives every flag
+// its effective value. It returns the settings, or the exit code to use (-1 to go on).
+func parseSettings(name string, fs *flag.FlagSet, env *environ, args []string) (*settings, int) {
+	addConfigFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
+	}
+	s, err := configure(name, fs, env)
+	if err != nil {
+		msg := err.Error()
+		// No message quotes a secret; should a decoder's ever quote the line it fails on,
+		// the tokens of the environment are still not shown.
+		for _, n := range envNames("token") {
+			if v := env.getenv(n); v != "" {
+				msg = strings.ReplaceAll(msg, v, "********")
+			}
+		}
+		for _, line := range strings.Split(msg, "\n") {
+			fmt.Fprintf(env.stderr, "%s: %s\n", fs.Name(), line)
+		}
+		return nil, 2
+	}
+	return s, -1
 }
 
 // environ is what a command may touch of the outside world.
@@ -103,5 +153,14 @@ func runMain(ctx context.Context, env *environ, args []string) int {
 		usage(env.stderr)
 		return 2
 	}
-	return c.run(ctx, env, args[1:])
+	if c.setup == nil {
+		return c.run(ctx, env, args[1:])
+	}
+	fs := newFlagSet(c.name, env)
+	run := c.setup(fs, env)
+	s, code := parseSettings(c.name, fs, env, args[1:])
+	if code >= 0 {
+		return code
+	}
+	return run(ctx, s)
 }

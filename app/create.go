@@ -10,6 +10,13 @@ import (
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
+// addConnFlags defines the flags of a command that talks to a cluster: --proxy, and
+// --token-path (the token itself has no flag: see config.go).
+func addConnFlags(fs *flag.FlagSet, proxy *string, proxyHelp string) {
+	fs.StringVar(proxy, "proxy", "", proxyHelp)
+	fs.String("token-path", "", "file holding the YTsaurus token (default $YT_TOKEN_PATH; or the token in $YT_TOKEN)")
+}
+
 // pipelineFlags are the flags shared by the commands that address one pipeline
 // (create, stop, pause, status, controller).
 type pipelineFlags struct {
@@ -17,25 +24,15 @@ type pipelineFlags struct {
 	path  string
 }
 
-// newPipelineFlagSet returns a flag set named name with --proxy and --path
-// bound to pf. Errors are printed to env.stderr.
-func newPipelineFlagSet(name string, env *environ, pf *pipelineFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("yt-flow "+name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.StringVar(&pf.proxy, "proxy", env.getenv("YT_PROXY"), "YTsaurus HTTP proxy (default $YT_PROXY)")
+// define adds --proxy, --token-path and --path to fs.
+func (pf *pipelineFlags) define(fs *flag.FlagSet) {
+	addConnFlags(fs, &pf.proxy, "YTsaurus HTTP proxy (default $YT_PROXY)")
 	fs.StringVar(&pf.path, "path", "", "pipeline node path, e.g. //home/me/pipe (required)")
-	return fs
 }
 
-// parsePipelineFlags parses args into fs and checks --proxy and --path. It
-// returns the exit code to use, or -1 to go on.
-func parsePipelineFlags(fs *flag.FlagSet, pf *pipelineFlags, args []string, needPath bool) int {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
+// check checks the parsed --proxy and --path and that there are no positional
+// arguments. It returns the exit code to use, or -1 to go on.
+func (pf *pipelineFlags) check(fs *flag.FlagSet, needPath bool) int {
 	if fs.NArg() != 0 {
 		fmt.Fprintf(fs.Output(), "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
 		fs.Usage()
@@ -52,10 +49,13 @@ func parsePipelineFlags(fs *flag.FlagSet, pf *pipelineFlags, args []string, need
 	return -1
 }
 
-// openPipelineStore opens a store for the pipeline; the token comes from
-// $YT_TOKEN only.
-func openPipelineStore(ctx context.Context, env *environ, proxy, path string) (*ytstore.Store, error) {
-	return ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: path, Token: env.getenv("YT_TOKEN")})
+// openPipelineStore opens a store for the pipeline with the token of s.
+func openPipelineStore(ctx context.Context, s *settings, proxy, path string) (*ytstore.Store, error) {
+	token, err := s.token()
+	if err != nil {
+		return nil, err
+	}
+	return ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: path, Token: token})
 }
 
 // explain adds a hint to errors a user can act on.
@@ -75,22 +75,24 @@ func init() {
 	register(&command{
 		name:    "create",
 		summary: "create a pipeline node with its internal tables (idempotent)",
-		run: func(ctx context.Context, env *environ, args []string) int {
+		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
-			fs := newPipelineFlagSet("create", env, &pf)
-			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
-				return code
+			pf.define(fs)
+			return func(ctx context.Context, s *settings) int {
+				if code := pf.check(fs, true); code >= 0 {
+					return code
+				}
+				st, err := openPipelineStore(ctx, s, pf.proxy, pf.path)
+				if err != nil {
+					return failf(env.stderr, "create: %v", err)
+				}
+				defer st.Close()
+				if err := st.CreatePipeline(ctx); err != nil {
+					return failf(env.stderr, "create: %v", err)
+				}
+				fmt.Fprintf(env.stdout, "pipeline %s is ready\n", pf.path)
+				return 0
 			}
-			st, err := openPipelineStore(ctx, env, pf.proxy, pf.path)
-			if err != nil {
-				return failf(env.stderr, "create: %v", err)
-			}
-			defer st.Close()
-			if err := st.CreatePipeline(ctx); err != nil {
-				return failf(env.stderr, "create: %v", err)
-			}
-			fmt.Fprintf(env.stdout, "pipeline %s is ready\n", pf.path)
-			return 0
 		},
 	})
 }

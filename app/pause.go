@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -10,8 +8,6 @@ func init() {
 	register(&command{
 		name:    "pause",
 		summary: "pause a pipeline without draining (target state paused)",
-		run: func(ctx context.Context, env *environ, args []string) int {
-			return setTarget(ctx, env, "pause", ytstore.TargetPaused, args, ytstore.StatePaused, ytstore.StateStopped)
-		},
+		setup:   setTarget("pause", ytstore.TargetPaused, ytstore.StatePaused, ytstore.StateStopped),
 	})
 }

@@ -2,23 +2,32 @@ package app
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"time"
 
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
-// setTarget sets the target state of a pipeline and, with wait, polls until
-// the pipeline state is one of done (or the deadline).
-func setTarget(ctx context.Context, env *environ, name, target string, args []string, done ...string) int {
-	var pf pipelineFlags
-	fs := newPipelineFlagSet(name, env, &pf)
-	wait := fs.Bool("wait", false, "wait until the pipeline reaches the state")
-	timeout := fs.Duration("timeout", 5*time.Minute, "how long --wait waits")
-	if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
-		return code
+// setTarget is the setup of a command that sets the target state of a pipeline and, with
+// wait, polls until the pipeline state is one of done (or the deadline).
+func setTarget(name, target string, done ...string) setupFunc {
+	return func(fs *flag.FlagSet, env *environ) runFunc {
+		var pf pipelineFlags
+		pf.define(fs)
+		wait := fs.Bool("wait", false, "wait until the pipeline reaches the state")
+		timeout := fs.Duration("timeout", 5*time.Minute, "how long --wait waits")
+		return func(ctx context.Context, s *settings) int {
+			if code := pf.check(fs, true); code >= 0 {
+				return code
+			}
+			return setTargetState(ctx, env, s, name, target, pf, *wait, *timeout, done)
+		}
 	}
-	st, err := openPipelineStore(ctx, env, pf.proxy, pf.path)
+}
+
+func setTargetState(ctx context.Context, env *environ, s *settings, name, target string, pf pipelineFlags, wait bool, timeout time.Duration, done []string) int {
+	st, err := openPipelineStore(ctx, s, pf.proxy, pf.path)
 	if err != nil {
 		return failf(env.stderr, "%s: %v", name, err)
 	}
@@ -34,10 +43,10 @@ func setTarget(ctx context.Context, env *environ, name, target string, args []st
 		return failf(env.stderr, "%s: %v", name, err)
 	}
 	fmt.Fprintf(env.stdout, "pipeline %s: target state %s\n", pf.path, target)
-	if !*wait {
+	if !wait {
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -57,7 +66,7 @@ func setTarget(ctx context.Context, env *environ, name, target string, args []st
 			if attrs != nil {
 				state = attrs.PipelineState
 			}
-			return failf(env.stderr, "%s: timed out after %v waiting for pipeline %s to be %v (state %s; is a controller running?)", name, *timeout, pf.path, done, state)
+			return failf(env.stderr, "%s: timed out after %v waiting for pipeline %s to be %v (state %s; is a controller running?)", name, timeout, pf.path, done, state)
 		case <-tick.C:
 		}
 	}
@@ -67,8 +76,6 @@ func init() {
 	register(&command{
 		name:    "stop",
 		summary: "drain and stop a pipeline (target state stopped)",
-		run: func(ctx context.Context, env *environ, args []string) int {
-			return setTarget(ctx, env, "stop", ytstore.TargetStopped, args, ytstore.StateStopped)
-		},
+		setup:   setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
 	})
 }
