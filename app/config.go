@@ -144,9 +144,8 @@ func configure(name string, fs *flag.FlagSet, env *environ) (*settings, error) {
 
 	if set["config"] {
 		s.file = fs.Lookup("config").Value.String()
-	} else if f := env.getenv(configFileEnv); f != "" {
-		s.file = f
-		s.byKey["config"] = setting{from: fromEnv, where: "$" + configFileEnv}
+	} else {
+		s.file = env.getenv(configFileEnv) // the loop over the environment below records it
 	}
 	if s.file != "" {
 		tree, err := readConfigFile(s.file)
@@ -170,9 +169,6 @@ func configure(name string, fs *flag.FlagSet, env *environ) (*settings, error) {
 
 	fromEnvironment := map[string]any{}
 	for k := range keys {
-		if k == "config" {
-			continue
-		}
 		for _, n := range envNames(k) {
 			if val := env.getenv(n); val != "" {
 				fromEnvironment[k] = val

@@ -88,14 +88,22 @@ func TestConfigReachesTheCommand(t *testing.T) {
 	// connecting (and fails there), not to a usage error.
 	code, _, errs := runWithEnv(map[string]string{"YT_FLOW_PATH": "//p", "YT_FLOW_CONFIG_FILE": file}, "status")
 	assert.Equal(t, 1, code, errs)
+	code, out, errs := runWithEnv(map[string]string{"YT_FLOW_CONFIG_FILE": file}, "config", "status")
+	require.Equal(t, 0, code, errs)
+	value, from := shown(t, out, "config")
+	assert.Equal(t, file, value)
+	assert.Equal(t, "$YT_FLOW_CONFIG_FILE", from)
+	value, from = shown(t, out, "proxy")
+	assert.Equal(t, "localhost:1", value)
+	assert.Equal(t, file, from)
 	// Without the path it is a usage error, as without the flags.
 	code, _, errs = runWithEnv(map[string]string{"YT_FLOW_CONFIG_FILE": file}, "status")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "--path is required")
 	// YT_FLOW_CONFIG is YTsaurus Flow's patch of the node config, not a file name.
-	code, out, errs := runWithEnv(map[string]string{"YT_FLOW_CONFIG": file}, "config")
+	code, out, errs = runWithEnv(map[string]string{"YT_FLOW_CONFIG": file}, "config")
 	require.Equal(t, 0, code, errs)
-	value, _ := shown(t, out, "proxy")
+	value, _ = shown(t, out, "proxy")
 	assert.Equal(t, `""`, value)
 }
 
