@@ -66,6 +66,7 @@ var importRules = []importRule{
 	{folder: "examples", modules: []string{"flow", "connectors", "yson"},
 		text: "examples/ are user code: they import only flow/ (functions), connectors/ and yson/ (connectors) of the module"},
 	{folder: "docs", modules: nil, text: "docs/ holds no code"},
+	{folder: "app", all: true, text: "app/ (the command line as a library) may import everything"},
 	{folder: "cmd", all: true, text: "cmd/ may import everything"},
 	{folder: "e2e", all: true, text: "e2e/ may import everything"},
 	{folder: "bench", all: true, text: "bench/ may import everything"},

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -90,53 +90,53 @@ func init() {
 	register(&command{
 		name:    "start",
 		summary: "store a pipeline's specs (creating it if needed) and set its target state to working",
-		run: func(ctx context.Context, env *environ, args []string) int {
-			fs := flag.NewFlagSet("yt-flow start", flag.ContinueOnError)
-			fs.SetOutput(env.stderr)
-			proxy := fs.String("proxy", env.getenv("YT_PROXY"), "YTsaurus HTTP proxy (default $YT_PROXY, then the config's proxy)")
+		setup: func(fs *flag.FlagSet, env *environ) runFunc {
+			proxy := new(string)
+			addConnFlags(fs, proxy, "YTsaurus HTTP proxy (default $YT_PROXY, then the config's proxy)")
 			specFile := fs.String("spec", "", "runner config file (pipeline.yson) with path, spec and dynamic_spec (required)")
-			if err := fs.Parse(args); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					return 0
-				}
-				return 2
+			return func(ctx context.Context, s *settings) int {
+				return runStart(ctx, env, s, fs, *proxy, *specFile)
 			}
-			if *specFile == "" || fs.NArg() != 0 {
-				fmt.Fprintln(env.stderr, "usage: yt-flow start --spec FILE [--proxy P]")
-				return 2
-			}
-			cfg, err := spec.ParseConfigFile(*specFile)
-			if err != nil {
-				return failf(env.stderr, "start: %s: %v", *specFile, err)
-			}
-			if *proxy == "" {
-				*proxy = cfg.Proxy
-			}
-			if *proxy == "" {
-				return failf(env.stderr, "start: no proxy: pass --proxy, set $YT_PROXY or put proxy in %s", *specFile)
-			}
-			data, err := os.ReadFile(*specFile)
-			if err != nil {
-				return failf(env.stderr, "start: %v", err)
-			}
-			static, dynamic, err := specBytes(data)
-			if err != nil {
-				return failf(env.stderr, "start: %s: %v", *specFile, err)
-			}
-			if _, err := spec.ParsePipeline(static); err != nil {
-				return failf(env.stderr, "start: %s: spec does not survive storing: %v", *specFile, err)
-			}
-			st, err := openPipelineStore(ctx, env, *proxy, cfg.Path)
-			if err != nil {
-				return failf(env.stderr, "start: %v", err)
-			}
-			defer st.Close()
-			summary, err := startPipeline(ctx, st, static, dynamic)
-			if err != nil {
-				return failf(env.stderr, "start: %v", err)
-			}
-			fmt.Fprintln(env.stdout, summary)
-			return 0
 		},
 	})
+}
+
+// runStart stores the specs of specFile in the pipeline it names.
+func runStart(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, proxy, specFile string) int {
+	if specFile == "" || fs.NArg() != 0 {
+		fmt.Fprintln(env.stderr, "usage: yt-flow start --spec FILE [--proxy P]")
+		return 2
+	}
+	cfg, err := spec.ParseConfigFile(specFile)
+	if err != nil {
+		return failf(env.stderr, "start: %s: %v", specFile, err)
+	}
+	if proxy == "" {
+		proxy = cfg.Proxy
+	}
+	if proxy == "" {
+		return failf(env.stderr, "start: no proxy: pass --proxy, set $YT_PROXY or put proxy in %s", specFile)
+	}
+	data, err := os.ReadFile(specFile)
+	if err != nil {
+		return failf(env.stderr, "start: %v", err)
+	}
+	static, dynamic, err := specBytes(data)
+	if err != nil {
+		return failf(env.stderr, "start: %s: %v", specFile, err)
+	}
+	if _, err := spec.ParsePipeline(static); err != nil {
+		return failf(env.stderr, "start: %s: spec does not survive storing: %v", specFile, err)
+	}
+	st, err := openPipelineStore(ctx, s, proxy, cfg.Path)
+	if err != nil {
+		return failf(env.stderr, "start: %v", err)
+	}
+	defer st.Close()
+	summary, err := startPipeline(ctx, st, static, dynamic)
+	if err != nil {
+		return failf(env.stderr, "start: %v", err)
+	}
+	fmt.Fprintln(env.stdout, summary)
+	return 0
 }

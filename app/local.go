@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -19,13 +19,11 @@ func init() {
 	register(&command{
 		name:    "local",
 		summary: "run ytlocal, a local YTsaurus-compatible server (HTTP proxy API)",
-		run:     runLocal,
+		setup:   setupLocal,
 	})
 }
 
-func runLocal(ctx context.Context, env *environ, args []string) int {
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func setupLocal(fs *flag.FlagSet, env *environ) runFunc {
 	port := fs.Int("port", 0, "TCP port on 127.0.0.1 (0: random); ignored with --listen")
 	listen := fs.String("listen", "", "listen address host:port (default 127.0.0.1:<port>)")
 	dataDir := fs.String("data-dir", "", "directory for the write-ahead log and snapshots (empty: memory only)")
@@ -34,26 +32,26 @@ func runLocal(ctx context.Context, env *environ, args []string) int {
 		fmt.Fprintln(env.stderr, "usage: yt-flow local [--port N] [--listen ADDR] [--data-dir DIR] [--verbose]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	return func(ctx context.Context, _ *settings) int {
+		return runLocal(ctx, env, fs, *port, *listen, *dataDir, *verbose)
 	}
+}
+
+func runLocal(ctx context.Context, env *environ, fs *flag.FlagSet, port int, listen, dataDir string, verbose bool) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(env.stderr, "yt-flow local: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	addr := *listen
+	addr := listen
 	if addr == "" {
-		if *port < 0 || *port > 65535 {
-			fmt.Fprintf(env.stderr, "yt-flow local: --port %d out of range\n", *port)
+		if port < 0 || port > 65535 {
+			fmt.Fprintf(env.stderr, "yt-flow local: --port %d out of range\n", port)
 			return 2
 		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	level := zapcore.InfoLevel
-	if *verbose {
+	if verbose {
 		level = zapcore.DebugLevel
 	}
 	enc := zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
@@ -63,12 +61,12 @@ func runLocal(ctx context.Context, env *environ, args []string) int {
 	})
 	logger := ytzap.NewWithCore(zapcore.NewCore(enc, zapcore.AddSync(env.stderr), zap.NewAtomicLevelAt(level)))
 
-	s, err := ytlocal.Start(ctx, ytlocal.Config{Listen: addr, DataDir: *dataDir, Logger: logger})
+	s, err := ytlocal.Start(ctx, ytlocal.Config{Listen: addr, DataDir: dataDir, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "yt-flow local: %v\n", err)
 		return 1
 	}
-	logger.Info("ytlocal listening", log.String("proxy", s.Addr()), log.String("data_dir", *dataDir))
+	logger.Info("ytlocal listening", log.String("proxy", s.Addr()), log.String("data_dir", dataDir))
 	fmt.Fprintf(env.stdout, "YT_PROXY=%s\n", s.Addr())
 	if err := s.Run(ctx); err != nil {
 		logger.Error("ytlocal failed", log.Error(err))

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func runValidateCmd(t *testing.T, args ...string) (code int, stdout, stderr stri
 }
 
 func TestValidateExamples(t *testing.T) {
-	files := []string{"../../examples/word_count/pipeline.yson", "../../examples/sessions/pipeline.yson"}
+	files := []string{"../examples/word_count/pipeline.yson", "../examples/sessions/pipeline.yson"}
 	code, stdout, stderr := runValidateCmd(t, files...)
 	assert.Equal(t, 0, code, stderr)
 	assert.Equal(t, files[0]+": ok\n"+files[1]+": ok\n", stdout)

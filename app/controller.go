@@ -1,7 +1,8 @@
-package main
+package app
 
 import (
 	"context"
+	"flag"
 	"io"
 	"time"
 
@@ -23,9 +24,9 @@ func init() {
 	register(&command{
 		name:    "controller",
 		summary: "run a pipeline controller (leader or standby) until interrupted",
-		run: func(ctx context.Context, env *environ, args []string) int {
+		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
-			fs := newPipelineFlagSet("controller", env, &pf)
+			pf.define(fs)
 			address := fs.String("address", "", "address published in @leader_controller_address while leading (default host/pid)")
 			period := fs.Duration("period", 500*time.Millisecond, "scheduling period")
 			leaseTimeout := fs.Duration("lease-timeout", 30*time.Second, "timeout of job leases")
@@ -34,27 +35,33 @@ func init() {
 			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection (dedup tables without the watermark row merger)")
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
-			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
-				return code
+			return func(ctx context.Context, s *settings) int {
+				if code := pf.check(fs, true); code >= 0 {
+					return code
+				}
+				token, err := s.token()
+				if err != nil {
+					return failf(env.stderr, "controller: %v", err)
+				}
+				err = controller.Run(ctx, controller.Config{
+					Proxy:          pf.proxy,
+					Token:          token,
+					Path:           pf.path,
+					Logger:         newStderrLogger(env.stderr, log.InfoLevel),
+					Address:        *address,
+					Period:         *period,
+					LeaseTimeout:   *leaseTimeout,
+					SessionTimeout: *sessionTimeout,
+					DedupGCMargin:  *gcMargin,
+					DedupGCBatch:   *gcBatch,
+					DedupGCPeriod:  *gcPeriod,
+					WorkerSettle:   *settle,
+				})
+				if err != nil {
+					return failf(env.stderr, "controller: %v", err)
+				}
+				return 0
 			}
-			err := controller.Run(ctx, controller.Config{
-				Proxy:          pf.proxy,
-				Token:          env.getenv("YT_TOKEN"),
-				Path:           pf.path,
-				Logger:         newStderrLogger(env.stderr, log.InfoLevel),
-				Address:        *address,
-				Period:         *period,
-				LeaseTimeout:   *leaseTimeout,
-				SessionTimeout: *sessionTimeout,
-				DedupGCMargin:  *gcMargin,
-				DedupGCBatch:   *gcBatch,
-				DedupGCPeriod:  *gcPeriod,
-				WorkerSettle:   *settle,
-			})
-			if err != nil {
-				return failf(env.stderr, "controller: %v", err)
-			}
-			return 0
 		},
 	})
 }

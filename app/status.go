@@ -1,7 +1,8 @@
-package main
+package app
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -269,26 +270,28 @@ func init() {
 	register(&command{
 		name:    "status",
 		summary: "show a pipeline's state, workers, partitions, jobs, leases and lag",
-		run: func(ctx context.Context, env *environ, args []string) int {
+		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
-			fs := newPipelineFlagSet("status", env, &pf)
+			pf.define(fs)
 			logLines := fs.Int("log", 10, "how many controller log lines to show (0 = none)")
-			if code := parsePipelineFlags(fs, &pf, args, true); code >= 0 {
-				return code
+			return func(ctx context.Context, cfg *settings) int {
+				if code := pf.check(fs, true); code >= 0 {
+					return code
+				}
+				st, err := openPipelineStore(ctx, cfg, pf.proxy, pf.path)
+				if err != nil {
+					return failf(env.stderr, "status: %v", err)
+				}
+				defer st.Close()
+				s, err := readStatus(ctx, st, *logLines)
+				if err != nil {
+					return failf(env.stderr, "status: %v", explain(err, pf.path))
+				}
+				if err := s.write(env.stdout, pf.path); err != nil {
+					return failf(env.stderr, "status: %v", err)
+				}
+				return 0
 			}
-			st, err := openPipelineStore(ctx, env, pf.proxy, pf.path)
-			if err != nil {
-				return failf(env.stderr, "status: %v", err)
-			}
-			defer st.Close()
-			s, err := readStatus(ctx, st, *logLines)
-			if err != nil {
-				return failf(env.stderr, "status: %v", explain(err, pf.path))
-			}
-			if err := s.write(env.stdout, pf.path); err != nil {
-				return failf(env.stderr, "status: %v", err)
-			}
-			return 0
 		},
 	})
 }

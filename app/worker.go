@@ -1,8 +1,7 @@
-package main
+package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -19,40 +18,47 @@ func init() {
 	register(&command{
 		name:    "worker",
 		summary: "run a worker: register in a pipeline, run the jobs the controller assigns",
-		run:     runWorker,
+		setup:   setupWorker,
 	})
 }
 
-func runWorker(ctx context.Context, env *environ, args []string) int {
-	fs := flag.NewFlagSet("yt-flow worker", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	proxy := fs.String("proxy", env.getenv("YT_PROXY"), "YTsaurus HTTP proxy (default $YT_PROXY)")
+func setupWorker(fs *flag.FlagSet, env *environ) runFunc {
+	proxy := new(string)
+	addConnFlags(fs, proxy, "YTsaurus HTTP proxy (default $YT_PROXY)")
 	path := fs.String("path", "", "pipeline node path, e.g. //home/me/pipe (required)")
 	listen := fs.String("listen", "127.0.0.1:0", "address of the inter-job transport endpoint")
 	id := fs.String("id", "", "worker id (default: a random id)")
 	poll := fs.Duration("poll-period", 200*time.Millisecond, "how often the layout is read")
 	verbose := fs.Bool("v", false, "debug logs")
 	ackDelay := fs.Duration("test-ack-delay", 0, "TESTING AID for fault tests: hold every push reply that acknowledges messages this long after they commit (a slow network; never needed in production)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	return func(ctx context.Context, s *settings) int {
+		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay})
 	}
+}
+
+// workerFlags are the flags of `yt-flow worker`.
+type workerFlags struct {
+	proxy, path, listen, id string
+	poll                    time.Duration
+	verbose                 bool
+	ackDelay                time.Duration
+}
+
+func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, f workerFlags) int {
 	if fs.NArg() != 0 {
 		fmt.Fprintf(env.stderr, "yt-flow worker: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if *proxy == "" {
+	if f.proxy == "" {
 		fmt.Fprintln(env.stderr, "yt-flow worker: --proxy (or $YT_PROXY) is required")
 		return 2
 	}
-	if *path == "" {
+	if f.path == "" {
 		fmt.Fprintln(env.stderr, "yt-flow worker: --path is required")
 		return 2
 	}
 	level := zapcore.InfoLevel
-	if *verbose {
+	if f.verbose {
 		level = zapcore.DebugLevel
 	}
 	enc := zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
@@ -61,12 +67,17 @@ func runWorker(ctx context.Context, env *environ, args []string) int {
 		EncodeDuration: zapcore.StringDurationEncoder,
 	})
 	logger := ytzap.NewWithCore(zapcore.NewCore(enc, zapcore.AddSync(env.stderr), zap.NewAtomicLevelAt(level)))
+	token, err := s.token()
+	if err != nil {
+		fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
+		return 1
+	}
 	w := job.NewWorker(job.Config{
-		Proxy: *proxy, Token: env.getenv("YT_TOKEN"), Path: *path, Listen: *listen, WorkerID: *id,
-		Logger: logger.Structured(), PollPeriod: *poll, TestAckDelay: *ackDelay,
+		Proxy: f.proxy, Token: token, Path: f.path, Listen: f.listen, WorkerID: f.id,
+		Logger: logger.Structured(), PollPeriod: f.poll, TestAckDelay: f.ackDelay,
 	})
-	if *ackDelay > 0 {
-		logger.Warn("testing aid on: push acknowledgements are held back", log.Duration("test_ack_delay", *ackDelay))
+	if f.ackDelay > 0 {
+		logger.Warn("testing aid on: push acknowledgements are held back", log.Duration("test_ack_delay", f.ackDelay))
 	}
 	go func() {
 		select {

@@ -1,9 +1,8 @@
-package main
+package app
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,7 +25,7 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run a pipeline end to end: embedded YTsaurus (or --proxy), controller and workers in one process",
-		run:     runRun,
+		setup:   setupRun,
 	})
 }
 
@@ -44,34 +43,33 @@ type runOptions struct {
 	progress time.Duration
 }
 
-func runRun(ctx context.Context, env *environ, args []string) int {
+func setupRun(fs *flag.FlagSet, env *environ) runFunc {
 	var o runOptions
-	fs := flag.NewFlagSet("yt-flow run", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
 	fs.StringVar(&o.specFile, "spec", "", "runner config file (pipeline.yson) with path, spec and dynamic_spec (required)")
-	fs.StringVar(&o.proxy, "proxy", "", "YTsaurus HTTP proxy; default $YT_PROXY, then the config's proxy, else an embedded server")
+	addConnFlags(fs, &o.proxy, "YTsaurus HTTP proxy; default $YT_PROXY, then the config's proxy, else an embedded server")
 	fs.IntVar(&o.workers, "workers", 2, "number of workers to run")
 	fs.StringVar(&o.dataDir, "data-dir", "yt-flow-data", "data folder of the embedded server (kept between runs)")
 	fs.StringVar(&o.setup, "setup", "", "setup file with user tables and input (default: local.yson next to the spec, embedded server only)")
 	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
 	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	return func(ctx context.Context, s *settings) int {
+		if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
+			fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE]")
+			return 2
 		}
-		return 2
+		token, err := s.token()
+		if err != nil {
+			return failf(env.stderr, "run: %v", err)
+		}
+		return (&runner{env: env, o: o, token: token}).run(ctx)
 	}
-	if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
-		fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE]")
-		return 2
-	}
-	return (&runner{env: env, o: o}).run(ctx)
 }
 
 // runner is one `yt-flow run` invocation.
 type runner struct {
 	env    *environ
 	o      runOptions
+	token  string
 	start  time.Time
 	logger log.Structured
 }
@@ -94,7 +92,7 @@ func (r *runner) run(ctx context.Context) int {
 	if err != nil {
 		return failf(r.env.stderr, "run: %s: %v", r.o.specFile, err)
 	}
-	proxy := cmp.Or(r.o.proxy, r.env.getenv("YT_PROXY"), cfg.Proxy)
+	proxy := cmp.Or(r.o.proxy, cfg.Proxy) // --proxy, $YT_PROXY or the config file, then the spec's
 	embedded := proxy == ""
 
 	// Logs go to a file next to the data so that the console shows progress only.
@@ -131,7 +129,7 @@ func (r *runner) run(ctx context.Context) int {
 		r.say("YTsaurus proxy %s", proxy)
 	}
 
-	st, err := openPipelineStore(ctx, r.env, proxy, cfg.Path)
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: cfg.Path, Token: r.token})
 	if err != nil {
 		return failf(r.env.stderr, "run: %v", err)
 	}
@@ -159,7 +157,7 @@ func (r *runner) run(ctx context.Context) int {
 	errs := make(chan error, r.o.workers+1)
 	for i := range r.o.workers {
 		w := job.NewWorker(job.Config{
-			Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path,
+			Proxy: proxy, Token: r.token, Path: cfg.Path,
 			WorkerID: fmt.Sprintf("run-%d-%d", os.Getpid(), i), Logger: r.logger,
 			// The workers share this process: pushes between them are handed over in memory.
 			InProcessPeers: true,
@@ -181,7 +179,7 @@ func (r *runner) run(ctx context.Context) int {
 		}
 	}
 	wg.Go(func() {
-		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.env.getenv("YT_TOKEN"), Path: cfg.Path, Logger: r.logger}); err != nil {
+		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger}); err != nil {
 			errs <- fmt.Errorf("controller: %w", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -14,29 +14,25 @@ func init() {
 	register(&command{
 		name:    "validate",
 		summary: "check pipeline specs strictly and print every problem with its YSON path",
-		run:     runValidate,
+		setup:   setupValidate,
 	})
 }
 
-// runValidate parses each file as a runner config (or, with -kind, a bare static or dynamic
-// spec). It prints "FILE: ok" per valid file to stdout and "FILE: path: message" per problem
-// to stderr; exit code 1 if any file has a problem, 2 on usage errors.
-func runValidate(_ context.Context, env *environ, args []string) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func setupValidate(fs *flag.FlagSet, env *environ) runFunc {
 	kind := fs.String("kind", "config", "document kind: config (runner config pipeline.yson), spec (static spec) or dynamic (dynamic spec)")
 	fs.Usage = func() {
 		fmt.Fprintln(env.stderr, "usage: yt-flow validate [-kind config|spec|dynamic] FILE...")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
+	return func(context.Context, *settings) int { return runValidate(env, fs, *kind) }
+}
+
+// runValidate parses each file as a runner config (or, with -kind, a bare static or dynamic
+// spec). It prints "FILE: ok" per valid file to stdout and "FILE: path: message" per problem
+// to stderr; exit code 1 if any file has a problem, 2 on usage errors.
+func runValidate(env *environ, fs *flag.FlagSet, kind string) int {
 	var parse func([]byte) error
-	switch *kind {
+	switch kind {
 	case "config":
 		parse = func(b []byte) error { _, err := spec.ParseConfig(b); return err }
 	case "spec":
@@ -44,7 +40,7 @@ func runValidate(_ context.Context, env *environ, args []string) int {
 	case "dynamic":
 		parse = func(b []byte) error { _, err := spec.ParseDynamic(b); return err }
 	default:
-		fmt.Fprintf(env.stderr, "yt-flow validate: unknown -kind %q\n", *kind)
+		fmt.Fprintf(env.stderr, "yt-flow validate: unknown -kind %q\n", kind)
 		fs.Usage()
 		return 2
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,37 @@ import (
 	"go.ytsaurus.tech/yt/go/yt"
 	"go.ytsaurus.tech/yt/go/yt/ythttp"
 )
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// buildBinary builds this command once per test process and returns the executable.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "yt-flow-cmd-test-"); buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "yt-flow"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return filepath.Join(binDir, "yt-flow")
+}
+
+// TestMain removes the binary built by buildBinary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // startLocal runs the yt-flow binary's local command and returns the process and the
 // proxy address it printed. The process is killed in t.Cleanup if still running.
@@ -49,10 +81,7 @@ func TestLocalSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "yt-flow")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildBinary(t)
 	dataDir := t.TempDir()
 	ctx := context.Background()
 
@@ -129,12 +158,4 @@ func TestLocalSurvivesKill9(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("yt-flow local did not exit after SIGTERM")
 	}
-}
-
-func TestLocalRejectsBadFlags(t *testing.T) {
-	var stderr strings.Builder
-	env := &environ{stdout: &strings.Builder{}, stderr: &stderr, getenv: func(string) string { return "" }}
-	require.Equal(t, 2, runMain(context.Background(), env, []string{"local", "--port", "70000"}))
-	require.Contains(t, stderr.String(), "out of range")
-	require.Equal(t, 2, runMain(context.Background(), env, []string{"local", "extra"}))
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 )
 
-// Version is the yt-flow release; overridden at build time with -ldflags "-X main.Version=…".
+// Version is the yt-flow release; overridden at build time with -ldflags "-X github.com/ytflow/yt-flow/app.Version=…".
 var Version = "0.1.0-dev"
 
 func init() {
