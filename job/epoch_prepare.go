@@ -15,6 +15,27 @@ import (
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
+// epochReads is what an epoch reads of the store before it plans (runner.prepare), and what a
+// swift source job begins its commit with. The calls of one epoch run concurrently.
+//
+//   - BeginEpochTx begins the epoch's tablet transaction for its commit (EpochWrite.Tx); the
+//     caller owns it and releases it (EpochTx.Release) unless the commit used it. Its
+//     StartTimestamp is 0 while the store does not know that it is a valid token.
+//   - GenerateTimestamp draws a fresh cluster timestamp: unique, later than every one drawn
+//     before (an epoch's token when the transaction gives none).
+//   - LookupDedupRows returns one hit per key, in the order of keys: whether the dedup index
+//     holds the message, and with which payload fingerprint.
+//   - LoadStates returns every state row of the computation's keys with the given hashes; the
+//     caller matches exact keys.
+//
+// An error means the read did not happen; the epoch is abandoned and recomputed.
+type epochReads interface {
+	BeginEpochTx(ctx context.Context) (*ytstore.EpochTx, error)
+	GenerateTimestamp(ctx context.Context) (uint64, error)
+	LookupDedupRows(ctx context.Context, keys []ytstore.DedupKey) ([]ytstore.DedupHit, error)
+	LoadStates(ctx context.Context, computationID string, hashes []uint64) ([]ytstore.StateRow, error)
+}
+
 func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
 	k := ytstore.DedupKey{ComputationID: r.comp.ID, KeyHash: epoch.KeyHash(in.Message.Key), MessageID: in.Message.MessageID, Compact: r.compact}
 	if !r.compact { // the compact index keys by hash and message id only
@@ -53,7 +74,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 	pre := &prepared{states: r.keyStates}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		tx, err := r.store.BeginEpochTx(ctx)
+		tx, err := r.reads.BeginEpochTx(ctx)
 		if err != nil {
 			r.log.Debug("epoch: beginning the tablet transaction ahead failed; the commit begins one", log.Error(err))
 		} else {
@@ -66,7 +87,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 				return
 			}
 		}
-		pre.token, pre.tokenErr = r.store.GenerateTimestamp(ctx)
+		pre.token, pre.tokenErr = r.reads.GenerateTimestamp(ctx)
 	})
 	if r.cfg.Dedup && len(b.Inputs) > 0 {
 		// Most epochs look nothing up (every input is fresh): the buffers are made for the
@@ -88,7 +109,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		if len(keys) > 0 {
 			pre.found = make([]ytstore.DedupHit, len(b.Inputs)) // nil: nothing found
 			wg.Go(func() {
-				hits, err := r.store.LookupDedupRows(ctx, keys)
+				hits, err := r.reads.LookupDedupRows(ctx, keys)
 				if err != nil {
 					pre.dedupErr = err
 					return
@@ -123,7 +144,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		}
 		if len(missing) > 0 {
 			wg.Go(func() {
-				rows, err := r.store.LoadStates(ctx, r.comp.ID, missing)
+				rows, err := r.reads.LoadStates(ctx, r.comp.ID, missing)
 				if err != nil {
 					pre.statesErr = err
 					return

@@ -156,6 +156,24 @@ func (r *runner) storedPayloads(outs []epoch.Out) ([][]byte, error) {
 	return payloads, nil
 }
 
+// committer is what the commit loop needs of the store (runner.commit; a swift source job also
+// draws its tokens here). Tests wrap the real store to inject commit faults.
+//
+//   - CommitEpoch commits w in one tablet transaction whose prerequisite is the job's lease:
+//     nil when it applied; ytstore.ErrLeaseLost when the lease (or the epoch's own tablet
+//     transaction) is gone; ytstore.ErrCommitUnknown when the outcome is unknown;
+//     ytstore.ErrNotApplied or any other error when it did not apply.
+//   - TxAlive reports whether a master transaction (the lease) is alive.
+//   - PartitionToken reads the token of the partition's last committed epoch (found false when
+//     it never committed): it resolves an unknown outcome.
+//   - GenerateTimestamp draws a fresh cluster timestamp: unique and increasing.
+type committer interface {
+	CommitEpoch(ctx context.Context, w *ytstore.EpochWrite) error
+	PartitionToken(ctx context.Context, partitionID string) (token uint64, found bool, err error)
+	GenerateTimestamp(ctx context.Context) (uint64, error)
+	TxAlive(ctx context.Context, tx string) (bool, error)
+}
+
 // errNotApplied reports an epoch whose commit definitely did not apply: the runner drops
 // the epoch and recomputes it from durable state (dedup, states) in the next iteration.
 var errNotApplied = errors.New("epoch not applied")

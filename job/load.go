@@ -17,6 +17,25 @@ import (
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
+// stateLoader is what a job reads of the store when it starts (runner.load); the reads run
+// concurrently.
+//
+//   - LoadPartitionStates returns the partition's states, name to YSON bytes (source offsets,
+//     sink sequence numbers, a source job's user state).
+//   - LoadTimers returns the computation's timers whose key hash lies in [lower, upper)
+//     (upper 0 = 2^64).
+//   - LoadOutputs returns the partition's output store rows still to deliver, ordered by
+//     destination then message id.
+//   - SystemWatermark returns the pipeline's @system_watermark (µs; 0 when never published).
+//
+// An error fails the job's start.
+type stateLoader interface {
+	LoadPartitionStates(ctx context.Context, partitionID string) (map[string][]byte, error)
+	LoadTimers(ctx context.Context, computationID string, lower, upper uint64) ([]ytstore.TimerRow, error)
+	LoadOutputs(ctx context.Context, partitionID string) ([]ytstore.OutputRow, error)
+	SystemWatermark(ctx context.Context) (uint64, error)
+}
+
 // load restores the job's durable state: source offsets, sink sequence numbers, timers and
 // the output store rows still to deliver.
 func (r *runner) load(ctx context.Context) error {
@@ -30,12 +49,12 @@ func (r *runner) load(ctx context.Context) error {
 		published                  uint64
 		psErr, tErr, outErr, wmErr error
 	)
-	wg.Go(func() { ps, psErr = r.store.LoadPartitionStates(ctx, r.job.PartitionID) })
+	wg.Go(func() { ps, psErr = r.loads.LoadPartitionStates(ctx, r.job.PartitionID) })
 	if !r.cfg.Source {
-		wg.Go(func() { timerRows, tErr = r.store.LoadTimers(ctx, r.comp.ID, r.job.LowerKey, r.job.UpperKey) })
+		wg.Go(func() { timerRows, tErr = r.loads.LoadTimers(ctx, r.comp.ID, r.job.LowerKey, r.job.UpperKey) })
 	}
-	wg.Go(func() { outs, outErr = r.store.LoadOutputs(ctx, r.job.PartitionID) })
-	wg.Go(func() { published, wmErr = r.store.SystemWatermark(ctx) })
+	wg.Go(func() { outs, outErr = r.loads.LoadOutputs(ctx, r.job.PartitionID) })
+	wg.Go(func() { published, wmErr = r.loads.SystemWatermark(ctx) })
 	wg.Wait()
 	if err := cmp.Or(psErr, tErr, outErr); err != nil {
 		return err

@@ -25,15 +25,6 @@ import (
 // ErrZombie is returned by a runner whose commit was rejected because its lease is dead.
 var ErrZombie = errors.New("job lease lost")
 
-// committer is what the commit loop needs of the store: commit, re-read the partition's
-// commit token, draw a fresh token. Tests wrap the real store to inject commit faults.
-type committer interface {
-	CommitEpoch(ctx context.Context, w *ytstore.EpochWrite) error
-	PartitionToken(ctx context.Context, partitionID string) (token uint64, found bool, err error)
-	GenerateTimestamp(ctx context.Context) (uint64, error)
-	TxAlive(ctx context.Context, tx string) (bool, error)
-}
-
 // paceFraction and paceMinShare: an epoch whose largest batch took at least
 // max_rows_per_batch / paceMinShare rows without filling it is followed by the next one after
 // batch_duration / paceFraction at the earliest (runner.pace). Half of batch_duration: in the
@@ -52,11 +43,14 @@ type runner struct {
 	// (runner.pace).
 	batchRows, batchLimit int
 	job                   ytstore.Job
-	store                 *ytstore.Store
-	commits               committer
-	comp                  *spec.Computation
-	dyn                   spec.DynamicComputation
-	fn                    flow.Function
+	// loads, reads and commits are the store as the job's start, an epoch's reads and its
+	// commit see it (*ytstore.Store; tests wrap it).
+	loads   stateLoader
+	reads   epochReads
+	commits committer
+	comp    *spec.Computation
+	dyn     spec.DynamicComputation
+	fn      flow.Function
 	// shareStates lets invocations read the state cache's maps instead of copies
 	// (flow.LeavesStateAlone).
 	shareStates bool
@@ -195,7 +189,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
 	}
 	r := &runner{
-		w: w, job: j, store: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		w: w, job: j, loads: w.store, reads: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),

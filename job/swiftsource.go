@@ -254,7 +254,7 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	// The token is the start timestamp of the transaction the commit uses when its id tells
 	// it, else a fresh timestamp (see runner.prepare).
 	var token uint64
-	if tx, err := r.store.BeginEpochTx(ctx); err == nil {
+	if tx, err := r.reads.BeginEpochTx(ctx); err == nil {
 		defer tx.Release() // a no-op once the commit used it
 		w.Tx, token = tx, tx.StartTimestamp()
 	}

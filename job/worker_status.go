@@ -121,7 +121,7 @@ func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, h := range stopped {
-		if h.r == nil || h.r.store == nil {
+		if h.r == nil || h.r.loads == nil { // a job that could not start reported its failure
 			continue
 		}
 		wg.Go(func() {
