@@ -23,11 +23,16 @@ import (
 // Worker runs the jobs the controller assigns to it. Create it with NewWorker and call Run
 // once.
 type Worker struct {
-	cfg    Config
-	id     string
-	log    log.Structured
-	store  *ytstore.Store
-	layout layout
+	cfg Config
+	id  string
+	log log.Structured
+	// store is the pipeline's store, opened by Run: the worker hands it to its jobs' runners and
+	// connectors, registers through membership and reads the layout and writes statuses
+	// through coord.
+	store      *ytstore.Store
+	membership membership
+	coord      coordination
+	layout     layout
 	// marksChanged is signalled when a job completes or applies draining: the worker
 	// reports statuses at once instead of at its next poll (the controller waits for them).
 	marksChanged chan struct{}
@@ -57,6 +62,39 @@ type Worker struct {
 	targetState atomic.Pointer[string]
 	// jobs is the layout as last polled (guarded by mu).
 	jobs []ytstore.Job
+}
+
+// membership is what a worker needs of the store to register (Worker.session).
+//
+//   - StartSession starts the worker's session transaction, pinged in the background until it
+//     is closed; Session.Done is closed when it ends under the worker. Cancelling ctx aborts
+//     it.
+//   - PutWorker inserts or replaces the worker's row (address, session, heartbeat),
+//     conditional on its session: ytstore.ErrLeaseLost once the session is dead.
+//   - CheckTxTimestamps finds out, once, whether tablet transaction ids carry their start
+//     timestamps (epoch tokens then need no generate_timestamp); false while not known.
+type membership interface {
+	StartSession(ctx context.Context, title string, timeout time.Duration) (*ytstore.Session, error)
+	PutWorker(ctx context.Context, w ytstore.Worker) error
+	CheckTxTimestamps(ctx context.Context) (bool, error)
+}
+
+// coordination is what a worker reads and writes of the pipeline's coordination state.
+//
+//   - Attributes reads the pipeline's attributes (specs, target state, watermarks);
+//     ytstore.ErrNotFound when the pipeline does not exist.
+//   - Jobs reads the layout, Workers the registered workers, JobStatuses every job's status.
+//   - PutJobStatus writes a job's status row, conditional on lease when it is not empty:
+//     ytstore.ErrLeaseLost when the lease is dead, and nothing is written.
+//   - EventWatermarks reports whether the pipeline has event watermarks (one created by an
+//     older version has not); a failed read is an error, asked again at the next call.
+type coordination interface {
+	Attributes(ctx context.Context) (*ytstore.Attributes, error)
+	Jobs(ctx context.Context) ([]ytstore.Job, error)
+	Workers(ctx context.Context) ([]ytstore.Worker, error)
+	JobStatuses(ctx context.Context) ([]ytstore.JobStatus, error)
+	PutJobStatus(ctx context.Context, st ytstore.JobStatus, lease string) error
+	EventWatermarks(ctx context.Context) (bool, error)
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -148,7 +186,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
 	defer w.closeStore(store)
-	w.store = store
+	w.store, w.membership, w.coord = store, store, store
 
 	ln, err := net.Listen("tcp", w.cfg.Listen)
 	if err != nil {
@@ -207,14 +245,14 @@ var errSessionEnded = errors.New("worker session ended")
 // session runs one registration of the worker: a session transaction, the workers row, and
 // the poll/status loop until ctx ends or the session does.
 func (w *Worker) session(ctx context.Context, addr string) error {
-	session, err := w.store.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
+	session, err := w.membership.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
 	if err != nil {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
 	defer w.closeSession(session)
 	start := nowMicros()
 	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
-	if err := w.store.PutWorker(ctx, reg); err != nil {
+	if err := w.membership.PutWorker(ctx, reg); err != nil {
 		return fmt.Errorf("job: worker %s: register: %w", w.id, err)
 	}
 	if !w.registered {
@@ -228,7 +266,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
 	// Whether an epoch's token can be its transaction's start timestamp is found out now,
 	// while the worker waits for jobs, not in the first epoch (ytstore.CheckTxTimestamps).
-	go func() { _, _ = w.store.CheckTxTimestamps(ctx) }()
+	go func() { _, _ = w.membership.CheckTxTimestamps(ctx) }()
 
 	poll := time.NewTimer(w.cfg.PollPeriod)
 	defer poll.Stop()
@@ -265,10 +303,10 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		if periodic {
 			lastStatus = time.Now()
 			reg.HeartbeatTime = nowMicros()
-			if err := w.store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
+			if err := w.membership.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
 			}
-			if a, err := w.store.Attributes(ctx); err == nil {
+			if a, err := w.coord.Attributes(ctx); err == nil {
 				w.systemWatermark.Store(a.SystemWatermark)
 				if a.EventWatermark != nil {
 					w.eventWatermark.Store(*a.EventWatermark)

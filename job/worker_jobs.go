@@ -17,11 +17,11 @@ import (
 
 // poll reads the layout, refreshes routing, and starts and stops this worker's jobs.
 func (w *Worker) poll(ctx context.Context) error {
-	jobs, err := w.store.Jobs(ctx)
+	jobs, err := w.coord.Jobs(ctx)
 	if err != nil {
 		return err
 	}
-	workers, err := w.store.Workers(ctx)
+	workers, err := w.coord.Workers(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (w *Worker) poll(ctx context.Context) error {
 
 // pipeline reads and parses the pipeline's specs.
 func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPipeline, epoch.Keyer, error) {
-	attrs, err := w.store.Attributes(ctx)
+	attrs, err := w.coord.Attributes(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -108,7 +108,7 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 		w.mu.Lock()
 		w.runners[j.JobID] = h
 		w.mu.Unlock()
-		_ = w.store.PutJobStatus(ctx, r.status(ytstore.JobFailed, err.Error()), j.LeaseID)
+		_ = w.coord.PutJobStatus(ctx, r.status(ytstore.JobFailed, err.Error()), j.LeaseID)
 		return
 	}
 	r.setFlags(j)
@@ -126,7 +126,7 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 				// A zombie writes nothing more; any other failure is reported so that the
 				// controller replaces the job.
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_ = w.store.PutJobStatus(sctx, r.status(ytstore.JobFailed, h.err.Error()), j.LeaseID)
+				_ = w.coord.PutJobStatus(sctx, r.status(ytstore.JobFailed, h.err.Error()), j.LeaseID)
 				cancel()
 			}
 		}

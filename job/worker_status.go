@@ -104,7 +104,7 @@ func (w *Worker) reportStatuses(ctx context.Context) {
 				state = ytstore.JobCompleted
 			}
 		}
-		err := w.store.PutJobStatus(ctx, h.r.status(state, errText), h.lease)
+		err := w.coord.PutJobStatus(ctx, h.r.status(state, errText), h.lease)
 		if err != nil && !errors.Is(err, ytstore.ErrLeaseLost) && ctx.Err() == nil {
 			w.log.Warn("job status write failed", log.String("job", h.r.job.JobID), log.Error(err))
 		}
@@ -125,7 +125,7 @@ func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
 			continue
 		}
 		wg.Go(func() {
-			err := w.store.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
+			err := w.coord.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
 			if err != nil && ctx.Err() == nil {
 				w.log.Info("final status of a stopped job refused", log.String("job", h.r.job.JobID), log.String("lease", h.lease), log.Error(err))
 			}
@@ -160,7 +160,7 @@ func (w *Worker) checkUpstreamDrained(ctx context.Context) {
 	if len(waiting) == 0 {
 		return
 	}
-	sts, err := w.store.JobStatuses(ctx)
+	sts, err := w.coord.JobStatuses(ctx)
 	if err != nil {
 		return
 	}
@@ -218,7 +218,7 @@ func (w *Worker) checkEventWatermarks(ctx context.Context) {
 	if w.eventTime.Load() != eventTimeUnknown {
 		return
 	}
-	ok, err := w.store.EventWatermarks(ctx)
+	ok, err := w.coord.EventWatermarks(ctx)
 	switch {
 	case err != nil:
 		w.log.Warn("cannot tell whether the pipeline has event watermarks; event_time timers wait", log.Error(err))
