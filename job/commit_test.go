@@ -1,3 +1,5 @@
+// Scenario tests of the commit loop: unknown outcomes, lost and live leases (runner.commit).
+
 package job
 
 import (
