@@ -49,20 +49,13 @@ func (r *runner) timerClock(now uint64, completing bool) func(streamID string) u
 	}
 }
 
-// eventClock is the time of an event_time timer stream at pipeline EventWatermark ew: ew
-// minus the largest delay of the stream's streams_with_delays (one watermark covers every
-// stream, so the stream with the largest delay governs); +inf stays +inf.
+// eventClock is the time of an event_time timer stream t at pipeline EventWatermark ew
+// (epoch.EventClock of its streams_with_delays; ew when t is not known).
 func eventClock(ew uint64, t *spec.Timer) uint64 {
-	if ew == math.MaxUint64 || t == nil {
+	if t == nil {
 		return ew
 	}
-	var delay uint64
-	for _, d := range t.StreamsWithDelays {
-		if d > 0 {
-			delay = max(delay, uint64(d.Microseconds()))
-		}
-	}
-	return ew - min(ew, delay)
+	return epoch.EventClock(ew, t.StreamsWithDelays)
 }
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
