@@ -1,3 +1,5 @@
+// Opening a job's sinks and sources through the connector registry (openSink, openSource).
+
 package job
 
 import (

@@ -1,3 +1,6 @@
+// Tests of source reads: read-ahead during the commit, its top-up, the idle wait and the
+// throttled consumer advance.
+
 package job
 
 import (

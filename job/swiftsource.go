@@ -1,3 +1,12 @@
+// A swift source job (TSwiftOrderedSourceComputation, TSwiftPassthroughOrderedSourceComputation)
+// persists no outputs. It reads rows ahead of its committed offset, invokes the process
+// function per row, and hands the outputs to the outbox in memory; their ids derive from the
+// row (epoch.SwiftOutputID of epoch.SourceMessageID), so a re-read after a restart recomputes
+// the same ids and the readers' dedup drops the repeats. The committed offset (partition
+// state offset/<source>, with the Lease as prerequisite) only moves past rows whose outputs
+// are all delivered. The process function must be deterministic and may not write state or
+// timers; swift sources have no sinks (spec validation rejects them).
+
 package job
 
 import (
@@ -14,15 +23,6 @@ import (
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
-
-// A swift source job (TSwiftOrderedSourceComputation, TSwiftPassthroughOrderedSourceComputation)
-// persists no outputs. It reads rows ahead of its committed offset, invokes the process
-// function per row, and hands the outputs to the outbox in memory; their ids derive from the
-// row (epoch.SwiftOutputID of epoch.SourceMessageID), so a re-read after a restart recomputes
-// the same ids and the readers' dedup drops the repeats. The committed offset (partition
-// state offset/<source>, with the Lease as prerequisite) only moves past rows whose outputs
-// are all delivered. The process function must be deterministic and may not write state or
-// timers; swift sources have no sinks (spec validation rejects them).
 
 // swiftRow is a row a swift source job read and has not committed past.
 type swiftRow struct {
@@ -254,7 +254,7 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	// The token is the start timestamp of the transaction the commit uses when its id tells
 	// it, else a fresh timestamp (see runner.prepare).
 	var token uint64
-	if tx, err := r.store.BeginEpochTx(ctx); err == nil {
+	if tx, err := r.reads.BeginEpochTx(ctx); err == nil {
 		defer tx.Release() // a no-op once the commit used it
 		w.Tx, token = tx, tx.StartTimestamp()
 	}

@@ -1,3 +1,6 @@
+// Tests of swift source jobs: the committed offset waits for acknowledgements, restarts
+// recompute, and the watermark covers the read window.
+
 package job
 
 import (

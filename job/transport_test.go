@@ -1,3 +1,6 @@
+// Tests of the transport: inbox back-pressure and takes, pushes acknowledged only once
+// committed, outbox chunks and deletions, the SystemWatermark and epoch stamps.
+
 package job
 
 import (
