@@ -3,10 +3,13 @@
 package job
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
+	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -58,6 +61,12 @@ func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epo
 		sink, err := ctors.SyncSink(env, s.Params)
 		dest.Kind, r.syncSinks[dest.ID] = epoch.ToSyncSink, sink
 		return dest, opened(err)
+	case s.Class.Kind == registry.AtLeastOnceSyncSink && ctors.AtLeastOnceSyncSink != nil:
+		// The core routes its outputs as a sync sink's; the epoch writes them before it
+		// commits (writeBeforeCommit).
+		sink, err := ctors.AtLeastOnceSyncSink(env, s.Params)
+		dest.Kind, r.aloSinks[dest.ID] = epoch.ToSyncSink, sink
+		return dest, opened(err)
 	case s.Class.Kind == registry.AsyncSink && s.AtMostOnce != nil && s.AtMostOnce.Enabled && ctors.BestEffort != nil:
 		w, err := ctors.BestEffort(env, s.Params)
 		if err != nil {
@@ -107,4 +116,30 @@ func (r *runner) openSource(j ytstore.Job, comp *spec.Computation, id string) (c
 		return nil, fmt.Errorf("job %s: computation %s: source %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
 	}
 	return src, nil
+}
+
+// aloWrite is one epoch's messages for an at-least-once sync sink.
+type aloWrite struct {
+	dest string
+	sink connector.AtLeastOnceSyncSink
+	msgs []flow.Message
+}
+
+// errSinkWrite marks an epoch that did not commit because an at-least-once sync sink's write
+// failed; the epoch is retried like one that did not apply.
+var errSinkWrite = errors.New("at-least-once sink write failed")
+
+// writeBeforeCommit writes the epoch's messages to its at-least-once sync sinks, in
+// destination order, and returns once each acknowledged them. An error means the epoch must
+// not commit: it is recomputed and written again (the sink is at-least-once).
+//
+// Invariant: an epoch commits only after every at-least-once sync sink acknowledged its
+// messages (TestAtLeastOnceSyncSinkConformance).
+func (r *runner) writeBeforeCommit(ctx context.Context) error {
+	for _, w := range r.beforeCommit {
+		if err := w.sink.WriteBeforeCommit(ctx, w.msgs); err != nil {
+			return fmt.Errorf("%w: job %s: %s: %w", errNotApplied, r.job.JobID, w.dest, errors.Join(errSinkWrite, err))
+		}
+	}
+	return nil
 }

@@ -256,7 +256,10 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		}
 	}
 	phase = r.stats.phases.since(&r.stats.phases.process, phase)
-	err = r.commit(ctx, w)
+	err = r.writeBeforeCommit(ctx)
+	if err == nil {
+		err = r.commit(ctx, w)
+	}
 	r.stats.phases.since(&r.stats.phases.commit, phase)
 	if err != nil {
 		abandon()

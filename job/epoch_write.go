@@ -118,7 +118,12 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 	}
 	var n int
 	r.groups, n = groupByDest(r.groups, c.Sync)
+	r.beforeCommit = r.beforeCommit[:0]
 	for _, g := range r.groups[:n] {
+		if alo, ok := r.aloSinks[g.dest]; ok {
+			r.beforeCommit = append(r.beforeCommit, aloWrite{dest: g.dest, sink: alo, msgs: g.msgs})
+			continue
+		}
 		sw, err := r.syncSinks[g.dest].Write(g.msgs)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("job %s: %s: %w", r.job.JobID, g.dest, err)

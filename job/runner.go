@@ -79,11 +79,15 @@ type runner struct {
 	timers  *epoch.TimerSet
 	compact bool
 
-	sources    []*sourceState
-	syncSinks  map[string]connector.SyncSink
-	asyncSinks map[string]connector.AsyncSink
-	bestEffort map[string]*connector.AtMostOnce
-	seq        map[string]int64 // next producer sequence number per async sink
+	sources   []*sourceState
+	syncSinks map[string]connector.SyncSink
+	// aloSinks are the at-least-once sync sinks; beforeCommit holds the epoch's writes to
+	// them, made before its commit (writeBeforeCommit).
+	aloSinks     map[string]connector.AtLeastOnceSyncSink
+	beforeCommit []aloWrite
+	asyncSinks   map[string]connector.AsyncSink
+	bestEffort   map[string]*connector.AtMostOnce
+	seq          map[string]int64 // next producer sequence number per async sink
 	// partState is the user state of a source job (per partition; invocations have a nil
 	// key), kept in partition_states under userStatePrefix.
 	partState map[string][]byte
@@ -195,6 +199,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),
 		compact:    comp.CompactDedup(),
 		syncSinks:  map[string]connector.SyncSink{},
+		aloSinks:   map[string]connector.AtLeastOnceSyncSink{},
 		asyncSinks: map[string]connector.AsyncSink{},
 		bestEffort: map[string]*connector.AtMostOnce{},
 		seq:        map[string]int64{},
