@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/spec"
@@ -78,7 +77,7 @@ func readStatus(ctx context.Context, st *ytstore.Store, logLines int) (*pipeline
 
 // readBacklog computes the unread rows of every queue source stream: the
 // tablets' total_row_count minus the offsets the source partitions committed
-// (partition_states offset/<stream>). It is best effort: a stream whose
+// (partition_states source/<stream>). It is best effort: a stream whose
 // queue or offsets cannot be read is left out (shown as unknown).
 func readBacklog(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes, partitions []ytstore.Partition) map[string]int64 {
 	out := map[string]int64{}
@@ -121,11 +120,13 @@ func readBacklog(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attribut
 			unknown[pt.SourceID] = true
 			continue
 		}
-		if b, ok := states["offset/"+pt.SourceID]; ok {
-			if err := sdkyson.Unmarshal(b, &offset); err != nil {
+		if b, ok := states[ytstore.SourceStatePrefix+pt.SourceID]; ok {
+			p, err := ytstore.DecodeSourcePosition(b)
+			if err != nil {
 				unknown[pt.SourceID] = true
 				continue
 			}
+			offset = p.NextSeq
 		}
 		out[pt.SourceID] += max(total-offset, 0)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.ytsaurus.tech/yt/go/schema"
-	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 
@@ -127,12 +126,12 @@ func TestReadBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.AbortLease(context.Background(), lease) })
-	off, _ := sdkyson.Marshal(int64(4))
+	off := ytstore.SourcePosition{NextSeq: 4, Position: []byte{0, 0, 0, 0, 0, 0, 0, 4}}.Encode()
 	token, err := st.GenerateTimestamp(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = st.CommitEpoch(ctx, &ytstore.EpochWrite{PartitionID: parts[0].PartitionID, Lease: lease, Token: token, PartitionStates: map[string][]byte{"offset/lines": off}})
+	err = st.CommitEpoch(ctx, &ytstore.EpochWrite{PartitionID: parts[0].PartitionID, Lease: lease, Token: token, PartitionStates: map[string][]byte{ytstore.SourceStatePrefix + "lines": off}})
 	if err != nil {
 		t.Fatal(err)
 	}

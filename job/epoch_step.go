@@ -251,7 +251,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if !draining {
 		for _, s := range r.sources {
 			if off, ok := c.Offsets[epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition}]; ok && !s.ended {
-				s.readAhead(ctx, off, int64(limit))
+				if pos, ok := s.positionAt(off); ok {
+					s.readAhead(ctx, off, pos, int64(limit))
+				}
 			}
 		}
 	}
@@ -304,7 +306,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	for _, s := range r.sources {
 		if off, ok := c.Offsets[epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition}]; ok {
-			s.committed(off)
+			pos, _ := s.positionAt(off) // write checked it
+			s.committed(off, pos)
 			s.advanceCommitted(ctx, r.log, time.Now(), s.ended)
 		}
 	}

@@ -113,8 +113,11 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.PartitionStates[seqStatePrefix+id] = b
 	}
 	for sp, off := range c.Offsets {
-		b, _ := yson.Marshal(off)
-		w.PartitionStates[offsetStatePrefix+sp.SourceID] = b
+		pos, err := r.sourcePosition(sp.SourceID, off)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		w.PartitionStates[ytstore.SourceStatePrefix+sp.SourceID] = ytstore.SourcePosition{NextSeq: off, Position: pos}.Encode()
 	}
 	var n int
 	r.groups, n = groupByDest(r.groups, c.Sync)

@@ -63,10 +63,12 @@ func (r *runner) load(ctx context.Context) error {
 		return fmt.Errorf("computation %s partition %s: read system watermark: %w", r.comp.ID, r.job.PartitionID, wmErr)
 	}
 	for _, s := range r.sources {
-		if b, ok := ps[offsetStatePrefix+s.id]; ok {
-			if err := yson.Unmarshal(b, &s.offset); err != nil {
-				return fmt.Errorf("partition %s: state %s%s: %w", r.job.PartitionID, offsetStatePrefix, s.id, err)
+		if b, ok := ps[ytstore.SourceStatePrefix+s.id]; ok {
+			p, err := ytstore.DecodeSourcePosition(b)
+			if err != nil {
+				return fmt.Errorf("partition %s: state %s%s: %w", r.job.PartitionID, ytstore.SourceStatePrefix, s.id, err)
 			}
+			s.offset, s.pos = p.NextSeq, p.Position
 		}
 	}
 	for id := range r.asyncSinks {

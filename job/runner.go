@@ -180,10 +180,9 @@ func (r *runner) wake() {
 }
 
 const (
-	offsetStatePrefix = "offset/"
-	seqStatePrefix    = "seq/"
-	userStatePrefix   = "state/"
-	sinkDestPrefix    = "sink/"
+	seqStatePrefix  = "seq/"
+	userStatePrefix = "state/"
+	sinkDestPrefix  = "sink/"
 )
 
 // newRunner prepares a runner for job j of pipeline p; it reads nothing yet.

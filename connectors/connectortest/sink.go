@@ -232,14 +232,19 @@ func registerNumbers() {
 // numbers emits the ids i*2+partition below count; offset i is the row's index.
 type numbers struct{ count, partition int64 }
 
-func (n *numbers) Read(_ context.Context, offset, max int64) ([]connector.Row, error) {
+func (n *numbers) Read(_ context.Context, from connector.Position, max int64) ([]connector.Row, error) {
+	offset, err := connector.PositionOffset(from)
+	if err != nil {
+		return nil, err
+	}
 	var rows []connector.Row
 	for i := offset; i*2+n.partition < n.count && int64(len(rows)) < max; i++ {
 		rows = append(rows, connector.Row{Offset: i, Columns: map[string]any{"id": uint64(i*2 + n.partition)}})
 	}
+	connector.OffsetRows(rows)
 	return rows, nil
 }
 
-func (n *numbers) Advance(context.Context, int64) error { return nil }
-func (n *numbers) Finite() bool                         { return true }
-func (n *numbers) String() string                       { return fmt.Sprintf("numbers partition %d", n.partition) }
+func (n *numbers) Advance(context.Context, connector.Position) error { return nil }
+func (n *numbers) Finite() bool                                      { return true }
+func (n *numbers) String() string                                    { return fmt.Sprintf("numbers partition %d", n.partition) }

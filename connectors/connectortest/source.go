@@ -1,6 +1,7 @@
 package connectortest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -91,8 +92,30 @@ type faultySource struct {
 // lastPartition is the partition each worker read last.
 var lastPartition sync.Map // worker id -> partition id
 
-func (s *faultySource) Read(ctx context.Context, offset, max int64) ([]connector.Row, error) {
-	rows, err := s.Source.Read(ctx, offset, max)
+// positionTag prefixes the positions of a wrapped source, so that a runtime that read a
+// position as anything but opaque bytes would fail the suite.
+var positionTag = []byte("conformance:")
+
+func untag(pos connector.Position) (connector.Position, error) {
+	if pos == nil {
+		return nil, nil
+	}
+	inner, ok := bytes.CutPrefix(pos, positionTag)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q was not made by this source", connector.ErrBadPosition, pos)
+	}
+	return inner, nil
+}
+
+func (s *faultySource) Read(ctx context.Context, from connector.Position, max int64) ([]connector.Row, error) {
+	inner, err := untag(from)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Source.Read(ctx, inner, max)
+	for i := range rows {
+		rows[i].Next = append(append(connector.Position{}, positionTag...), rows[i].Next...)
+	}
 	if err == nil && len(rows) > 0 {
 		if prev, ok := lastPartition.Swap(s.env.WorkerID, s.env.PartitionID); ok && prev != s.env.PartitionID {
 			s.in.step(BetweenPartitions, s.env.WorkerID)
@@ -102,8 +125,12 @@ func (s *faultySource) Read(ctx context.Context, offset, max int64) ([]connector
 	return rows, err
 }
 
-func (s *faultySource) Advance(ctx context.Context, offset int64) error {
-	err := s.Source.Advance(ctx, offset)
+func (s *faultySource) Advance(ctx context.Context, pos connector.Position) error {
+	inner, err := untag(pos)
+	if err != nil {
+		return err
+	}
+	err = s.Source.Advance(ctx, inner)
 	s.in.step(AfterCommit, s.env.WorkerID)
 	return err
 }
