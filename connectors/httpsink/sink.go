@@ -124,7 +124,7 @@ func (s *sink) checkRedirect(req *http.Request, via []*http.Request) error {
 //
 // Invariant: a batch is reported held only after every message of it was answered with a
 // 2xx, and a resend carries the same idempotency key (TestDeliverPartialCount,
-// TestIdempotencyKeyStable).
+// TestIdempotencyKeyStable, TestHTTPSinkConformance).
 func (s *sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
 	for i := range batches {
 		for j := range batches[i].Rows {
