@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"

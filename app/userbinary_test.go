@@ -64,21 +64,21 @@ func userEnv() []string {
 	return env
 }
 
-// TestUserBinaryFromReadme follows the README's "Writing your own computation" as a user
+// TestUserBinaryFromDocs follows docs/own-binary.md's "Writing your own computation" as a user
 // would: a module of its own with the files of that section, yt-flow required through a
 // replace pointing at this checkout (instead of `go get`), built and run with `run --spec
 // pipeline.yson` on a fresh data folder; the printed clicks per user must be those of the
 // section's input.txt.
-func TestUserBinaryFromReadme(t *testing.T) {
+func TestUserBinaryFromDocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module and runs a pipeline")
 	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
-	files := readmeFiles(t, filepath.Join(root, "README.md"), "Writing your own computation")
+	files := readmeFiles(t, filepath.Join(root, "docs", "own-binary.md"), "Writing your own computation")
 	for _, f := range []string{"main.go", "clicks.go", "pipeline.yson", "local.yson", "input.txt"} {
 		if files[f] == "" {
-			t.Fatalf("the README section has no block for %s (blocks: %v)", f, keysOf(files))
+			t.Fatalf("docs/own-binary.md has no block for %s (blocks: %v)", f, keysOf(files))
 		}
 	}
 
@@ -159,11 +159,11 @@ func TestUserBinaryFromReadme(t *testing.T) {
 	if got := printedRows(t, stdout, "clicks per user"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("clicks per user\n got %q\nwant %q\nstdout:\n%s", got, want, stdout)
 	}
-	// The README shows the same table.
+	// The document shows the same table.
 	for _, row := range want {
 		user, n, _ := strings.Cut(row, " ")
 		if !regexp.MustCompile(`(?m)^\s+` + user + `\s+` + n + `$`).MatchString(readmeSection(t, root)) {
-			t.Errorf("the README's expected output lacks the row %q", row)
+			t.Errorf("docs/own-binary.md's expected output lacks the row %q", row)
 		}
 	}
 }
@@ -211,7 +211,7 @@ func clicksPerUser(input string) []string {
 
 func readmeSection(t *testing.T, root string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, "docs", "own-binary.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
