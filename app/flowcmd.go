@@ -26,6 +26,8 @@ type flowCmd struct {
 	name   string
 	pf     pipelineFlags
 	format string
+	// text allows --format text (the command prints text of its own).
+	text bool
 }
 
 // define adds --proxy, --token-path, --path and --format to fs, and a usage text with the
@@ -33,7 +35,11 @@ type flowCmd struct {
 func (c *flowCmd) define(fs *flag.FlagSet, name, synopsis string, examples ...string) {
 	c.name = name
 	c.pf.define(fs)
-	fs.StringVar(&c.format, "format", "yson", "output format: yson (pretty) or json")
+	formats := "yson (pretty) or json"
+	if c.text {
+		formats = "yson (pretty), json or text"
+	}
+	fs.StringVar(&c.format, "format", "yson", "output format: "+formats)
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: yt-flow %s [flags] [PATH]\n\n%s\n\nThe pipeline is --path or the one argument after the flags.\n\nexample:\n", name, synopsis)
@@ -58,7 +64,7 @@ func (c *flowCmd) check(fs *flag.FlagSet) int {
 			return 2
 		}
 	}
-	if c.format != "yson" && c.format != "json" {
+	if c.format != "yson" && c.format != "json" && (!c.text || c.format != "text") {
 		fmt.Fprintf(fs.Output(), "%s: --format must be yson or json, not %q\n", fs.Name(), c.format)
 		return 2
 	}

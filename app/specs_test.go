@@ -211,5 +211,5 @@ func TestFlowCommandsHelp(t *testing.T) {
 var flowCommandNames = []string{
 	"get-pipeline-state", "get-pipeline-spec", "set-pipeline-spec", "remove-pipeline-spec",
 	"get-pipeline-dynamic-spec", "set-pipeline-dynamic-spec", "remove-pipeline-dynamic-spec",
-	"read-states", "delete-states",
+	"read-states", "delete-states", "show-logs", "describe-pipeline", "describe-workers", "get-worker-backtraces", "get-flow-view",
 }

@@ -210,3 +210,29 @@ func (s *Store) ControllerLogRange(ctx context.Context, offset int64, count int)
 	}
 	return recs, nil
 }
+
+// StateCounts counts the rows of the states table per computation (an aggregating query,
+// not a read of the states).
+func (s *Store) StateCounts(ctx context.Context) (map[string]int64, error) {
+	q := "computation_id, sum(1) as row_count from [" + s.child(TableStates).String() + "] group by computation_id"
+	r, err := s.yc.SelectRows(ctx, q, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: count states in %s: %w", s.child(TableStates), classify(err))
+	}
+	defer func() { _ = r.Close() }()
+	out := map[string]int64{}
+	for r.Next() {
+		var row struct {
+			ComputationID string `yson:"computation_id"`
+			Count         int64  `yson:"row_count"`
+		}
+		if err := r.Scan(&row); err != nil {
+			return nil, fmt.Errorf("ytstore: count states in %s: decode row: %w", s.child(TableStates), err)
+		}
+		out[row.ComputationID] = row.Count
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("ytstore: count states in %s: %w", s.child(TableStates), classify(err))
+	}
+	return out, nil
+}

@@ -114,6 +114,9 @@ func TestReadAndDeleteStates(t *testing.T) {
 			t.Errorf("ReadStates(%+v) = %d rows, %v; want %d", c.f, len(rows), err, c.want)
 		}
 	}
+	if counts, err := st.StateCounts(ctx); err != nil || len(counts) != 2 || counts["count"] != 4 || counts["other"] != 1 {
+		t.Fatalf("StateCounts = %v, %v", counts, err)
+	}
 	parts, err := st.ReadPartitionStates(ctx, "count/0of1", "", 0)
 	if err != nil || len(parts) != 2 || parts[0].Name != "offset/a" {
 		t.Fatalf("ReadPartitionStates = %+v, %v", parts, err)
