@@ -42,7 +42,7 @@ func init() {
 			count := fs.Int("count", 100, "at most this many records (0: all)")
 			offset := fs.Int64("offset", -1, "the row index to start at (-1: the last --count records)")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				if *count < 0 || *offset < -1 {
@@ -80,7 +80,7 @@ func init() {
 			c.define(fs, "describe-pipeline", "Prints the pipeline state and versions and, per computation, total_partition_count, partition counts by\nstate, job counts and messages: the errors its jobs report (\"Job failed (JobFinishReason: Failed): …\").",
 				"yt-flow describe-pipeline --proxy localhost:8000 //home/me/pipe")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				st, attrs, err := c.open(ctx, s)
@@ -107,7 +107,7 @@ func init() {
 			c.define(fs, "describe-workers", "Prints each registered worker {worker_id; address; alive; start_time; heartbeat_time; job_count; jobs}.",
 				"yt-flow describe-workers --proxy localhost:8000 --format json //home/me/pipe")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				st, _, err := c.open(ctx, s)
@@ -137,7 +137,7 @@ func init() {
 			worker := fs.String("worker", "", "only this worker (default: every live worker)")
 			timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for each worker")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				st, _, err := c.open(ctx, s)
@@ -159,7 +159,7 @@ func init() {
 				"yt-flow get-flow-view --proxy localhost:8000 --view-path /computations/count/partitions //home/me/pipe")
 			viewPath := fs.String("view-path", "", "print only this part of the view, e.g. /pipeline/state or /jobs")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				parts, err := splitSpecPath(*viewPath)

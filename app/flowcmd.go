@@ -52,20 +52,29 @@ func (c *flowCmd) define(fs *flag.FlagSet, name, synopsis string, examples ...st
 }
 
 // check takes the pipeline path from the one positional argument when --path is not given
-// (flags may follow it) and checks the flags. It returns the exit code to use, or -1 to go
-// on.
-func (c *flowCmd) check(fs *flag.FlagSet) int {
+// (flags may follow it: they are parsed here, over the settings of s) and checks the flags.
+// It returns the exit code to use, or -1 to go on.
+func (c *flowCmd) check(fs *flag.FlagSet, s *settings) int {
 	if args := fs.Args(); len(args) > 0 && c.pf.path == "" {
 		c.pf.path = args[0]
+		tokenPath := fs.Lookup("token-path").Value.String()
 		if err := fs.Parse(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0
 			}
 			return 2
 		}
+		// A --token-path after the path beats every other origin, as before it.
+		if tp := fs.Lookup("token-path").Value.String(); tp != tokenPath {
+			s.byKey["token_path"] = setting{value: tp, from: fromFlag, where: "--token-path"}
+		}
 	}
 	if c.format != "yson" && c.format != "json" && (!c.text || c.format != "text") {
 		fmt.Fprintf(fs.Output(), "%s: --format must be yson or json, not %q\n", fs.Name(), c.format)
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected arguments %q (one pipeline path: --path or one argument; --help for the flags)\n", fs.Name(), fs.Args())
 		return 2
 	}
 	return c.pf.check(fs, true)

@@ -33,7 +33,7 @@ func init() {
 			c.define(fs, "get-pipeline-state", "Prints the pipeline state the controller published, lowercase.",
 				"yt-flow get-pipeline-state --proxy localhost:8000 //home/me/pipe")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				st, attrs, err := c.open(ctx, s)
@@ -88,7 +88,7 @@ func registerSpecCommands(dynamic bool) {
 			specPath := fs.String("spec-path", "", "print only this part of the spec, e.g. /computations/count")
 			withVersion := fs.Bool("with-version", false, "print {version=N; spec=…} instead of the spec alone")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				parts, err := splitSpecPath(*specPath)
@@ -140,7 +140,7 @@ func registerSpecCommands(dynamic bool) {
 			ch.define(fs, dynamic)
 			file := fs.String("file", "-", "read the spec from this file (- for stdin)")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				parts, err := splitSpecPath(ch.specPath)
@@ -172,7 +172,7 @@ func registerSpecCommands(dynamic bool) {
 			var ch specChange
 			ch.define(fs, dynamic)
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				parts, err := splitSpecPath(ch.specPath)

@@ -88,7 +88,12 @@ func TestGetPipelineState(t *testing.T) {
 	if code, out, _ := f.cmd("", "get-pipeline-state", "--path", lifecyclePath, "--format", "json"); code != 0 || strings.TrimSpace(out) != `"paused"` {
 		t.Fatalf("json state: %d %q", code, out)
 	}
-	code, out, errs := f.cmd("", "get-pipeline-state", "//home/t/none")
+	// Flags may follow the path; a --token-path there is the one used.
+	code, out, errs := f.cmd("", "get-pipeline-state", lifecyclePath, "--token-path", "/nonexistent/token")
+	failsCleanly(t, "token path after the path", code, out, errs, 1, "token_path (from --token-path)")
+	code, out, errs = f.cmd("", "get-pipeline-state", lifecyclePath, "extra")
+	failsCleanly(t, "two paths", code, out, errs, 2, "unexpected arguments")
+	code, out, errs = f.cmd("", "get-pipeline-state", "//home/t/none")
 	failsCleanly(t, "missing pipeline", code, out, errs, 1, "pipeline //home/t/none does not exist")
 	code, out, errs = f.cmd("", "get-pipeline-state", "--format", "xml", lifecyclePath)
 	failsCleanly(t, "bad format", code, out, errs, 2, "--format must be yson or json")

@@ -319,7 +319,7 @@ func init() {
 			var f stateFlags
 			f.define(fs, 10)
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				if msg := f.check(); msg != "" {
@@ -354,7 +354,7 @@ func init() {
 			commit := fs.Bool("commit", false, "delete (without it: a dry run that only counts)")
 			force := fs.Bool("force", false, "allow deleting while the pipeline is paused")
 			return func(ctx context.Context, s *settings) int {
-				if code := c.check(fs); code >= 0 {
+				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
 				if msg := f.check(); msg != "" {
