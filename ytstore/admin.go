@@ -175,40 +175,61 @@ type IndexedLogRecord struct {
 
 // ControllerLogRange reads up to count records of controller_logs (all when count <= 0)
 // from row index offset on, oldest first; a negative offset counts from the end (-10: the
-// last ten).
+// last ten). It reads only the rows it returns (and, for a negative offset, the largest row
+// index).
 func (s *Store) ControllerLogRange(ctx context.Context, offset int64, count int) ([]IndexedLogRecord, error) {
-	q := "[$row_index], time, host, data from [" + s.child(TableControllerLogs).String() + "]"
-	if offset > 0 {
-		q += " where [$row_index] >= " + strconv.FormatInt(offset, 10)
+	table := "[" + s.child(TableControllerLogs).String() + "]"
+	if offset < 0 {
+		last, err := queryLog[struct {
+			Max int64 `yson:"last"`
+		}](ctx, s, "max([$row_index]) as last from "+table+" group by 1")
+		if err != nil {
+			return nil, err
+		}
+		if len(last) == 0 {
+			return nil, nil
+		}
+		offset = max(0, last[0].Max+1+offset)
 	}
+	q := "[$row_index], time, host, data from " + table + " where [$row_index] >= " + strconv.FormatInt(offset, 10)
+	if count > 0 {
+		q += " limit " + strconv.Itoa(count)
+	}
+	rows, err := queryLog[struct {
+		Index int64  `yson:"$row_index"`
+		Time  uint64 `yson:"time"`
+		Host  string `yson:"host"`
+		Data  string `yson:"data"`
+	}](ctx, s, q)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]IndexedLogRecord, len(rows))
+	for i, r := range rows {
+		recs[i] = IndexedLogRecord{Index: r.Index, LogRecord: LogRecord{Time: r.Time, Host: r.Host, Data: r.Data}}
+	}
+	return recs, nil
+}
+
+// queryLog runs a query of the controller log and returns its rows.
+func queryLog[T any](ctx context.Context, s *Store, q string) ([]T, error) {
 	r, err := s.yc.SelectRows(ctx, q, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ytstore: read %s: %w", s.child(TableControllerLogs), classify(err))
 	}
 	defer func() { _ = r.Close() }()
-	var recs []IndexedLogRecord
+	var rows []T
 	for r.Next() {
-		var row struct {
-			Index int64  `yson:"$row_index"`
-			Time  uint64 `yson:"time"`
-			Host  string `yson:"host"`
-			Data  string `yson:"data"`
-		}
+		var row T
 		if err := r.Scan(&row); err != nil {
 			return nil, fmt.Errorf("ytstore: read %s: decode row: %w", s.child(TableControllerLogs), err)
 		}
-		recs = append(recs, IndexedLogRecord{Index: row.Index, LogRecord: LogRecord{Time: row.Time, Host: row.Host, Data: row.Data}})
+		rows = append(rows, row)
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("ytstore: read %s: %w", s.child(TableControllerLogs), classify(err))
 	}
-	if offset < 0 && int64(len(recs)) > -offset {
-		recs = recs[int64(len(recs))+offset:]
-	}
-	if count > 0 && len(recs) > count {
-		recs = recs[:count]
-	}
-	return recs, nil
+	return rows, nil
 }
 
 // StateCounts counts the rows of the states table per computation (an aggregating query,
