@@ -139,7 +139,7 @@ func (f *stateFlags) selectStates(ctx context.Context, st *ytstore.Store, attrs 
 		}
 		// A source partition has no key states: they belong to keyed partitions.
 		if part == nil || part.SourceID == "" {
-			rows, err := st.ReadStates(ctx, filter)
+			rows, err := readKeyStates(ctx, st, filter, f.limit, part)
 			if err != nil {
 				return nil, err
 			}
@@ -180,6 +180,36 @@ func (f *stateFlags) selectStates(ctx context.Context, st *ytstore.Store, attrs 
 		}
 	}
 	return sel, nil
+}
+
+// readKeyStates reads the rows of the first limit keys (all with limit 0) that filter
+// selects: without a partition's key range to apply, in growing batches of rows, so that
+// a large table is not read for a few keys.
+func readKeyStates(ctx context.Context, st *ytstore.Store, filter ytstore.StateFilter, limit int, part *ytstore.Partition) ([]ytstore.StateRow, error) {
+	if limit == 0 || filter.Key != nil || part != nil {
+		return st.ReadStates(ctx, filter)
+	}
+	for rowLimit := limit * 8; ; rowLimit *= 4 {
+		filter.Limit = rowLimit
+		rows, err := st.ReadStates(ctx, filter)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) < rowLimit || keysIn(rows) > limit {
+			return rows, nil
+		}
+	}
+}
+
+// keysIn counts the distinct (computation, key) of rows in key order.
+func keysIn(rows []ytstore.StateRow) int {
+	n := 0
+	for i, r := range rows {
+		if i == 0 || r.ComputationID != rows[i-1].ComputationID || string(r.Key) != string(rows[i-1].Key) {
+			n++
+		}
+	}
+	return n
 }
 
 // storedKey turns --key into the key as the job stores it: a list as given, a map ordered

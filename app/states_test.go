@@ -157,6 +157,47 @@ func TestReadStates(t *testing.T) {
 	failsCleanly(t, "bad target", code, out, errs, 2, "--target must be")
 	code, out, errs = f.cmd("", "read-states", "//home/t/none")
 	failsCleanly(t, "missing pipeline", code, out, errs, 1, "does not exist")
+	// A key with more states than the first batch of rows holds is read whole.
+	ctx := context.Background()
+	lease, err := f.st.StartLease(ctx, "j2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.st.AbortLease(context.Background(), lease) })
+	token, err := f.st.GenerateTimestamp(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first key in key order gets twelve more states.
+	firstName := "alice"
+	for _, k := range []string{"bob", "carol"} {
+		if epoch.KeyHash(aggKey(t, k)) < epoch.KeyHash(aggKey(t, firstName)) {
+			firstName = k
+		}
+	}
+	key := aggKey(t, firstName)
+	var many []ytstore.StateRow
+	for i := range 12 {
+		many = append(many, ytstore.StateRow{ComputationID: "agg", KeyHash: epoch.KeyHash(key), Key: epoch.EncodeKey(key), Name: fmt.Sprintf("extra%02d", i), State: []byte("1")})
+	}
+	if err := f.st.CommitEpoch(ctx, &ytstore.EpochWrite{PartitionID: "agg/0of1", Lease: lease, Token: token, States: many}); err != nil {
+		t.Fatal(err)
+	}
+	first := read("--limit", "1", "--target", "key_state")
+	if len(first.KeyStates) != 1 {
+		t.Fatalf("read-states --limit 1: %+v", first)
+	}
+	want := 13
+	if firstName == "alice" {
+		want = 14
+	}
+	if first.KeyStates[0].Key[1] != firstName || len(first.KeyStates[0].States) != want {
+		t.Fatalf("read-states --limit 1: key %v has %d states, want %d", first.KeyStates[0].Key, len(first.KeyStates[0].States), want)
+	}
+	if r := read("--computation-id", "agg", "--key", fmt.Sprintf(`{k = %q}`, firstName)); len(r.KeyStates[0].States) != want {
+		t.Fatalf("%s has %d states, want %d", firstName, len(r.KeyStates[0].States), want)
+	}
+
 	// YSON output by default.
 	if code, out, _ := f.cmd("", "read-states", "--target", "partition_state", p); code != 0 || ysonOf(t, out).(map[string]any)["partition_states"] == nil {
 		t.Fatalf("read-states YSON: %d %q", code, out)

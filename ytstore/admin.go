@@ -76,7 +76,7 @@ type StateFilter struct {
 	HasKeyHash bool
 	// Name selects one state name.
 	Name string
-	// Limit caps the rows returned (0: all).
+	// Limit caps the rows returned, the first ones in key order (0: all).
 	Limit int
 }
 
@@ -95,9 +95,16 @@ func (f StateFilter) where() string {
 }
 
 // ReadStates reads the key states that f selects, in key order. The key itself (binary
-// bytes) is compared here, not in the query.
+// bytes) is compared here, not in the query; without a key, a limit is part of the query.
 func (s *Store) ReadStates(ctx context.Context, f StateFilter) ([]StateRow, error) {
-	rows, err := selectAll[StateRow](ctx, s, TableStates, f.where())
+	where := f.where()
+	if f.Limit > 0 && f.Key == nil {
+		if where == "" {
+			where = "true"
+		}
+		where += " order by computation_id, key_hash, key, name limit " + strconv.Itoa(f.Limit)
+	}
+	rows, err := selectAll[StateRow](ctx, s, TableStates, where)
 	if err != nil {
 		return nil, err
 	}

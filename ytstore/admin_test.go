@@ -114,6 +114,11 @@ func TestReadAndDeleteStates(t *testing.T) {
 			t.Errorf("ReadStates(%+v) = %d rows, %v; want %d", c.f, len(rows), err, c.want)
 		}
 	}
+	// A limit takes the first rows in key order.
+	first, err := st.ReadStates(ctx, StateFilter{Limit: 3})
+	if err != nil || len(first) != 3 || string(first[0].Key) != "k5" || first[0].Name != "m" || first[1].Name != "n" || string(first[2].Key) != "k5b" {
+		t.Fatalf("ReadStates(Limit 3) = %+v, %v", first, err)
+	}
 	if counts, err := st.StateCounts(ctx); err != nil || len(counts) != 2 || counts["count"] != 4 || counts["other"] != 1 {
 		t.Fatalf("StateCounts = %v, %v", counts, err)
 	}
