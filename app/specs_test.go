@@ -218,3 +218,13 @@ var flowCommandNames = []string{
 	"get-pipeline-dynamic-spec", "set-pipeline-dynamic-spec", "remove-pipeline-dynamic-spec",
 	"read-states", "delete-states", "show-logs", "describe-pipeline", "describe-workers", "get-worker-backtraces", "get-flow-view",
 }
+
+// TestStopWaitNamesLastState: stop --wait that times out names the state it last read.
+func TestStopWaitNamesLastState(t *testing.T) {
+	f := newFlowTest(t)
+	f.setState("draining")
+	code, _, errs := f.cmd("", "stop", "--path", lifecyclePath, "--wait", "--timeout", "300ms")
+	if code != 1 || !strings.Contains(errs, "to be [stopped] (state draining;") {
+		t.Fatalf("stop --wait without a controller: %d %q", code, errs)
+	}
+}
