@@ -90,6 +90,9 @@ func parseSettings(name string, fs *flag.FlagSet, env *environ, args []string) (
 
 // environ is what a command may touch of the outside world.
 type environ struct {
+	// stdin is the command's input (set-pipeline-spec reads a spec from it); nil means
+	// os.Stdin.
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
@@ -113,8 +116,12 @@ func usage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 12
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'yt-flow <command> --help' for a command's flags.")
 }

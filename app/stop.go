@@ -50,9 +50,11 @@ func setTargetState(ctx context.Context, env *environ, s *settings, name, target
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	last := "unknown" // the last state read: the read that hits the deadline fails
 	for {
 		attrs, err := st.Attributes(ctx)
 		if err == nil {
+			last = orDash(attrs.PipelineState)
 			for _, s := range done {
 				if attrs.PipelineState == s {
 					fmt.Fprintf(env.stdout, "pipeline %s: %s\n", pf.path, s)
@@ -62,11 +64,7 @@ func setTargetState(ctx context.Context, env *environ, s *settings, name, target
 		}
 		select {
 		case <-ctx.Done():
-			state := "unknown"
-			if attrs != nil {
-				state = attrs.PipelineState
-			}
-			return failf(env.stderr, "%s: timed out after %v waiting for pipeline %s to be %v (state %s; is a controller running?)", name, timeout, pf.path, done, state)
+			return failf(env.stderr, "%s: timed out after %v waiting for pipeline %s to be %v (state %s; is a controller running?)", name, timeout, pf.path, done, last)
 		case <-tick.C:
 		}
 	}
