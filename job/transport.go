@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -110,6 +112,14 @@ func (w *Worker) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	case "/stats":
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(w.Stats())
+	case "/debug/pprof/goroutine":
+		// Goroutine dumps (yt-flow get-worker-backtraces), to loopback clients only: the
+		// endpoint may listen on other interfaces, and a dump is no business of other hosts.
+		if !fromLoopback(req) {
+			http.Error(rw, "backtraces: loopback clients only", http.StatusForbidden)
+			return
+		}
+		pprof.Handler("goroutine").ServeHTTP(rw, req)
 	default:
 		http.NotFound(rw, req)
 	}
@@ -242,3 +252,13 @@ var (
 	wireBuffers  = sync.Pool{New: func() any { return new([]wireMessage) }}
 	inputBuffers = sync.Pool{New: func() any { return new([]epoch.Input) }}
 )
+
+// fromLoopback tells whether req comes from a loopback address.
+func fromLoopback(req *http.Request) bool {
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
