@@ -72,11 +72,16 @@ func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epo
 		if err != nil {
 			return dest, opened(err)
 		}
-		limit := s.AtMostOnce.TotalQueueBytesLimit
-		if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil && ds.AtMostOnce.TotalQueueBytesLimit > 0 {
-			limit = ds.AtMostOnce.TotalQueueBytesLimit
+		limit, suspend := s.AtMostOnce.TotalQueueBytesLimit, s.AtMostOnce.SuspendDestructionDuration
+		if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil {
+			if ds.AtMostOnce.TotalQueueBytesLimit > 0 {
+				limit = ds.AtMostOnce.TotalQueueBytesLimit
+			}
+			if ds.AtMostOnce.SuspendDestructionDuration > 0 {
+				suspend = ds.AtMostOnce.SuspendDestructionDuration
+			}
 		}
-		dest.Kind, r.bestEffort[dest.ID] = epoch.ToBestEffortSink, connector.NewAtMostOnce(w, limit)
+		dest.Kind, r.bestEffort[dest.ID] = epoch.ToBestEffortSink, connector.NewAtMostOnce(w, limit, suspend)
 		return dest, nil
 	case s.Class.Kind == registry.AsyncSink && ctors.AsyncSink != nil:
 		sink, err := ctors.AsyncSink(env, s.Params)
