@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -37,11 +36,7 @@ func TestWorkerEndToEnd(t *testing.T) {
 		return len(outs) == 0
 	})
 	// The source offset is committed in the partition state.
-	ps, err := e.store.LoadPartitionStates(e.ctx, "split-p0")
-	require.NoError(t, err)
-	var off int64
-	require.NoError(t, yson.Unmarshal(ps["offset/lines"], &off))
-	assert.Equal(t, int64(3), off)
+	assert.Equal(t, int64(3), e.committedOffset("split-p0"))
 	// Both jobs run on this worker: split's pushes to count were handed over in memory.
 	st := e.worker.Stats()["split-0"]
 	assert.Positive(t, st.PushesLocal, "pushes to a job of the same worker")
@@ -217,15 +212,7 @@ func TestSourceErrorReported(t *testing.T) {
 func TestOutboxLimitBackPressure(t *testing.T) {
 	e := startWordCountOpts(t, nil, func(c *Config) { c.OutboxLimit = 3 })
 	e.putJob("split-0", "split", "split-p0", 0)
-	offset := func() int64 {
-		ps, err := e.store.LoadPartitionStates(e.ctx, "split-p0")
-		require.NoError(t, err)
-		var off int64
-		if b, ok := ps["offset/lines"]; ok {
-			require.NoError(t, yson.Unmarshal(b, &off))
-		}
-		return off
-	}
+	offset := func() int64 { return max(e.committedOffset("split-p0"), 0) }
 	e.write("a b c d")
 	e.eventually("the first line read", func() bool { return offset() == 1 })
 	e.write("e", "f")
