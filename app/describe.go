@@ -83,19 +83,9 @@ func init() {
 				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
-				st, attrs, err := c.open(ctx, s)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				defer st.Close()
-				d, err := describePipeline(ctx, st, attrs)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				if err := c.emit(env.stdout, d); err != nil {
-					return c.failf(env, "%v", err)
-				}
-				return 0
+				return c.view(ctx, env, s, func(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes) (any, error) {
+					return describePipeline(ctx, st, attrs)
+				})
 			}
 		},
 	})
@@ -110,19 +100,9 @@ func init() {
 				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
-				st, _, err := c.open(ctx, s)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				defer st.Close()
-				ws, err := describeWorkers(ctx, st)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				if err := c.emit(env.stdout, ws); err != nil {
-					return c.failf(env, "%v", err)
-				}
-				return 0
+				return c.view(ctx, env, s, func(ctx context.Context, st *ytstore.Store, _ *ytstore.Attributes) (any, error) {
+					return describeWorkers(ctx, st)
+				})
 			}
 		},
 	})
@@ -166,23 +146,17 @@ func init() {
 				if err != nil {
 					return c.usagef(env, "--view-path: %v", err)
 				}
-				st, attrs, err := c.open(ctx, s)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				defer st.Close()
-				view, err := flowView(ctx, st, attrs)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				v, err := specAt(view, parts)
-				if err != nil {
-					return c.failf(env, "view %s: %v", *viewPath, err)
-				}
-				if err := c.emit(env.stdout, v); err != nil {
-					return c.failf(env, "%v", err)
-				}
-				return 0
+				return c.view(ctx, env, s, func(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes) (any, error) {
+					view, err := flowView(ctx, st, attrs)
+					if err != nil {
+						return nil, err
+					}
+					v, err := specAt(view, parts)
+					if err != nil {
+						return nil, fmt.Errorf("view %s: %w", *viewPath, err)
+					}
+					return v, nil
+				})
 			}
 		},
 	})

@@ -112,6 +112,24 @@ func (c *flowCmd) open(ctx context.Context, s *settings) (*ytstore.Store, *ytsto
 	return st, attrs, nil
 }
 
+// view runs a read-only command: it opens the pipeline, builds what it prints with read and
+// prints it; every failure is one line on stderr and exit code 1.
+func (c *flowCmd) view(ctx context.Context, env *environ, s *settings, read func(context.Context, *ytstore.Store, *ytstore.Attributes) (any, error)) int {
+	st, attrs, err := c.open(ctx, s)
+	if err != nil {
+		return c.failf(env, "%v", err)
+	}
+	defer st.Close()
+	v, err := read(ctx, st, attrs)
+	if err != nil {
+		return c.failf(env, "%v", err)
+	}
+	if err := c.emit(env.stdout, v); err != nil {
+		return c.failf(env, "%v", err)
+	}
+	return 0
+}
+
 // emit writes v (built of maps, slices and scalars) to w in the command's format.
 func (c *flowCmd) emit(w io.Writer, v any) error {
 	var out []byte
