@@ -146,7 +146,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			b.Sources = append(b.Sources, epoch.SourceRow{
 				SourcePartition: epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition},
 				Offset:          row.Offset, Payload: flow.Row(row.Columns),
-				SystemTimestamp: tsMicros(row.Timestamp, now), EventTimestamp: tsMicros(row.Timestamp, now),
+				SystemTimestamp: orNow(row.Timestamp, now), EventTimestamp: orNow(row.Timestamp, now),
 			})
 		}
 	}

@@ -159,12 +159,12 @@ func (s *sourceState) waitAdvance() {
 	}
 }
 
-func tsMicros(ytTimestamp, fallback uint64) uint64 {
-	if ytTimestamp == 0 {
-		return fallback
+// orNow is a row's time (µs), or now when the source does not know it.
+func orNow(rowMicros, now uint64) uint64 {
+	if rowMicros == 0 {
+		return now
 	}
-	// YT timestamps hold unix seconds above bit 30.
-	return (ytTimestamp >> 30) * 1_000_000
+	return rowMicros
 }
 
 // sourcePosition returns the position at offset off of source stream id, which the epoch

@@ -355,7 +355,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		b.Sources = append(b.Sources, epoch.SourceRow{
 			SourcePartition: epoch.SourcePartition{SourceID: s.src.id, Partition: r.job.SourcePartition},
 			Offset:          row.Offset, Payload: flow.Row(row.Columns),
-			SystemTimestamp: stamp, EventTimestamp: tsMicros(row.Timestamp, now), Born: row.Timestamp,
+			SystemTimestamp: stamp, EventTimestamp: orNow(row.Timestamp, now), Born: row.Born,
 		})
 	}
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)

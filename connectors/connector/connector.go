@@ -59,9 +59,14 @@ type Row struct {
 	// Next is the position just after the row: where a read resumes once the row is
 	// committed.
 	Next Position
-	// Timestamp is the row's time (µs) when the source knows it (a queue row's commit
-	// timestamp, a Kafka record's time), else 0.
+	// Timestamp is the row's time in microseconds since the epoch when the source knows it
+	// (a queue row's commit time, a Kafka record's time), else 0 (the time it is read). It
+	// is the row's system and event time.
 	Timestamp uint64
+	// Born is the YTsaurus cluster timestamp of the row's write when the source lives in
+	// the pipeline's cluster (a queue row's $timestamp), else 0: no output of the row can
+	// have been delivered before it (epoch.Input.Born).
+	Born uint64
 	// Columns are the row's data columns.
 	Columns map[string]any
 }

@@ -36,7 +36,7 @@ func (s *Source) Read(ctx context.Context, from connector.Position, max int64) (
 	}
 	out := make([]connector.Row, len(rows))
 	for i, r := range rows {
-		out[i] = connector.Row{Offset: r.Offset, Timestamp: r.Timestamp, Columns: r.Columns}
+		out[i] = connector.Row{Offset: r.Offset, Timestamp: micros(r.Timestamp), Born: r.Timestamp, Columns: r.Columns}
 	}
 	connector.OffsetRows(out)
 	return out, nil
@@ -57,4 +57,10 @@ func (s *Source) Finite() bool { return s.finite }
 // String names the partition for errors.
 func (s *Source) String() string {
 	return fmt.Sprintf("queue %s tablet %d", s.queuePath, s.partition)
+}
+
+// micros converts a YTsaurus timestamp (unix seconds above bit 30) to microseconds; 0 stays
+// 0 (unknown).
+func micros(ytTimestamp uint64) uint64 {
+	return (ytTimestamp >> 30) * 1_000_000
 }
