@@ -225,6 +225,11 @@ func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error
 	lastErrors := map[string]string{}
 	lastLine := ""
 	lastPrint := time.Now()
+	var rate progressRate
+	terminal := isTerminal(r.env.stdout)
+	if terminal {
+		defer fmt.Fprintln(r.env.stdout) // end the rewritten line
+	}
 	for {
 		select {
 		case err := <-errs:
@@ -250,8 +255,17 @@ func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error
 			return 0
 		}
 		if r.o.progress > 0 && time.Since(lastPrint) >= r.o.progress {
-			if line := progressLine(attrs.PipelineState, statuses); line != lastLine {
-				r.say("[%5.1fs] %s", time.Since(r.start).Seconds(), line)
+			line := progressLine(attrs.PipelineState, statuses)
+			if src := rate.line(readSourceProgress(ctx, st, attrs), time.Now()); src != "" {
+				line = src + " | " + line
+			}
+			if line != lastLine {
+				if terminal {
+					// One line, rewritten in place.
+					fmt.Fprintf(r.env.stdout, "\r\033[K[%5.1fs] %s", time.Since(r.start).Seconds(), line)
+				} else {
+					r.say("[%5.1fs] %s", time.Since(r.start).Seconds(), line)
+				}
 				lastLine, lastPrint = line, time.Now()
 			}
 		}
