@@ -97,8 +97,8 @@ func injectorOf(class string) *injector {
 }
 
 // wrapClass registers "conformance_<name>" for the class named name of role once, as a copy
-// of its registry entry.
-func wrapClass(t *testing.T, role registry.Role, name string, runtime func(wrapper string)) string {
+// of its registry entry (that adjust, when set, may change).
+func wrapClass(t *testing.T, role registry.Role, name string, adjust func(*registry.Class), runtime func(wrapper string)) string {
 	t.Helper()
 	c, ok := registry.Lookup(role, name)
 	require.True(t, ok, "%s class %q is not registered", role, name)
@@ -111,6 +111,9 @@ func wrapClass(t *testing.T, role registry.Role, name string, runtime func(wrapp
 	}
 	w := *c
 	w.Name, w.FlowNames, w.Aliases = wrapper, nil, nil
+	if adjust != nil {
+		adjust(&w)
+	}
 	registry.Register(w)
 	runtime(wrapper)
 	wrapped[wrapper] = true

@@ -49,7 +49,7 @@ func RunSink(t *testing.T, s Sink) {
 	registerNumbers()
 	c, ok := registry.Lookup(registry.Sink, s.Class)
 	require.True(t, ok, "sink class %q is not registered", s.Class)
-	wrapper := wrapClass(t, registry.Sink, s.Class, func(wrapper string) {
+	wrapper := wrapClass(t, registry.Sink, s.Class, nil, func(wrapper string) {
 		ctors, ok := connector.SinkOf(c.Name)
 		require.True(t, ok, "sink class %q registered no runtime", c.Name)
 		w := connector.Constructors{BestEffort: ctors.BestEffort}
