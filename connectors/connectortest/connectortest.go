@@ -86,8 +86,8 @@ func (in *injector) step(name, workerID string) {
 // wrappers holds the injector of each wrapped class, set per run.
 var (
 	wrapMu    sync.Mutex
-	wrapped   = map[string]bool{}
-	injectors sync.Map // wrapper class name -> *injector
+	wrapped   = map[string]bool{} // "<role>/<wrapper class name>", and numbersClass
+	injectors sync.Map            // wrapper class name -> *injector
 )
 
 func injectorOf(class string) *injector {
@@ -104,9 +104,10 @@ func wrapClass(t *testing.T, role registry.Role, name string, adjust func(*regis
 	require.True(t, ok, "%s class %q is not registered", role, name)
 	require.True(t, c.Runs, "%s class %q does not run", role, name)
 	wrapper := "conformance_" + c.Name
+	key := role.String() + "/" + wrapper // a source and a sink class may share a name
 	wrapMu.Lock()
 	defer wrapMu.Unlock()
-	if wrapped[wrapper] {
+	if wrapped[key] {
 		return wrapper
 	}
 	w := *c
@@ -116,7 +117,7 @@ func wrapClass(t *testing.T, role registry.Role, name string, adjust func(*regis
 	}
 	registry.Register(w)
 	runtime(wrapper)
-	wrapped[wrapper] = true
+	wrapped[key] = true
 	return wrapper
 }
 

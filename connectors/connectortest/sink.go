@@ -27,6 +27,9 @@ type Sink struct {
 	Setup func(ctx context.Context, st *ytstore.Store, root string) (params string, err error)
 	// ReadBack returns the ids the target holds, one per row it holds.
 	ReadBack func(ctx context.Context, st *ytstore.Store, root string) ([]uint64, error)
+	// Resources, when set, is the YSON map of the pipeline spec's resources (e.g. the client
+	// resource a class takes its connection from).
+	Resources string
 }
 
 // Sink fault points.
@@ -86,7 +89,7 @@ func RunSink(t *testing.T, s Sink) {
 			e := newEnv(t, root+"/pipeline")
 			params, err := s.Setup(e.ctx, e.st, root)
 			require.NoError(t, err, "setup of %s", s.Class)
-			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows))
+			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Resources))
 			in := &injector{fault: f}
 			injectors.Store(wrapper, in)
 			defer injectors.Delete(wrapper)
@@ -178,9 +181,13 @@ func (s *faultyAsync) Deliver(ctx context.Context, batches []connector.Batch) (i
 
 // sinkPipeline is the static spec of a sink run: the numbers source, a keyed passthrough
 // and the sink under test.
-func sinkPipeline(class, params string, rows int) string {
+func sinkPipeline(class, params string, rows int, resources string) string {
 	s := idSchema()
+	if resources == "" {
+		resources = "{}"
+	}
 	return fmt.Sprintf(`{
+    resources = %s;
     computations = {
         read = {
             computation_class_name = "NYT::NFlow::TSwiftPassthroughOrderedSourceComputation";
@@ -199,7 +206,7 @@ func sinkPipeline(class, params string, rows int) string {
         };
     };
     streams = {rows = {schema = %s}; stored = {schema = %s}};
-}`, numbersClass, rows, class, params, s, s)
+}`, resources, numbersClass, rows, class, params, s, s)
 }
 
 // numbersClass is the conformance suite's own source: ids 0..count-1 over two partitions.

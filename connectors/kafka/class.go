@@ -2,7 +2,8 @@
 // partition per Kafka partition, offsets kept in the pipeline state) and the async sink
 // TKafkaSink (Kafka transactions with a progress marker). Both take their connection from the
 // static resource KafkaClient (TKafkaClient) of the pipeline spec, as in Flow; see
-// ResolveClient. TAtLeastOnceKafkaSink is registered for validation only.
+// ResolveClient. TAtLeastOnceKafkaSink is registered for validation only: the runtime does
+// not run at-least-once sync sinks yet.
 package kafka
 
 import (
@@ -76,7 +77,7 @@ func init() {
 	})
 	registry.Register(registry.Class{
 		Name: Class, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TKafkaSink"},
-		Guarantee: registry.ExactlyOnce, Kind: registry.AsyncSink, AtMostOnce: true,
+		Guarantee: registry.ExactlyOnce, Kind: registry.AsyncSink, AtMostOnce: true, Runs: true,
 		Summary: "delivers committed outputs in Kafka transactions with a progress marker",
 		Parse:   func(f *yson.Fields) any { return parseSink(f, true) },
 		Columns: sinkColumns,

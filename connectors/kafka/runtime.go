@@ -25,6 +25,25 @@ func init() {
 				params.(*SourceParams), dyn, env.SourcePartition), nil
 		},
 	})
+	connector.RegisterSink(Class, connector.Constructors{
+		AsyncSink: func(env connector.Env, params any) (connector.AsyncSink, error) {
+			return newSink(env, params.(*SinkParams)), nil
+		},
+		BestEffort: func(env connector.Env, params any) (connector.BestEffortWriter, error) {
+			p := *params.(*SinkParams)
+			p.DeliveryGuarantee = AtLeastOnce
+			return newSink(env, &p), nil
+		},
+	})
+}
+
+// newSink opens the sink of env: its transactional id is fixed per (pipeline, partition, sink),
+// so a restarted job takes it over and fences the instance it replaces.
+func newSink(env connector.Env, p *SinkParams) *Sink {
+	return NewSink(func(ctx context.Context) (*ClientConfig, error) { return ResolveClient(ctx, env) }, SinkConfig{
+		Name: "kafka sink " + env.SinkID, Params: p,
+		TransactionalID: TransactionalID(env.PipelinePath, env.PartitionID, env.SinkID),
+	})
 }
 
 // withClient runs fn with an admin client of the source's connection, closed afterwards.
