@@ -213,27 +213,30 @@ func ResolveClient(ctx context.Context, env connector.Env) (*ClientConfig, error
 
 // ClientFromSpec parses the KafkaClient resource of a static pipeline spec (YSON).
 func ClientFromSpec(static []byte) (*ClientConfig, error) {
-	var s struct {
-		Resources map[string]struct {
-			Class      string         `yson:"resource_class_name"`
-			Parameters map[string]any `yson:"parameters"`
-		} `yson:"resources"`
-	}
 	if len(static) == 0 {
 		return nil, errNoClient
 	}
-	if err := sdkyson.Unmarshal(static, &s); err != nil {
+	n, err := yson.Decode(static)
+	if err != nil {
 		return nil, fmt.Errorf("kafka: decode the pipeline spec: %w", err)
 	}
-	r, ok := s.Resources[ClientResourceID]
-	if !ok {
+	if n.Kind != yson.KindMap {
+		return nil, fmt.Errorf("kafka: the pipeline spec is a %s, not a map", n.Kind)
+	}
+	r := n.Get("resources").Get(ClientResourceID)
+	if r == nil {
 		return nil, errNoClient
 	}
 	path := "resources/" + ClientResourceID
-	if r.Class != ClientResourceClass && r.Class != strings.TrimPrefix(ClientResourceClass, "NYT::NFlow::") {
-		return nil, fmt.Errorf("kafka: %s/resource_class_name: want %s, got %q", path, ClientResourceClass, r.Class)
+	if r.Kind != yson.KindMap {
+		return nil, fmt.Errorf("kafka: %s is a %s, not a map", path, r.Kind)
 	}
-	return ParseClientMap(r.Parameters, path+"/parameters")
+	class := r.Get("resource_class_name")
+	if class == nil || class.Kind != yson.KindString ||
+		(class.String != ClientResourceClass && class.String != strings.TrimPrefix(ClientResourceClass, "NYT::NFlow::")) {
+		return nil, fmt.Errorf("kafka: %s/resource_class_name: want %s", path, ClientResourceClass)
+	}
+	return parseClientNode(r.Get("parameters"), path+"/parameters")
 }
 
 // ParseClientMap parses a KafkaClient resource's parameters map; path prefixes the problems.
@@ -248,6 +251,13 @@ func ParseClientMap(params map[string]any, path string) (*ClientConfig, error) {
 	n, err := yson.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %s: %w", path, err)
+	}
+	return parseClientNode(n, path)
+}
+
+func parseClientNode(n *yson.Node, path string) (*ClientConfig, error) {
+	if n == nil {
+		n = &yson.Node{Kind: yson.KindMap}
 	}
 	var w yson.Walker
 	f := w.Fields(n, path)

@@ -364,7 +364,7 @@ func (s *Sink) deliverIdempotent(ctx context.Context, batches []connector.Batch)
 func (s *Sink) record(d *connector.Delivery) (*kgo.Record, error) {
 	row := d.Row
 	if d.Encoded != nil {
-		if err := sdkyson.Unmarshal(d.Encoded, &row); err != nil {
+		if err := decodeRow(d.Encoded, &row); err != nil {
 			return nil, fmt.Errorf("%s: message %s: decode the stored row: %w", s, d.MessageID, err)
 		}
 	}
@@ -426,4 +426,15 @@ func (s *Sink) WriteBestEffort(ctx context.Context, rows []map[string]any) error
 		return fmt.Errorf("%s: produce: %w", s, err)
 	}
 	return nil
+}
+
+// decodeRow decodes a stored row (a YSON map); the SDK decoder panics on some malformed
+// input, which becomes an error here.
+func decodeRow(b []byte, row *map[string]any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YSON: %v", r)
+		}
+	}()
+	return sdkyson.Unmarshal(b, row)
 }
