@@ -176,9 +176,10 @@ func (s *Source) Read(ctx context.Context, offset, max int64) ([]connector.Row, 
 		}
 	})
 	if fetchErr != nil {
+		pos := s.pos
 		s.closeConsumer()
 		if errors.Is(fetchErr, kerr.OffsetOutOfRange) {
-			s.sticky = fmt.Errorf("%s: reading at offset %d: %w (the partition no longer has that offset)", s, s.pos, ErrTopicRecreated)
+			s.sticky = fmt.Errorf("%s: reading at offset %d: %w (the partition no longer has that offset)", s, pos, ErrTopicRecreated)
 			return nil, s.sticky
 		}
 		return nil, fmt.Errorf("%s: fetch: %w", s, fetchErr)
@@ -201,7 +202,12 @@ func (s *Source) Read(ctx context.Context, offset, max int64) ([]connector.Row, 
 		s.pos = r.Offset + 1
 	})
 	if err != nil {
-		s.closeConsumer() // the next read opens at the asked offset again
+		// The next read opens at the asked offset again: the rows before the malformed record
+		// are returned first, and a read at it fails.
+		s.closeConsumer()
+		if len(rows) > 0 {
+			return rows, nil
+		}
 		return nil, err
 	}
 	return rows, nil
