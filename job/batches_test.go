@@ -1,3 +1,5 @@
+// A table test of how an async sink's deliveries are cut into batches (batchesOf).
+
 package job
 
 import (

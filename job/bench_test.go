@@ -1,3 +1,5 @@
+// A word count throughput benchmark through one worker on ytlocal.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// Scenario tests of the commit loop: unknown outcomes, lost and live leases (runner.commit).
+
 package job
 
 import (
@@ -53,7 +55,7 @@ func commitEnv(t *testing.T) (*ytstore.Store, context.Context) {
 
 func testRunner(st *ytstore.Store, c committer, partition, lease string) *runner {
 	w := NewWorker(Config{})
-	return &runner{w: w, store: st, commits: c, log: w.log, comp: &spec.Computation{ID: "c"},
+	return &runner{w: w, loads: st, reads: st, commits: c, log: w.log, comp: &spec.Computation{ID: "c"},
 		job: ytstore.Job{JobID: "j", PartitionID: partition, LeaseID: lease}}
 }
 

@@ -1,3 +1,5 @@
+// The worker's configuration (Config) and its defaults.
+
 package job
 
 import (

@@ -1,10 +1,15 @@
+// Opening a job's sinks and sources through the connector registry (openSink, openSource).
+
 package job
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
+	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -56,16 +61,27 @@ func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epo
 		sink, err := ctors.SyncSink(env, s.Params)
 		dest.Kind, r.syncSinks[dest.ID] = epoch.ToSyncSink, sink
 		return dest, opened(err)
+	case s.Class.Kind == registry.AtLeastOnceSyncSink && ctors.AtLeastOnceSyncSink != nil:
+		// The core routes its outputs as a sync sink's; the epoch writes them before it
+		// commits (writeBeforeCommit).
+		sink, err := ctors.AtLeastOnceSyncSink(env, s.Params)
+		dest.Kind, r.aloSinks[dest.ID] = epoch.ToSyncSink, sink
+		return dest, opened(err)
 	case s.Class.Kind == registry.AsyncSink && s.AtMostOnce != nil && s.AtMostOnce.Enabled && ctors.BestEffort != nil:
 		w, err := ctors.BestEffort(env, s.Params)
 		if err != nil {
 			return dest, opened(err)
 		}
-		limit := s.AtMostOnce.TotalQueueBytesLimit
-		if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil && ds.AtMostOnce.TotalQueueBytesLimit > 0 {
-			limit = ds.AtMostOnce.TotalQueueBytesLimit
+		limit, suspend := s.AtMostOnce.TotalQueueBytesLimit, s.AtMostOnce.SuspendDestructionDuration
+		if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil {
+			if ds.AtMostOnce.TotalQueueBytesLimit > 0 {
+				limit = ds.AtMostOnce.TotalQueueBytesLimit
+			}
+			if ds.AtMostOnce.SuspendDestructionDuration > 0 {
+				suspend = ds.AtMostOnce.SuspendDestructionDuration
+			}
 		}
-		dest.Kind, r.bestEffort[dest.ID] = epoch.ToBestEffortSink, connector.NewAtMostOnce(w, limit)
+		dest.Kind, r.bestEffort[dest.ID] = epoch.ToBestEffortSink, connector.NewAtMostOnce(w, limit, suspend)
 		return dest, nil
 	case s.Class.Kind == registry.AsyncSink && ctors.AsyncSink != nil:
 		sink, err := ctors.AsyncSink(env, s.Params)
@@ -105,4 +121,30 @@ func (r *runner) openSource(j ytstore.Job, comp *spec.Computation, id string) (c
 		return nil, fmt.Errorf("job %s: computation %s: source %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
 	}
 	return src, nil
+}
+
+// aloWrite is one epoch's messages for an at-least-once sync sink.
+type aloWrite struct {
+	dest string
+	sink connector.AtLeastOnceSyncSink
+	msgs []flow.Message
+}
+
+// errSinkWrite marks an epoch that did not commit because an at-least-once sync sink's write
+// failed; the epoch is retried like one that did not apply.
+var errSinkWrite = errors.New("at-least-once sink write failed")
+
+// writeBeforeCommit writes the epoch's messages to its at-least-once sync sinks, in
+// destination order, and returns once each acknowledged them. An error means the epoch must
+// not commit: it is recomputed and written again (the sink is at-least-once).
+//
+// Invariant: an epoch commits only after every at-least-once sync sink acknowledged its
+// messages (TestAtLeastOnceSyncSinkConformance).
+func (r *runner) writeBeforeCommit(ctx context.Context) error {
+	for _, w := range r.beforeCommit {
+		if err := w.sink.WriteBeforeCommit(ctx, w.msgs); err != nil {
+			return fmt.Errorf("%w: job %s: %s: %w", errNotApplied, r.job.JobID, w.dest, errors.Join(errSinkWrite, err))
+		}
+	}
+	return nil
 }

@@ -1,5 +1,7 @@
 //go:build integration
 
+// Workers together with the real controller on ytlocal (build tag integration).
+
 package job
 
 import (

@@ -1,3 +1,10 @@
+// Event time (docs/runtime-protocol.md, "EventWatermark"). A source job estimates the event
+// time its sources are at: the largest event timestamp of what it read and committed (swift
+// sources: read), minus the out-of-orderness bound of its watermark generator; every job
+// holds the estimate back to the smallest event timestamp of the messages it holds. The
+// controller publishes the minimum over the jobs as @event_watermark, and event_time timers
+// fire once it passes their trigger.
+
 package job
 
 import (
@@ -7,13 +14,6 @@ import (
 	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/job/epoch"
 )
-
-// Event time (docs/runtime-protocol.md, "EventWatermark"). A source job estimates the event
-// time its sources are at: the largest event timestamp of what it read and committed (swift
-// sources: read), minus the out-of-orderness bound of its watermark generator; every job
-// holds the estimate back to the smallest event timestamp of the messages it holds. The
-// controller publishes the minimum over the jobs as @event_watermark, and event_time timers
-// fire once it passes their trigger.
 
 // assignEventTimes applies the computation's event_timestamp_assigner to its outputs: the
 // event timestamp of an output becomes its payload column (seconds or milliseconds, turned

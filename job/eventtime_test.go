@@ -1,3 +1,6 @@
+// Tests of event time: assigned event timestamps, job event watermarks, alignment holds,
+// idleness and the delays of event_time timer streams.
+
 package job
 
 import (

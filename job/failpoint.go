@@ -1,13 +1,13 @@
+// This file holds the worker's fault-injection knobs: testing aids that widen race windows of
+// the protocol without changing it, so that fault tests can hit those windows on purpose
+// instead of by timing luck. Every knob is off in the zero Config.
+
 package job
 
 import (
 	"context"
 	"time"
 )
-
-// This file holds the worker's fault-injection knobs: testing aids that widen race windows of
-// the protocol without changing it, so that fault tests can hit those windows on purpose
-// instead of by timing luck. Every knob is off in the zero Config.
 
 // holdAck is the TestAckDelay knob. acceptPush calls it right before it answers a push (over
 // /push or from a job of this worker): when

@@ -1,3 +1,5 @@
+// Tests of the TestAckDelay fault-injection knob.
+
 package job
 
 import (

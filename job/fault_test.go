@@ -1,3 +1,6 @@
+// The word count under network faults (a flaky proxy), and registration through cut
+// connections.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// A change of the job row's flags wakes the job's loop.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// Which inputs of a keyed job need no dedup lookup (freshInputs), by their birth.
+
 package job
 
 import (

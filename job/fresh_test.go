@@ -1,3 +1,6 @@
+// Tests of the dedup lookups a keyed job skips (freshInputs) and of the births of swift
+// outputs.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// Fuzz tests of the push and ack bodies (JSON and binary) and their round trip.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// Handing payload maps over to reader jobs in this process instead of bytes (handOver).
+
 package job
 
 import (

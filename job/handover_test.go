@@ -1,3 +1,5 @@
+// Tests of payloads handed over in memory between jobs of this process.
+
 package job
 
 import (

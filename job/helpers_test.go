@@ -1,3 +1,5 @@
+// Small helpers shared by the package's tests.
+
 package job
 
 import (

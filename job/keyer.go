@@ -1,3 +1,5 @@
+// The key of a message: a computation's group_by_schema compiled into an epoch.Keyer.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// The layout as the senders see it: where the reader job of a key runs (layout, route).
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// A POST /layout from the controller makes the worker poll the layout at once.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// Encoding and decoding message payloads (binary YSON for scalars, text YSON otherwise).
+
 package job
 
 import (

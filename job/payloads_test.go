@@ -1,3 +1,5 @@
+// Tests and a benchmark of payload encoding.
+
 package job
 
 import (

@@ -1,12 +1,3 @@
-package job
-
-import (
-	"context"
-	"errors"
-	"sync"
-	"time"
-)
-
 // Push ordering.
 //
 // A sender keeps several pushes in flight per reader job, but the reader must offer their
@@ -27,6 +18,15 @@ import (
 // Invariant: messages of one sender are offered to a reader's inbox in production order,
 // whatever order concurrent pushes arrive in (TestPushOrderOffersInSequence,
 // TestSwiftSessionsUnderFaults per-user running totals).
+
+package job
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
 
 // pushOrderWait bounds how long a push waits for its predecessor to be offered, and
 // pushSessionStartWait how long it waits for the first push of its session: that one left

@@ -1,3 +1,5 @@
+// Tests of the reader's ordering of a sender's pushes (pushOrder).
+
 package job
 
 import (

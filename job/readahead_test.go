@@ -1,3 +1,6 @@
+// Tests of source reads: read-ahead during the commit, its top-up, the idle wait and the
+// throttled consumer advance.
+
 package job
 
 import (
@@ -10,6 +13,7 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/queue"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -146,7 +150,7 @@ func TestIdleWait(t *testing.T) {
 	r.dyn.EmptyBatchBackoff, r.dyn.BatchDuration = 250*time.Millisecond, 100*time.Millisecond
 	require.Equal(t, 50*time.Millisecond, r.idleWait(true), "busy swift source")
 	require.Equal(t, 250*time.Millisecond, r.idleWait(false), "idle swift source holding nothing")
-	sw.appendRows([]swiftRow{{offset: 0, id: "r0", ts: 1}}, 1)
+	sw.appendRows([]swiftRow{{offset: 0, id: "r0", ts: 1}}, 1, connector.OffsetPosition(1))
 	require.Equal(t, 50*time.Millisecond, r.idleWait(false), "idle swift source holding a row")
 
 	// A job stays busy for empty_batch_backoff after it last found work: a source whose input
@@ -172,7 +176,7 @@ func TestReadAheadTopsUp(t *testing.T) {
 		}
 		require.NoError(t, e.store.InsertRows(ctx, "//tmp/wc/input", rows))
 	}
-	offsets := func(rows []ytstore.QueueRow) []int64 {
+	offsets := func(rows []connector.Row) []int64 {
 		out := make([]int64, len(rows))
 		for i, r := range rows {
 			out[i] = r.Offset
@@ -182,7 +186,7 @@ func TestReadAheadTopsUp(t *testing.T) {
 	}
 	s := &sourceState{id: "lines", src: queue.NewSource(e.store, "//tmp/wc/input", "//tmp/wc/consumer", 0, false)}
 	write(0, 3)
-	s.readAhead(ctx, 0, 10)
+	s.readAhead(ctx, 0, nil, 10)
 	<-s.ahead.done
 	write(3, 5) // during the commit
 	rows, ahead, err := s.read(ctx, 10)
@@ -190,9 +194,9 @@ func TestReadAheadTopsUp(t *testing.T) {
 	require.True(t, ahead)
 	require.Equal(t, []int64{0, 1, 2, 3, 4}, offsets(rows))
 
-	s.offset = 5
+	s.offset, s.pos = 5, connector.OffsetPosition(5)
 	write(5, 9)
-	s.readAhead(ctx, 5, 4)
+	s.readAhead(ctx, 5, connector.OffsetPosition(5), 4)
 	<-s.ahead.done
 	write(9, 10)
 	rows, ahead, err = s.read(ctx, 4)
@@ -223,18 +227,20 @@ func TestConsumerAdvanceThrottled(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var started []int64
 	for i := range 25 { // a commit every 100ms for 2.5s
-		s.committed(int64(10 * (i + 1)))
+		s.committed(int64(10*(i+1)), connector.OffsetPosition(int64(10*(i+1))))
 		before := s.advancing
 		s.advanceCommitted(ctx, lg, t0.Add(time.Duration(i)*100*time.Millisecond), false)
 		if s.advancing != before {
-			started = append(started, s.advancing.offset)
+			off, err := connector.PositionOffset(s.advancing.pos)
+			require.NoError(t, err)
+			started = append(started, off)
 		}
 		s.waitAdvance()
 	}
 	require.Equal(t, []int64{10, 110, 210}, started, "one advance per period, to the offset committed last")
 	require.Equal(t, "210", consumerOffset())
 
-	s.committed(260)
+	s.committed(260, connector.OffsetPosition(260))
 	s.advanceCommitted(ctx, lg, t0.Add(2500*time.Millisecond), false)
 	require.Nil(t, s.advancing, "within the period nothing starts")
 	s.advanceCommitted(ctx, lg, t0.Add(2600*time.Millisecond), true)

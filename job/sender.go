@@ -1,3 +1,6 @@
+// The sender of a job: it pushes output store rows to reader jobs and delivers them to async
+// sinks until acknowledged.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// The sender waits for its pushes to a key's previous owner before it pushes to the new one.
+
 package job
 
 import (

@@ -1,3 +1,6 @@
+// Timers and async sinks, system_time timers, the timers a completing job fires, and
+// groupByDest.
+
 package job
 
 import (

@@ -1,3 +1,5 @@
+// A source job's user state, kept per partition in partition_states.
+
 package job
 
 import (

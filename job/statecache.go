@@ -1,3 +1,5 @@
+// The committed states of a keyed job's keys, kept in memory (stateCache).
+
 package job
 
 import "github.com/ytflow/yt-flow/ytstore"

@@ -1,3 +1,5 @@
+// The state cache follows the job's commits (stateCache).
+
 package job
 
 import (

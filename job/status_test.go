@@ -1,3 +1,5 @@
+// A job reports its status at once on a transition the controller waits for.
+
 package job
 
 import (

@@ -1,3 +1,6 @@
+// Tests of swift map jobs: parents acknowledged after their children, recomputation,
+// payload mismatches and relaxed batching.
+
 package job
 
 import (

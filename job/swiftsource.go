@@ -1,3 +1,12 @@
+// A swift source job (TSwiftOrderedSourceComputation, TSwiftPassthroughOrderedSourceComputation)
+// persists no outputs. It reads rows ahead of its committed offset, invokes the process
+// function per row, and hands the outputs to the outbox in memory; their ids derive from the
+// row (epoch.SwiftOutputID of epoch.SourceMessageID), so a re-read after a restart recomputes
+// the same ids and the readers' dedup drops the repeats. The committed offset (partition
+// state source/<source>, with the Lease as prerequisite) only moves past rows whose outputs
+// are all delivered. The process function must be deterministic and may not write state or
+// timers; swift sources have no sinks (spec validation rejects them).
+
 package job
 
 import (
@@ -8,27 +17,19 @@ import (
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
-	"go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
-// A swift source job (TSwiftOrderedSourceComputation, TSwiftPassthroughOrderedSourceComputation)
-// persists no outputs. It reads rows ahead of its committed offset, invokes the process
-// function per row, and hands the outputs to the outbox in memory; their ids derive from the
-// row (epoch.SwiftOutputID of epoch.SourceMessageID), so a re-read after a restart recomputes
-// the same ids and the readers' dedup drops the repeats. The committed offset (partition
-// state offset/<source>, with the Lease as prerequisite) only moves past rows whose outputs
-// are all delivered. The process function must be deterministic and may not write state or
-// timers; swift sources have no sinks (spec validation rejects them).
-
 // swiftRow is a row a swift source job read and has not committed past.
 type swiftRow struct {
 	offset int64
-	id     string // epoch.SourceMessageID: the parent of the row's outputs
-	ts     uint64 // system timestamp of the row's outputs
+	pos    connector.Position // the source's position at the row
+	id     string             // epoch.SourceMessageID: the parent of the row's outputs
+	ts     uint64             // system timestamp of the row's outputs
 }
 
 // swiftSource is the read-ahead window of one source partition of a swift source job:
@@ -37,9 +38,11 @@ type swiftSource struct {
 	src *sourceState
 
 	mu sync.Mutex // guards the fields below against the status writer
-	// committed is the offset in partition_states; next the next offset to read.
-	committed, next int64
-	rows            []swiftRow
+	// committed is the offset in partition_states; next the next offset to read; their
+	// positions committedPos and nextPos.
+	committed, next       int64
+	committedPos, nextPos connector.Position
+	rows                  []swiftRow
 	// lastTS is the largest system timestamp given so far: stamps never go back.
 	lastTS uint64
 	// While holding, the job's system watermark is at most floor: a previous job of the
@@ -53,10 +56,11 @@ type swiftSource struct {
 // start initialises the window after load: nothing read beyond the committed offset, and a
 // hold at the pipeline's published watermark until this job has committed past every row a
 // previous job could have read.
-func (s *swiftSource) start(committed int64, published uint64, window int) {
+func (s *swiftSource) start(committed int64, pos connector.Position, published uint64, window int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.committed, s.next, s.rows = committed, committed, nil
+	s.committedPos, s.nextPos = pos, pos
 	s.holding, s.floor, s.holdUntil = true, max(published, 1), committed+int64(window)
 	// Stamps never precede the watermark the job started under (see runner.stamp).
 	s.lastTS = max(s.lastTS, published)
@@ -99,12 +103,12 @@ func (s *swiftSource) stamp(now uint64) uint64 {
 	return s.lastTS
 }
 
-// appendRows records rows read (in offset order) and the next offset to read.
-func (s *swiftSource) appendRows(rows []swiftRow, next int64) {
+// appendRows records rows read (in offset order) and the next offset to read, at nextPos.
+func (s *swiftSource) appendRows(rows []swiftRow, next int64, nextPos connector.Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rows = append(s.rows, rows...)
-	s.next = next
+	s.next, s.nextPos = next, nextPos
 }
 
 // deliverable returns the offset the job may commit: the first row with an undelivered
@@ -113,27 +117,27 @@ func (s *swiftSource) appendRows(rows []swiftRow, next int64) {
 //
 // Invariant: the committed offset never passes a row with an undelivered output
 // (TestSwiftSourceOffsetWaitsForAcks).
-func (s *swiftSource) deliverable(undelivered func(parent string) bool) (int64, bool) {
+func (s *swiftSource) deliverable(undelivered func(parent string) bool) (int64, connector.Position, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	off := s.next
+	off, pos := s.next, s.nextPos
 	for _, r := range s.rows {
 		if undelivered(r.id) {
-			off = r.offset
+			off, pos = r.offset, r.pos
 			break
 		}
 	}
-	return off, off > s.committed
+	return off, pos, off > s.committed
 }
 
 // commit records off as committed: the rows below it leave the window; the hold ends once
 // the offset passed every row a previous job could have read, or once the job caught up with
 // the source (caughtUp: a read found no rows) with nothing left in its window.
-func (s *swiftSource) commit(off int64, caughtUp bool) {
+func (s *swiftSource) commit(off int64, pos connector.Position, caughtUp bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if off > s.committed {
-		s.committed = off
+		s.committed, s.committedPos = off, pos
 	}
 	i := 0
 	for i < len(s.rows) && s.rows[i].offset < s.committed {
@@ -147,7 +151,7 @@ func (s *swiftSource) commit(off int64, caughtUp bool) {
 
 // noCommit applies an epoch that committed nothing: the hold may still end (see commit).
 func (s *swiftSource) noCommit(caughtUp bool) {
-	s.commit(s.committedOffset(), caughtUp)
+	s.commit(s.committedOffset(), nil, caughtUp)
 }
 
 func (s *swiftSource) committedOffset() int64 {
@@ -160,6 +164,12 @@ func (s *swiftSource) nextOffset() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.next
+}
+
+func (s *swiftSource) nextPosition() connector.Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextPos
 }
 
 // swiftSourceHeld is the rows read and not committed past, over the job's swift sources.
@@ -186,7 +196,7 @@ func (r *runner) swiftSourceMinTS() uint64 {
 // published @system_watermark.
 func (r *runner) startSwiftSources(published uint64) {
 	for _, s := range r.swiftSrc {
-		s.start(s.src.offset, published, r.w.cfg.OutboxLimit)
+		s.start(s.src.offset, s.src.pos, published, r.w.cfg.OutboxLimit)
 	}
 }
 
@@ -233,12 +243,15 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	}
 
 	w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, PartitionStates: map[string][]byte{}}
-	advanced := map[*swiftSource]int64{}
+	type advance struct {
+		off int64
+		pos connector.Position
+	}
+	advanced := map[*swiftSource]advance{}
 	for _, s := range r.swiftSrc {
-		if off, ok := s.deliverable(r.outbox.undelivered); ok {
-			advanced[s] = off
-			b, _ := yson.Marshal(off)
-			w.PartitionStates[offsetStatePrefix+s.src.id] = b
+		if off, pos, ok := s.deliverable(r.outbox.undelivered); ok {
+			advanced[s] = advance{off, pos}
+			w.PartitionStates[ytstore.SourceStatePrefix+s.src.id] = ytstore.SourcePosition{NextSeq: off, Position: pos}.Encode()
 		}
 	}
 	done := r.outbox.takeDone() // rows left in the output store by a non-swift run of the partition
@@ -254,7 +267,7 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	// The token is the start timestamp of the transaction the commit uses when its id tells
 	// it, else a fresh timestamp (see runner.prepare).
 	var token uint64
-	if tx, err := r.store.BeginEpochTx(ctx); err == nil {
+	if tx, err := r.reads.BeginEpochTx(ctx); err == nil {
 		defer tx.Release() // a no-op once the commit used it
 		w.Tx, token = tx, tx.StartTimestamp()
 	}
@@ -288,14 +301,14 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	r.problem.Store(nil)
 	r.outbox.committed()
 	for _, s := range r.swiftSrc {
-		off, ok := advanced[s]
+		a, ok := advanced[s]
 		if !ok {
-			off = s.committedOffset()
+			a.off = s.committedOffset()
 		}
-		s.commit(off, caughtUp[s])
+		s.commit(a.off, a.pos, caughtUp[s])
 		if ok {
-			s.src.offset = off
-			if err := s.src.src.Advance(ctx, off); err != nil {
+			s.src.offset, s.src.pos = a.off, a.pos
+			if err := s.src.src.Advance(ctx, a.pos); err != nil {
 				r.log.Warn("consumer advance failed (offset is committed in the partition state)", log.String("source", s.src.id), log.Error(err))
 			}
 		}
@@ -323,8 +336,8 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if draining || room <= 0 || r.outbox.size() >= r.w.cfg.OutboxLimit {
 		return 0, false, nil
 	}
-	next := s.nextOffset()
-	rows, err := s.src.src.Read(ctx, next, int64(min(limit, room)))
+	from := s.nextPosition()
+	rows, err := s.src.src.Read(ctx, from, int64(min(limit, room)))
 	if err != nil {
 		r.log.Warn("source read failed", log.String("source", s.src.id), log.Error(err))
 		r.noteProblem("read source "+s.src.id, err)
@@ -342,7 +355,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		b.Sources = append(b.Sources, epoch.SourceRow{
 			SourcePartition: epoch.SourcePartition{SourceID: s.src.id, Partition: r.job.SourcePartition},
 			Offset:          row.Offset, Payload: flow.Row(row.Columns),
-			SystemTimestamp: stamp, EventTimestamp: tsMicros(row.Timestamp, now), Born: row.Timestamp,
+			SystemTimestamp: stamp, EventTimestamp: orNow(row.Timestamp, now), Born: row.Born,
 		})
 	}
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)
@@ -389,12 +402,18 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 		})
 		parents = append(parents, o.Parents)
 	}
+	posAt := make(map[int64]connector.Position, len(rows)) // the position at each row
+	for _, row := range rows {
+		posAt[row.Offset], from = from, row.Next
+	}
 	window := make([]swiftRow, len(plan.Groups))
 	for i, g := range plan.Groups {
-		window[i] = swiftRow{offset: g.SourceRow().Offset, id: g.Messages[0].MessageID, ts: stamp}
+		off := g.SourceRow().Offset
+		window[i] = swiftRow{offset: off, pos: posAt[off], id: g.Messages[0].MessageID, ts: stamp}
 	}
 	// The window first: a row is in it before its outputs can be delivered.
-	s.appendRows(window, rows[len(rows)-1].Offset+1)
+	last := rows[len(rows)-1]
+	s.appendRows(window, last.Offset+1, last.Next)
 	// Invariant: swift source outputs live in memory only, never in the output store
 	// (TestSwiftSourceOffsetWaitsForAcks); a restarted job re-reads from the committed offset
 	// and recomputes the same ids, which the readers drop as duplicates

@@ -1,3 +1,6 @@
+// Tests of swift source jobs: the committed offset waits for acknowledgements, restarts
+// recompute, and the watermark covers the read window.
+
 package job
 
 import (
@@ -7,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytql"
@@ -23,12 +26,15 @@ func (e *wcEnv) committedOffset(partition string) int64 {
 	e.t.Helper()
 	ps, err := e.store.LoadPartitionStates(e.ctx, partition)
 	require.NoError(e.t, err)
-	b, ok := ps[offsetStatePrefix+"lines"]
+	b, ok := ps[ytstore.SourceStatePrefix+"lines"]
 	if !ok {
 		return -1
 	}
-	var off int64
-	require.NoError(e.t, yson.Unmarshal(b, &off))
+	p, err := ytstore.DecodeSourcePosition(b)
+	require.NoError(e.t, err)
+	off, err := connector.PositionOffset(p.Position)
+	require.NoError(e.t, err)
+	require.Equal(e.t, p.NextSeq, off, "a queue source's position is its next offset")
 	return off
 }
 
@@ -123,33 +129,35 @@ func TestSwiftSourceRestartRecomputes(t *testing.T) {
 // the source.
 func TestSwiftSourceWatermarkCoversWindow(t *testing.T) {
 	s := &swiftSource{src: &sourceState{id: "lines"}}
-	s.start(0, 500, 4)
+	s.start(0, nil, 500, 4)
 	assert.Equal(t, uint64(500), s.minSystemTS(), "held at the published watermark")
-	s.appendRows([]swiftRow{{0, "r0", 1000}, {1, "r1", 1000}, {2, "r2", 1000}}, 3)
+	s.appendRows([]swiftRow{{0, pos(0), "r0", 1000}, {1, pos(1), "r1", 1000}, {2, pos(2), "r2", 1000}}, 3, pos(3))
 	assert.Equal(t, uint64(500), s.minSystemTS())
-	off, ok := s.deliverable(func(string) bool { return false })
+	off, at, ok := s.deliverable(func(string) bool { return false })
 	require.True(t, ok)
 	assert.Equal(t, int64(3), off)
+	assert.Equal(t, pos(3), at)
 	assert.Equal(t, 3, s.held(), "delivered rows stay until committed past")
-	s.commit(off, false)
+	s.commit(off, at, false)
 	assert.Equal(t, uint64(500), s.minSystemTS(), "a previous job may have read up to offset 4")
-	s.commit(off, true)
+	s.commit(off, at, true)
 	assert.Zero(t, s.minSystemTS(), "caught up with the source and committed: nothing held")
 
-	s.appendRows([]swiftRow{{3, "r3", 2000}, {4, "r4", 2100}}, 5)
-	off, ok = s.deliverable(func(id string) bool { return id == "r4" })
+	s.appendRows([]swiftRow{{3, pos(3), "r3", 2000}, {4, pos(4), "r4", 2100}}, 5, pos(5))
+	off, at, ok = s.deliverable(func(id string) bool { return id == "r4" })
 	require.True(t, ok)
 	assert.Equal(t, int64(4), off, "the offset stops at the first row with an undelivered output")
+	assert.Equal(t, pos(4), at, "at that row's position")
 	assert.Equal(t, uint64(2000), s.minSystemTS())
-	s.commit(off, false)
+	s.commit(off, at, false)
 	assert.Equal(t, uint64(2100), s.minSystemTS())
-	_, ok = s.deliverable(func(id string) bool { return id == "r4" })
+	_, _, ok = s.deliverable(func(id string) bool { return id == "r4" })
 	assert.False(t, ok, "nothing more to commit")
 
-	s.start(10, 0, 4)
+	s.start(10, pos(10), 0, 4)
 	assert.Equal(t, uint64(1), s.minSystemTS(), "an unpublished watermark holds at the lowest timestamp")
-	s.appendRows([]swiftRow{{10, "a", 5}, {11, "b", 5}, {12, "c", 5}, {13, "d", 5}}, 14)
-	s.commit(14, false)
+	s.appendRows([]swiftRow{{10, pos(10), "a", 5}, {11, pos(11), "b", 5}, {12, pos(12), "c", 5}, {13, pos(13), "d", 5}}, 14, pos(14))
+	s.commit(14, pos(14), false)
 	assert.Zero(t, s.minSystemTS(), "committed past the window limit: the hold ends")
 }
 
@@ -228,3 +236,6 @@ func TestSwiftSourceHoldsPublishedWatermark(t *testing.T) {
 		return ok && wm == 0 && e.committedOffset("split-p0") == 1
 	})
 }
+
+// pos is the position of a queue source at offset off.
+func pos(off int64) connector.Position { return connector.OffsetPosition(off) }

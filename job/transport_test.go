@@ -1,3 +1,6 @@
+// Tests of the transport: inbox back-pressure and takes, pushes acknowledged only once
+// committed, outbox chunks and deletions, the SystemWatermark and epoch stamps.
+
 package job
 
 import (
@@ -341,7 +344,7 @@ func TestEpochStampsNeverGoBack(t *testing.T) {
 	assert.Equal(t, uint64(100), r.stamp(40), "the clock stepped back")
 	assert.Equal(t, uint64(150), r.stamp(150))
 	s := &swiftSource{}
-	s.start(0, 500, 10)
+	s.start(0, nil, 500, 10)
 	assert.Equal(t, uint64(500), s.stamp(100), "a swift source's stamps start at the watermark it started under")
 
 	e := startWordCount(t)

@@ -1,3 +1,6 @@
+// The binary bodies of a push and of its answer (encodePush, decodePush, encodeAcks,
+// decodeAcks).
+
 package job
 
 import (

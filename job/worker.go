@@ -1,3 +1,6 @@
+// The worker: its struct, NewWorker and accessors, and its life (Run): the transport
+// server, and one registration (session) after another with the poll/status loop.
+
 package job
 
 import (
@@ -6,8 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,19 +17,22 @@ import (
 	"go.ytsaurus.tech/library/go/core/log/nop"
 	"go.ytsaurus.tech/yt/go/guid"
 
-	"github.com/ytflow/yt-flow/job/epoch"
-	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // Worker runs the jobs the controller assigns to it. Create it with NewWorker and call Run
 // once.
 type Worker struct {
-	cfg    Config
-	id     string
-	log    log.Structured
-	store  *ytstore.Store
-	layout layout
+	cfg Config
+	id  string
+	log log.Structured
+	// store is the pipeline's store, opened by Run: the worker hands it to its jobs' runners and
+	// connectors, registers through membership and reads the layout and writes statuses
+	// through coord.
+	store      *ytstore.Store
+	membership membership
+	coord      coordination
+	layout     layout
 	// marksChanged is signalled when a job completes or applies draining: the worker
 	// reports statuses at once instead of at its next poll (the controller waits for them).
 	marksChanged chan struct{}
@@ -58,6 +62,39 @@ type Worker struct {
 	targetState atomic.Pointer[string]
 	// jobs is the layout as last polled (guarded by mu).
 	jobs []ytstore.Job
+}
+
+// membership is what a worker needs of the store to register (Worker.session).
+//
+//   - StartSession starts the worker's session transaction, pinged in the background until it
+//     is closed; Session.Done is closed when it ends under the worker. Cancelling ctx aborts
+//     it.
+//   - PutWorker inserts or replaces the worker's row (address, session, heartbeat),
+//     conditional on its session: ytstore.ErrLeaseLost once the session is dead.
+//   - CheckTxTimestamps finds out, once, whether tablet transaction ids carry their start
+//     timestamps (epoch tokens then need no generate_timestamp); false while not known.
+type membership interface {
+	StartSession(ctx context.Context, title string, timeout time.Duration) (*ytstore.Session, error)
+	PutWorker(ctx context.Context, w ytstore.Worker) error
+	CheckTxTimestamps(ctx context.Context) (bool, error)
+}
+
+// coordination is what a worker reads and writes of the pipeline's coordination state.
+//
+//   - Attributes reads the pipeline's attributes (specs, target state, watermarks);
+//     ytstore.ErrNotFound when the pipeline does not exist.
+//   - Jobs reads the layout, Workers the registered workers, JobStatuses every job's status.
+//   - PutJobStatus writes a job's status row, conditional on lease when it is not empty:
+//     ytstore.ErrLeaseLost when the lease is dead, and nothing is written.
+//   - EventWatermarks reports whether the pipeline has event watermarks (one created by an
+//     older version has not); a failed read is an error, asked again at the next call.
+type coordination interface {
+	Attributes(ctx context.Context) (*ytstore.Attributes, error)
+	Jobs(ctx context.Context) ([]ytstore.Job, error)
+	Workers(ctx context.Context) ([]ytstore.Worker, error)
+	JobStatuses(ctx context.Context) ([]ytstore.JobStatus, error)
+	PutJobStatus(ctx context.Context, st ytstore.JobStatus, lease string) error
+	EventWatermarks(ctx context.Context) (bool, error)
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -149,7 +186,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
 	defer w.closeStore(store)
-	w.store = store
+	w.store, w.membership, w.coord = store, store, store
 
 	ln, err := net.Listen("tcp", w.cfg.Listen)
 	if err != nil {
@@ -208,14 +245,14 @@ var errSessionEnded = errors.New("worker session ended")
 // session runs one registration of the worker: a session transaction, the workers row, and
 // the poll/status loop until ctx ends or the session does.
 func (w *Worker) session(ctx context.Context, addr string) error {
-	session, err := w.store.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
+	session, err := w.membership.StartSession(ctx, "yt-flow: worker "+w.id, w.cfg.SessionTimeout)
 	if err != nil {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
 	defer w.closeSession(session)
 	start := nowMicros()
 	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
-	if err := w.store.PutWorker(ctx, reg); err != nil {
+	if err := w.membership.PutWorker(ctx, reg); err != nil {
 		return fmt.Errorf("job: worker %s: register: %w", w.id, err)
 	}
 	if !w.registered {
@@ -229,7 +266,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
 	// Whether an epoch's token can be its transaction's start timestamp is found out now,
 	// while the worker waits for jobs, not in the first epoch (ytstore.CheckTxTimestamps).
-	go func() { _, _ = w.store.CheckTxTimestamps(ctx) }()
+	go func() { _, _ = w.membership.CheckTxTimestamps(ctx) }()
 
 	poll := time.NewTimer(w.cfg.PollPeriod)
 	defer poll.Stop()
@@ -266,10 +303,10 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		if periodic {
 			lastStatus = time.Now()
 			reg.HeartbeatTime = nowMicros()
-			if err := w.store.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
+			if err := w.membership.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
 			}
-			if a, err := w.store.Attributes(ctx); err == nil {
+			if a, err := w.coord.Attributes(ctx); err == nil {
 				w.systemWatermark.Store(a.SystemWatermark)
 				if a.EventWatermark != nil {
 					w.eventWatermark.Store(*a.EventWatermark)
@@ -301,63 +338,6 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	}
 }
 
-// wakeStatus makes the worker poll and report statuses now (see marksChanged).
-func (w *Worker) wakeStatus() {
-	if w == nil || w.marksChanged == nil { // runners of unit tests
-		return
-	}
-	select {
-	case w.marksChanged <- struct{}{}:
-	default:
-	}
-}
-
-// waitingUpstream reports whether a job of the worker completes and waits for its upstream
-// to drain (checkUpstreamDrained).
-func (w *Worker) waitingUpstream() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, h := range w.runners {
-		if h.r.completing() && !h.r.upstreamDrained.Load() {
-			return true
-		}
-	}
-	return false
-}
-
-// inTransition reports whether some job of the worker has applied draining or has
-// completed its sources (the pipeline's completion follows).
-func (w *Worker) inTransition() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, h := range w.runners {
-		if h.r.applied.Load() || h.r.completed.Load() {
-			return true
-		}
-	}
-	return false
-}
-
-// statusMarks describes the status transitions the controller waits for, per job: loaded,
-// completed, draining applied, and drained (draining applied and nothing in flight; in_flight
-// alone is not a mark, it comes and goes in a running job); drained is set when some job is.
-// Statuses are reported at every poll while the marks change or a job is drained, else
-// every StatusPeriod.
-func (w *Worker) statusMarks() (marks string, drained bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ms := make([]string, 0, len(w.runners))
-	for id, h := range w.runners {
-		r := h.r
-		applied := r.applied.Load()
-		empty := applied && r.inFlight(int64(r.inbox.len())) == 0
-		drained = drained || empty
-		ms = append(ms, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), applied, empty))
-	}
-	sort.Strings(ms)
-	return strings.Join(ms, ";"), drained
-}
-
 // closeStore stops the client, waiting at most a few seconds: the SDK waits for its
 // background transaction aborts, which keep retrying while YTsaurus is unreachable.
 func (w *Worker) closeStore(st *ytstore.Store) {
@@ -384,305 +364,5 @@ func (w *Worker) closeSession(ss *ytstore.Session) {
 	case <-done:
 	case <-t.C:
 		w.log.Warn("session abort did not finish; the session ends by its timeout", log.String("session", ss.ID()))
-	}
-}
-
-// poll reads the layout, refreshes routing, and starts and stops this worker's jobs.
-func (w *Worker) poll(ctx context.Context) error {
-	jobs, err := w.store.Jobs(ctx)
-	if err != nil {
-		return err
-	}
-	workers, err := w.store.Workers(ctx)
-	if err != nil {
-		return err
-	}
-	w.layout.update(jobs, workers)
-	w.mu.Lock()
-	w.jobs = jobs
-	w.mu.Unlock()
-	mine := map[string]ytstore.Job{}
-	for _, j := range jobs {
-		if j.WorkerID == w.id {
-			mine[j.JobID] = j
-		}
-	}
-	// Invariant: a job whose row disappeared (or whose lease changed) stops at once
-	// (TestWorkerStopsRemovedJob).
-	w.mu.Lock()
-	for id, h := range w.runners {
-		if j, ok := mine[id]; ok && j.LeaseID == h.lease {
-			h.r.setFlags(j)
-		}
-		if j, ok := mine[id]; !ok || j.LeaseID != h.lease {
-			h.cancel()
-			delete(w.runners, id)
-			w.stopping = append(w.stopping, h)
-			w.retired[id] = h.r.jobStats()
-		}
-	}
-	var start []ytstore.Job
-	for id, j := range mine {
-		if _, ok := w.runners[id]; !ok {
-			start = append(start, j)
-		}
-	}
-	w.mu.Unlock()
-	if len(start) == 0 {
-		return nil
-	}
-	p, dyn, keyer, err := w.pipeline(ctx)
-	if err != nil {
-		return err
-	}
-	for _, j := range start {
-		w.startJob(ctx, j, p, dyn, keyer)
-	}
-	return nil
-}
-
-// pipeline reads and parses the pipeline's specs.
-func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPipeline, epoch.Keyer, error) {
-	attrs, err := w.store.Attributes(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	w.targetState.Store(&attrs.TargetState)
-	if len(attrs.Spec) == 0 {
-		return nil, nil, nil, fmt.Errorf("pipeline %s has no @spec", w.cfg.Path)
-	}
-	p, err := spec.ParsePipeline(attrs.Spec)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("pipeline %s: @spec: %w", w.cfg.Path, err)
-	}
-	var dyn *spec.DynamicPipeline
-	if len(attrs.DynamicSpec) > 0 {
-		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
-			return nil, nil, nil, fmt.Errorf("pipeline %s: @dynamic_spec: %w", w.cfg.Path, err)
-		}
-	}
-	keyer, err := newKeyer(p)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("pipeline %s: %w", w.cfg.Path, err)
-	}
-	return p, dyn, keyer, nil
-}
-
-func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPipeline, keyer epoch.Keyer) {
-	h := &runnerHandle{lease: j.LeaseID, done: make(chan struct{})}
-	r, err := w.newRunner(j, p, dyn, keyer)
-	if err != nil {
-		// A job that cannot start is reported failed; the controller replaces or surfaces it.
-		w.log.Error("job cannot start", log.String("job", j.JobID), log.Error(err))
-		r = &runner{w: w, job: j, inbox: newInbox(1), outbox: newOutbox(), comp: &spec.Computation{ID: j.ComputationID}}
-		h.r, h.err, h.cancel = r, err, func() {}
-		close(h.done)
-		w.mu.Lock()
-		w.runners[j.JobID] = h
-		w.mu.Unlock()
-		_ = w.store.PutJobStatus(ctx, r.status(ytstore.JobFailed, err.Error()), j.LeaseID)
-		return
-	}
-	r.setFlags(j)
-	jctx, cancel := context.WithCancel(ctx)
-	h.r, h.cancel = r, cancel
-	w.mu.Lock()
-	w.runners[j.JobID] = h
-	w.mu.Unlock()
-	go func() {
-		defer close(h.done)
-		h.err = r.run(jctx)
-		if h.err != nil {
-			r.log.Error("job stopped", log.Error(h.err))
-			if !errors.Is(h.err, ErrZombie) {
-				// A zombie writes nothing more; any other failure is reported so that the
-				// controller replaces the job.
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_ = w.store.PutJobStatus(sctx, r.status(ytstore.JobFailed, h.err.Error()), j.LeaseID)
-				cancel()
-			}
-		}
-	}()
-}
-
-// reportStatuses writes job_status rows of running jobs, each conditional on its lease.
-// upstreamMark is one observation of an upstream job's status.
-type upstreamMark struct {
-	updatedAt uint64
-	epoch     int64
-}
-
-// checkUpstreamDrained lets a completing job fire its timers once every job of the
-// computations feeding it has been seen drained twice in a row with the same epochs and newer
-// statuses (the drained rule of the controller, applied to the upstream only): before that,
-// events can still arrive, and a timer fired at +inf would close a window too early.
-//
-// Invariant: a completing job fires its timers only after its upstream drained
-// (TestCompletionFiresTimers, e2e TestSwiftSessionsUnderFaults).
-func (w *Worker) checkUpstreamDrained(ctx context.Context) {
-	w.mu.Lock()
-	var waiting []*runner
-	for _, h := range w.runners {
-		if h.r.completing() && !h.r.upstreamDrained.Load() {
-			waiting = append(waiting, h.r)
-		}
-	}
-	jobs := w.jobs
-	w.mu.Unlock()
-	if len(waiting) == 0 {
-		return
-	}
-	sts, err := w.store.JobStatuses(ctx)
-	if err != nil {
-		return
-	}
-	byJob := make(map[string]ytstore.JobStatus, len(sts))
-	for _, st := range sts {
-		byJob[st.JobID] = st
-	}
-	for _, r := range waiting {
-		obs := map[string]upstreamMark{}
-		quiet := true
-		for _, j := range jobs {
-			if !r.upstream[j.ComputationID] {
-				continue
-			}
-			st, ok := byJob[j.JobID]
-			if !ok || st.InFlight != 0 || !(st.Draining || st.State == ytstore.JobCompleted) {
-				quiet = false
-				break
-			}
-			obs[j.JobID] = upstreamMark{updatedAt: st.UpdatedAt, epoch: st.Epoch}
-		}
-		prev := r.upstreamObs
-		r.upstreamObs = nil
-		if !quiet {
-			continue
-		}
-		r.upstreamObs = obs
-		if prev == nil || len(prev) != len(obs) {
-			continue
-		}
-		same := true
-		for id, m := range obs {
-			p, ok := prev[id]
-			if !ok || p.epoch != m.epoch || m.updatedAt <= p.updatedAt {
-				same = false
-			}
-		}
-		if same {
-			r.upstreamDrained.Store(true)
-			r.wake() // its timer clock is now +inf: fire its timers without waiting
-		}
-	}
-}
-
-func (w *Worker) reportStatuses(ctx context.Context) {
-	w.mu.Lock()
-	hs := make([]*runnerHandle, 0, len(w.runners))
-	for _, h := range w.runners {
-		hs = append(hs, h)
-	}
-	w.mu.Unlock()
-	for _, h := range hs {
-		state, errText := ytstore.JobRunning, ""
-		select {
-		case <-h.done:
-			if h.err == nil {
-				continue
-			}
-			if errors.Is(h.err, ErrZombie) {
-				continue
-			}
-			state, errText = ytstore.JobFailed, h.err.Error()
-		default:
-			if !h.r.loaded.Load() {
-				// Invariant: no status before the job's output store is loaded, so a
-				// watermark never passes a message it is about to resend
-				// (TestSystemWatermarkCoversOutbox).
-				continue
-			}
-			if h.r.completed.Load() {
-				state = ytstore.JobCompleted
-			}
-		}
-		err := w.store.PutJobStatus(ctx, h.r.status(state, errText), h.lease)
-		if err != nil && !errors.Is(err, ytstore.ErrLeaseLost) && ctx.Err() == nil {
-			w.log.Warn("job status write failed", log.String("job", h.r.job.JobID), log.Error(err))
-		}
-	}
-}
-
-// stopAll cancels every runner and waits for them; the next poll starts the jobs still
-// assigned to the worker afresh.
-func (w *Worker) stopAll() (stopped []*runnerHandle) {
-	w.mu.Lock()
-	hs := append([]*runnerHandle(nil), w.stopping...)
-	for id, h := range w.runners {
-		hs = append(hs, h)
-		st := h.r.jobStats()
-		if old, ok := w.retired[id]; ok {
-			st.Epochs += old.Epochs
-			st.Duplicates += old.Duplicates
-			st.BestEffortDropped += old.BestEffortDropped
-		}
-		w.retired[id] = st
-	}
-	w.runners = map[string]*runnerHandle{}
-	w.stopping = nil
-	w.mu.Unlock()
-	for _, h := range hs {
-		h.cancel()
-	}
-	for _, h := range hs {
-		<-h.done
-	}
-	return hs
-}
-
-// reportFinal writes the last status of jobs stopped after the worker lost its session,
-// each conditional on its lease: the controller sees their final counters when the lease
-// still lives, and the write is refused when the lease is gone (the job's keys have a new
-// owner), which is logged.
-// The writes go out together and are given 5 seconds in all (YTsaurus may be unreachable).
-func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, h := range stopped {
-		if h.r == nil || h.r.store == nil {
-			continue
-		}
-		wg.Go(func() {
-			err := w.store.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
-			if err != nil && ctx.Err() == nil {
-				w.log.Info("final status of a stopped job refused", log.String("job", h.r.job.JobID), log.String("lease", h.lease), log.Error(err))
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// What event_time timers follow (Worker.eventTime).
-const (
-	eventTimeUnknown int32 = iota
-	eventTimeWatermark
-	eventTimeWallClock
-)
-
-// checkEventWatermarks settles what event_time timers follow, once the pipeline's tables
-// can be read.
-func (w *Worker) checkEventWatermarks(ctx context.Context) {
-	if w.eventTime.Load() != eventTimeUnknown {
-		return
-	}
-	ok, err := w.store.EventWatermarks(ctx)
-	switch {
-	case err != nil:
-		w.log.Warn("cannot tell whether the pipeline has event watermarks; event_time timers wait", log.Error(err))
-	case ok:
-		w.eventTime.Store(eventTimeWatermark)
-	default:
-		w.eventTime.Store(eventTimeWallClock)
 	}
 }

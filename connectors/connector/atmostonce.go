@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // AtMostOnce is the at_most_once_strategy queue the runtime puts in front of an async sink:
@@ -10,8 +11,9 @@ import (
 // batch; when the queue is full new rows are dropped without an error and counted, and a
 // failed write drops its batch.
 type AtMostOnce struct {
-	w     BestEffortWriter
-	limit int64
+	w       BestEffortWriter
+	limit   int64
+	suspend time.Duration
 
 	mu      sync.Mutex
 	rows    []map[string]any
@@ -21,12 +23,14 @@ type AtMostOnce struct {
 }
 
 // NewAtMostOnce returns a queue writing to w holding at most limitBytes (approximate payload
-// size; <= 0 means 100 MiB, Flow's total_queue_bytes_limit default).
-func NewAtMostOnce(w BestEffortWriter, limitBytes int64) *AtMostOnce {
+// size; <= 0 means 100 MiB, Flow's total_queue_bytes_limit default). When its job stops, the
+// queue still writes what it holds for up to suspend (Flow's suspend_destruction_duration;
+// 0: drop it at once).
+func NewAtMostOnce(w BestEffortWriter, limitBytes int64, suspend time.Duration) *AtMostOnce {
 	if limitBytes <= 0 {
 		limitBytes = 100 << 20
 	}
-	return &AtMostOnce{w: w, limit: limitBytes, notify: make(chan struct{}, 1)}
+	return &AtMostOnce{w: w, limit: limitBytes, suspend: max(suspend, 0), notify: make(chan struct{}, 1)}
 }
 
 // Offer enqueues rows, dropping those that do not fit. It never blocks.
@@ -64,27 +68,51 @@ func (b *AtMostOnce) Len() int {
 	return len(b.rows)
 }
 
-// Run writes queued rows until ctx ends. A failed write drops the rows (at most once).
+// Run writes queued rows until ctx ends, then what is still queued within the suspend
+// duration (what it cannot write then is dropped and counted). A failed write drops the rows
+// (at most once).
+//
+// Invariant: a stopping job's queue is written within suspend_destruction_duration or
+// dropped and counted, never kept (TestAtMostOnceSuspendDestruction).
 func (b *AtMostOnce) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			b.drain()
 			return nil
 		case <-b.notify:
 		}
-		b.mu.Lock()
-		rows := b.rows
-		b.rows, b.bytes = nil, 0
-		b.mu.Unlock()
-		if len(rows) == 0 {
-			continue
-		}
-		if err := b.w.WriteBestEffort(ctx, rows); err != nil {
-			b.mu.Lock()
-			b.dropped += int64(len(rows))
-			b.mu.Unlock()
-		}
+		b.flush(ctx)
 	}
+}
+
+// flush writes the queued rows once.
+func (b *AtMostOnce) flush(ctx context.Context) {
+	b.mu.Lock()
+	rows := b.rows
+	b.rows, b.bytes = nil, 0
+	b.mu.Unlock()
+	if len(rows) == 0 {
+		return
+	}
+	if err := b.w.WriteBestEffort(ctx, rows); err != nil {
+		b.mu.Lock()
+		b.dropped += int64(len(rows))
+		b.mu.Unlock()
+	}
+}
+
+// drain writes what is queued at the stop, within the suspend duration.
+func (b *AtMostOnce) drain() {
+	if b.suspend > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), b.suspend)
+		b.flush(ctx)
+		cancel()
+	}
+	b.mu.Lock()
+	b.dropped += int64(len(b.rows)) // offered during the drain: not written
+	b.rows, b.bytes = nil, 0
+	b.mu.Unlock()
 }
 
 // RowSize approximates the byte size of a row.

@@ -44,18 +44,42 @@ type Env struct {
 	SourcePartition int64
 }
 
-// Row is one row read from a source partition.
-type Row = ytstore.QueueRow
+// Position is where a reader resumes in its partition: bytes only the connector reads (a
+// queue offset, a Kafka offset, a table and row index). Nil is the partition's start. The
+// runtime keeps the position of each source partition in the partition state and moves it
+// only with the epoch commit, so a reader never decides what is committed.
+type Position []byte
 
-// Source reads one partition of a source. Offsets are the job's: they live in the
-// partition state and move only with the epoch commit.
+// Row is one row read from a source partition.
+type Row struct {
+	// Offset is the row's sequence number in its partition: strictly increasing in read
+	// order and the same on every read of the row. The ids of the row's messages derive
+	// from it, so a re-read after a restart yields the same ids.
+	Offset int64
+	// Next is the position just after the row: where a read resumes once the row is
+	// committed.
+	Next Position
+	// Timestamp is the row's time in microseconds since the epoch when the source knows it
+	// (a queue row's commit time, a Kafka record's time), else 0 (the time it is read). It
+	// is the row's system and event time.
+	Timestamp uint64
+	// Born is the YTsaurus cluster timestamp of the row's write when the source lives in
+	// the pipeline's cluster (a queue row's $timestamp), else 0: no output of the row can
+	// have been delivered before it (epoch.Input.Born).
+	Born uint64
+	// Columns are the row's data columns.
+	Columns map[string]any
+}
+
+// Source reads one partition of a source from positions the runtime keeps.
 type Source interface {
-	// Read returns up to max rows starting at offset. An empty result means the partition
-	// has no rows at offset yet (for a finite source: it is complete).
-	Read(ctx context.Context, offset, max int64) ([]Row, error)
-	// Advance tells the source system that everything below offset is committed (e.g. moves
-	// a YTsaurus consumer); it may be called late or not at all, and it moves no data.
-	Advance(ctx context.Context, offset int64) error
+	// Read returns up to max rows at and after position from. An empty result means the
+	// partition has no rows there yet (for a finite source: it is complete).
+	Read(ctx context.Context, from Position, max int64) ([]Row, error)
+	// Advance tells the source system that everything before pos is committed (e.g. moves a
+	// YTsaurus consumer or commits a Kafka group offset, for lag reporting); it may be called
+	// late or not at all, and it moves no data.
+	Advance(ctx context.Context, pos Position) error
 	// Finite tells whether an empty read means the partition is complete.
 	Finite() bool
 	// String names the source partition for errors and logs ("queue //home/q tablet 3").
@@ -121,8 +145,8 @@ type Constructors struct {
 	// Partitions lists the partition indexes of a source (a queue's tablets admitted by its
 	// partition_filter); the controller runs one job per index. Nil: one partition, 0.
 	Partitions func(ctx context.Context, env Env, params any) ([]int64, error)
-	// Ends returns, by partition index, the offset after a source partition's last row, for
-	// the backlog `yt-flow status` shows (optional).
+	// Ends returns, by partition index, the sequence number after a source partition's last
+	// row (Row.Offset + 1), for the backlog `yt-flow status` shows (optional).
 	Ends func(ctx context.Context, env Env, params any) (map[int64]int64, error)
 	// Source opens the reader of the partition env.SourcePartition.
 	Source func(env Env, params any) (Source, error)

@@ -14,7 +14,9 @@
 //     the class's guarantee: each exactly once, at least once, or at most once.
 //
 // Faults are injected by wrapping the class under test in a class of the same kind
-// ("conformance_<name>") that delegates to it; nothing in the runtime knows about tests.
+// ("conformance_<name>") that delegates to it; nothing in the runtime knows about tests. The
+// wrapper of a source also prefixes every position it hands out and refuses any it did not:
+// the runtime must keep positions as opaque bytes.
 package connectortest
 
 import (

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
@@ -22,8 +24,13 @@ type Sink struct {
 	Class string
 	// Rows is how many rows the pipeline writes to it; default 2000.
 	Rows int
+	// Payload, when set, names a second column of the sink's input rows: a required string
+	// holding the row's id in decimal ("17"), for classes that send one string payload
+	// column (the HTTP sink).
+	Payload string
 	// Setup prepares the target under root and returns the class's parameters (a YSON map).
-	// The sink's input rows have one required uint64 column, id, running over 0..Rows-1.
+	// The sink's input rows have one required uint64 column, id, running over 0..Rows-1, and
+	// the string column named by Payload when it is set.
 	Setup func(ctx context.Context, st *ytstore.Store, root string) (params string, err error)
 	// ReadBack returns the ids the target holds, one per row it holds.
 	ReadBack func(ctx context.Context, st *ytstore.Store, root string) ([]uint64, error)
@@ -89,7 +96,7 @@ func RunSink(t *testing.T, s Sink) {
 			e := newEnv(t, root+"/pipeline")
 			params, err := s.Setup(e.ctx, e.st, root)
 			require.NoError(t, err, "setup of %s", s.Class)
-			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Resources))
+			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Payload, s.Resources))
 			in := &injector{fault: f}
 			injectors.Store(wrapper, in)
 			defer injectors.Delete(wrapper)
@@ -179,19 +186,23 @@ func (s *faultyAsync) Deliver(ctx context.Context, batches []connector.Batch) (i
 	return n, err
 }
 
-// sinkPipeline is the static spec of a sink run: the numbers source, a keyed passthrough
-// and the sink under test.
-func sinkPipeline(class, params string, rows int, resources string) string {
-	s := idSchema()
+// sinkPipeline is the static spec of a sink run: the numbers source (with the string column
+// payload, when not ""), a keyed passthrough and the sink under test.
+func sinkPipeline(class, params string, rows int, payload, resources string) string {
+	s, src := idSchema(), fmt.Sprintf("{count = %d}", rows)
 	if resources == "" {
 		resources = "{}"
+	}
+	if payload != "" {
+		s = idSchema(schema.Column{Name: payload, Type: schema.TypeString, Required: true})
+		src = fmt.Sprintf("{count = %d; payload = %q}", rows, payload)
 	}
 	return fmt.Sprintf(`{
     resources = %s;
     computations = {
         read = {
             computation_class_name = "NYT::NFlow::TSwiftPassthroughOrderedSourceComputation";
-            source_streams = {src = {source_class_name = %q; parameters = {count = %d}}};
+            source_streams = {src = {source_class_name = %q; parameters = %s}};
             output_stream_ids = ["rows"];
         };
         store = {
@@ -206,13 +217,17 @@ func sinkPipeline(class, params string, rows int, resources string) string {
         };
     };
     streams = {rows = {schema = %s}; stored = {schema = %s}};
-}`, resources, numbersClass, rows, class, params, s, s)
+}`, resources, numbersClass, src, class, params, s, s)
 }
 
-// numbersClass is the conformance suite's own source: ids 0..count-1 over two partitions.
+// numbersClass is the conformance suite's own source: ids 0..count-1 over two partitions,
+// and with payload = "<column>" that string column too, the id in decimal.
 const numbersClass = "conformance_numbers"
 
-type numbersParams struct{ count int64 }
+type numbersParams struct {
+	count   int64
+	payload string
+}
 
 func (p *numbersParams) IsFinite() bool { return true }
 
@@ -226,27 +241,44 @@ func registerNumbers() {
 	registry.Register(registry.Class{
 		Name: numbersClass, Role: registry.Source, Guarantee: registry.ExactlyOnce, Runs: true,
 		Summary: "ids 0..count-1 over two partitions (conformance suite)",
-		Parse:   func(f *yson.Fields) any { return &numbersParams{count: f.Int("count", 0, 1, 1<<40)} },
+		Parse: func(f *yson.Fields) any {
+			return &numbersParams{count: f.Int("count", 0, 1, 1<<40), payload: f.String("payload", "")}
+		},
 	})
 	connector.RegisterSource(numbersClass, connector.Constructors{
 		Partitions: func(context.Context, connector.Env, any) ([]int64, error) { return []int64{0, 1}, nil },
 		Source: func(env connector.Env, params any) (connector.Source, error) {
-			return &numbers{count: params.(*numbersParams).count, partition: env.SourcePartition}, nil
+			p := params.(*numbersParams)
+			return &numbers{count: p.count, payload: p.payload, partition: env.SourcePartition}, nil
 		},
 	})
 }
 
-// numbers emits the ids i*2+partition below count; offset i is the row's index.
-type numbers struct{ count, partition int64 }
+// numbers emits the ids i*2+partition below count (and the payload column, when set);
+// offset i is the row's index.
+type numbers struct {
+	count, partition int64
+	payload          string
+}
 
-func (n *numbers) Read(_ context.Context, offset, max int64) ([]connector.Row, error) {
+func (n *numbers) Read(_ context.Context, from connector.Position, max int64) ([]connector.Row, error) {
+	offset, err := connector.PositionOffset(from)
+	if err != nil {
+		return nil, err
+	}
 	var rows []connector.Row
 	for i := offset; i*2+n.partition < n.count && int64(len(rows)) < max; i++ {
-		rows = append(rows, connector.Row{Offset: i, Columns: map[string]any{"id": uint64(i*2 + n.partition)}})
+		id := uint64(i*2 + n.partition)
+		cols := map[string]any{"id": id}
+		if n.payload != "" {
+			cols[n.payload] = strconv.FormatUint(id, 10)
+		}
+		rows = append(rows, connector.Row{Offset: i, Columns: cols})
 	}
+	connector.OffsetRows(rows)
 	return rows, nil
 }
 
-func (n *numbers) Advance(context.Context, int64) error { return nil }
-func (n *numbers) Finite() bool                         { return true }
-func (n *numbers) String() string                       { return fmt.Sprintf("numbers partition %d", n.partition) }
+func (n *numbers) Advance(context.Context, connector.Position) error { return nil }
+func (n *numbers) Finite() bool                                      { return true }
+func (n *numbers) String() string                                    { return fmt.Sprintf("numbers partition %d", n.partition) }

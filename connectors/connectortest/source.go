@@ -1,6 +1,7 @@
 package connectortest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -167,8 +168,36 @@ func (s *faultySource) Finite() bool {
 // lastPartition is the partition each worker read last.
 var lastPartition sync.Map // worker id -> partition id
 
-func (s *faultySource) Read(ctx context.Context, offset, max int64) ([]connector.Row, error) {
-	rows, err := s.Source.Read(ctx, offset, max)
+// positionTag prefixes the positions of a wrapped source, so that a runtime that read a
+// position as anything but opaque bytes would fail the suite.
+var positionTag = []byte("conformance:")
+
+func untag(pos connector.Position) (connector.Position, error) {
+	if pos == nil {
+		return nil, nil
+	}
+	inner, ok := bytes.CutPrefix(pos, positionTag)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q was not made by this source", connector.ErrBadPosition, pos)
+	}
+	return inner, nil
+}
+
+// seqAt remembers the sequence number at each position a wrapped source handed out (the
+// offset after its row), for the end check of Unbounded sources; the runtime keeps positions
+// opaque, the suite may look.
+var seqAt sync.Map // string(position) -> int64
+
+func (s *faultySource) Read(ctx context.Context, from connector.Position, max int64) ([]connector.Row, error) {
+	inner, err := untag(from)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Source.Read(ctx, inner, max)
+	for i := range rows {
+		rows[i].Next = append(append(connector.Position{}, positionTag...), rows[i].Next...)
+		seqAt.Store(string(rows[i].Next), rows[i].Offset+1)
+	}
 	if err == nil && s.mapRow != nil {
 		for i := range rows {
 			if rows[i].Columns, err = s.mapRow(rows[i].Columns); err != nil {
@@ -185,6 +214,10 @@ func (s *faultySource) Read(ctx context.Context, offset, max int64) ([]connector
 			end := m[s.env.SourcePartition]
 			s.end = &end
 		}
+		var offset int64
+		if v, ok := seqAt.Load(string(from)); ok {
+			offset = v.(int64)
+		}
 		s.atEnd = offset >= *s.end
 	}
 	if err == nil && len(rows) > 0 {
@@ -196,8 +229,12 @@ func (s *faultySource) Read(ctx context.Context, offset, max int64) ([]connector
 	return rows, err
 }
 
-func (s *faultySource) Advance(ctx context.Context, offset int64) error {
-	err := s.Source.Advance(ctx, offset)
+func (s *faultySource) Advance(ctx context.Context, pos connector.Position) error {
+	inner, err := untag(pos)
+	if err != nil {
+		return err
+	}
+	err = s.Source.Advance(ctx, inner)
 	s.in.step(AfterCommit, s.env.WorkerID)
 	return err
 }

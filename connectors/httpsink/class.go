@@ -1,16 +1,20 @@
 // Package httpsink is the asynchronous HTTP sink (TAsyncHttpSink): each committed output's
-// payload column is POSTed to a URL with a stable Idempotency-Key. It is at-least-once and
-// refuses at_most_once_strategy. The spec accepts and validates it; the runtime does not run
-// it yet.
+// payload column is POSTed to a URL with a stable Idempotency-Key, the lowercase hex of the
+// message id. It is at-least-once — a message may be POSTed again after a failure or a
+// restart, with the same key, so the receiver deduplicates on it — and refuses
+// at_most_once_strategy. Its dynamic parameters (Dynamic) set the timeouts and the retry
+// policy.
 package httpsink
 
 import (
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/yson"
 )
@@ -31,11 +35,18 @@ type Params struct {
 func init() {
 	registry.Register(registry.Class{
 		Name: Class, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TAsyncHttpSink"}, Aliases: []string{"http"},
-		Guarantee: registry.AtLeastOnce, Kind: registry.AsyncSink, SingleInput: true,
+		Guarantee: registry.AtLeastOnce, Kind: registry.AsyncSink, SingleInput: true, Runs: true,
 		AtMostOnceRefusal: "the HTTP sink does not support at_most_once_strategy (it is at-least-once)",
 		Summary:           "POSTs each committed output's payload with a stable Idempotency-Key",
 		Parse:             parse,
+		ParseDynamic:      parseDynamic,
 		Validate:          validate,
+	})
+	connector.RegisterSink(Class, connector.Constructors{
+		AsyncSink: func(env connector.Env, params any) (connector.AsyncSink, error) {
+			dyn, _ := env.Dynamic.(*Dynamic)
+			return newSink(env.SinkID, params.(*Params), dyn, nil, rand.Uint64()), nil
+		},
 	})
 }
 

@@ -2,8 +2,8 @@
 // partition per Kafka partition, offsets kept in the pipeline state) and the async sink
 // TKafkaSink (Kafka transactions with a progress marker). Both take their connection from the
 // static resource KafkaClient (TKafkaClient) of the pipeline spec, as in Flow; see
-// ResolveClient. TAtLeastOnceKafkaSink is registered for validation only: the runtime does
-// not run at-least-once sync sinks yet.
+// ResolveClient. TAtLeastOnceKafkaSink is a sync at-least-once sink: an epoch's records are
+// acknowledged by Kafka before the epoch commits.
 package kafka
 
 import (
@@ -84,7 +84,7 @@ func init() {
 	})
 	registry.Register(registry.Class{
 		Name: AtLeastOnceSinkClass, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TAtLeastOnceKafkaSink"},
-		Guarantee: registry.AtLeastOnce, Kind: registry.AtLeastOnceSyncSink,
+		Guarantee: registry.AtLeastOnce, Kind: registry.AtLeastOnceSyncSink, Runs: true,
 		Summary: "writes an epoch's records before its commit (fresh idempotent producer per start)",
 		Parse:   func(f *yson.Fields) any { return parseSink(f, false) },
 		Columns: sinkColumns,

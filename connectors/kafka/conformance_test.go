@@ -59,11 +59,21 @@ func TestKafkaSourceConformance(t *testing.T) {
 // TestKafkaSinkConformance: the transactional Kafka sink holds every row exactly once, as a
 // read_committed consumer sees it, while workers are killed between delivery and
 // acknowledgement and the target fails, takes part of a delivery, or is slow.
-func TestKafkaSinkConformance(t *testing.T) {
+func TestKafkaSinkConformance(t *testing.T) { connectortest.RunSink(t, kafkaSinkCase(t, kafka.Class)) }
+
+// TestAtLeastOnceKafkaSinkConformance: TAtLeastOnceKafkaSink loses no row while workers are
+// killed between its write and the epoch's commit (repeats are allowed).
+func TestAtLeastOnceKafkaSinkConformance(t *testing.T) {
+	connectortest.RunSink(t, kafkaSinkCase(t, kafka.AtLeastOnceSinkClass))
+}
+
+// kafkaSinkCase is the conformance case of a Kafka sink class on an in-process broker (a real
+// one with KAFKA_BROKERS), read back with a read_committed consumer.
+func kafkaSinkCase(t *testing.T, class string) connectortest.Sink {
 	c := kafka.NewTestCluster(t)
 	topics := map[string]string{} // root -> topic
-	connectortest.RunSink(t, connectortest.Sink{
-		Class:     kafka.Class,
+	return connectortest.Sink{
+		Class:     class,
 		Resources: clientResource(c),
 		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
 			topics[root] = c.Topic(2)
@@ -96,5 +106,5 @@ func TestKafkaSinkConformance(t *testing.T) {
 			}
 			return ids, nil
 		},
-	})
+	}
 }

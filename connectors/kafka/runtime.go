@@ -35,6 +35,13 @@ func init() {
 			return newSink(env, &p), nil
 		},
 	})
+	connector.RegisterSink(AtLeastOnceSinkClass, connector.Constructors{
+		AtLeastOnceSyncSink: func(env connector.Env, params any) (connector.AtLeastOnceSyncSink, error) {
+			p := *params.(*SinkParams)
+			p.DeliveryGuarantee = AtLeastOnce
+			return newSink(env, &p), nil
+		},
+	})
 }
 
 // newSink opens the sink of env: its transactional id is fixed per (pipeline, partition, sink),

@@ -16,6 +16,7 @@ import (
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/flow"
 )
 
 // Transaction limits of the exactly-once sink (as Flow's).
@@ -417,6 +418,30 @@ func (s *Sink) WriteBestEffort(ctx context.Context, rows []map[string]any) error
 	recs := make([]*kgo.Record, 0, len(rows))
 	for _, row := range rows {
 		r, err := s.record(&connector.Delivery{Row: row})
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("%s: produce: %w", s, err)
+	}
+	return nil
+}
+
+// WriteBeforeCommit writes an epoch's messages (TAtLeastOnceKafkaSink) with the idempotent
+// producer and returns once Kafka acknowledged every record: the epoch commits only then,
+// and a restart before its commit writes them again (at-least-once).
+func (s *Sink) WriteBeforeCommit(ctx context.Context, msgs []flow.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := s.open(ctx, false); err != nil {
+		return err
+	}
+	recs := make([]*kgo.Record, 0, len(msgs))
+	for i := range msgs {
+		r, err := s.record(&connector.Delivery{MessageID: msgs[i].MessageID, Row: msgs[i].Payload})
 		if err != nil {
 			return err
 		}

@@ -25,9 +25,9 @@ var ErrMalformed = errors.New("kafka source: malformed record")
 
 // Source reads one Kafka partition. Rows have Flow's schema {data: string, key: string,
 // unparsed: any, partition: int64, offset: int64, sub_offset: int64, timestamp: int64 (record
-// time, seconds)}; Row.Offset is the Kafka offset. Row.Timestamp stays 0: the runtime takes it
-// for a YTsaurus cluster timestamp that bounds when a message can first have been seen (it
-// lets the dedup index skip lookups), and a producer's record time is no such bound.
+// time, seconds)}; Row.Offset is the Kafka offset, the position the offset of the next record
+// (connector.OffsetPosition), Row.Timestamp the record time in microseconds (the row's system
+// and event time). Row.Born stays 0: a producer's record time is no cluster timestamp.
 //
 // A record is malformed when its value fails the unpack step. TKafkaSource's unpack keeps the
 // value as it is (one row per record, sub_offset 0), as Flow's does, so with this class no
@@ -148,9 +148,13 @@ func (s *Source) admin(ctx context.Context) (*kadm.Client, error) {
 // Invariant: a read at offset returns the committed records from offset whatever was read
 // before, and offsets that went backwards are a sticky error (TestKafkaSourceReadsOffsets,
 // TestKafkaSourceRecreatedTopic, TestKafkaSourceConformance).
-func (s *Source) Read(ctx context.Context, offset, max int64) ([]connector.Row, error) {
+func (s *Source) Read(ctx context.Context, from connector.Position, max int64) ([]connector.Row, error) {
 	if s.sticky != nil {
 		return nil, s.sticky
+	}
+	offset, err := connector.PositionOffset(from)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
 	}
 	if s.h.consumer == nil || offset < s.from || offset > s.pos {
 		if err := s.open(ctx, offset); err != nil {
@@ -185,7 +189,7 @@ func (s *Source) Read(ctx context.Context, offset, max int64) ([]connector.Row, 
 		return nil, fmt.Errorf("%s: fetch: %w", s, fetchErr)
 	}
 	var rows []connector.Row
-	var err error
+	defer func() { connector.OffsetRows(rows) }()
 	fetches.EachRecord(func(r *kgo.Record) {
 		if err != nil || r.Topic != s.topic || r.Partition != s.partition || r.Offset < s.pos {
 			return
@@ -220,7 +224,7 @@ func (s *Source) rows(r *kgo.Record) ([]connector.Row, error) {
 		if r.Key != nil {
 			key = string(r.Key)
 		}
-		return connector.Row{Offset: r.Offset, Columns: map[string]any{
+		return connector.Row{Offset: r.Offset, Timestamp: uint64(max(r.Timestamp.UnixMicro(), 0)), Columns: map[string]any{
 			"data": data, "key": key, "unparsed": unparsed, "partition": int64(r.Partition),
 			"offset": r.Offset, "sub_offset": sub, "timestamp": r.Timestamp.Unix(),
 		}}
@@ -337,7 +341,11 @@ func (s *Source) open(ctx context.Context, offset int64) error {
 
 // Advance commits offset to group_id, for lag reporting only: the pipeline's own offset is
 // the one in its state.
-func (s *Source) Advance(ctx context.Context, offset int64) error {
+func (s *Source) Advance(ctx context.Context, pos connector.Position) error {
+	offset, err := connector.PositionOffset(pos)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s, err)
+	}
 	adm, err := s.admin(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s, err)

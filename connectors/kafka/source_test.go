@@ -28,7 +28,7 @@ func readAll(t *testing.T, s *Source, offset, max int64) []connector.Row {
 	t.Helper()
 	var out []connector.Row
 	for empty := 0; empty < 2; {
-		rows, err := s.Read(ctx(t), offset, max)
+		rows, err := s.Read(ctx(t), connector.OffsetPosition(offset), max)
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			empty++
@@ -70,13 +70,15 @@ func TestKafkaSourceReadsOffsets(t *testing.T) {
 	s := NewSource(c.resolve, sourceParams(topic), dynParams(PolicyFail), 1)
 	defer s.Close()
 
-	rows, err := s.Read(ctx(t), 0, 4)
+	rows, err := s.Read(ctx(t), connector.OffsetPosition(0), 4)
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 1, 2, 3}, offsets(rows))
 	require.Equal(t, map[string]any{"data": "v0", "key": "k0", "unparsed": nil, "partition": int64(1), "offset": int64(0),
 		"sub_offset": int64(0), "timestamp": int64(1_700_000_000)}, rows[0].Columns)
 	require.Nil(t, rows[1].Columns["key"])
-	require.Zero(t, rows[0].Timestamp, "Row.Timestamp is a cluster timestamp: a record time is not one")
+	require.Equal(t, uint64(1_700_000_000_000_000), rows[0].Timestamp, "Row.Timestamp is the record time in microseconds")
+	require.Zero(t, rows[0].Born, "a record time is no cluster timestamp")
+	require.Equal(t, connector.OffsetPosition(1), rows[0].Next, "the position after a row is the next offset")
 
 	rest := readAll(t, s, 4, 100)
 	require.Equal(t, []int64{4, 5, 6, 7, 8, 9}, offsets(rest))
@@ -84,15 +86,15 @@ func TestKafkaSourceReadsOffsets(t *testing.T) {
 	require.Equal(t, "k6", rest[2].Columns["key"])
 
 	// A read elsewhere re-seeks (e.g. after an epoch failed and the runtime reads again).
-	rows, err = s.Read(ctx(t), 2, 3)
+	rows, err = s.Read(ctx(t), connector.OffsetPosition(2), 3)
 	require.NoError(t, err)
 	require.Equal(t, []int64{2, 3, 4}, offsets(rows))
-	rows, err = s.Read(ctx(t), 9, 3)
+	rows, err = s.Read(ctx(t), connector.OffsetPosition(9), 3)
 	require.NoError(t, err)
 	require.Equal(t, []int64{9}, offsets(rows))
 
 	start := time.Now()
-	rows, err = s.Read(ctx(t), 10, 3)
+	rows, err = s.Read(ctx(t), connector.OffsetPosition(10), 3)
 	require.NoError(t, err)
 	require.Empty(t, rows)
 	require.Less(t, time.Since(start), 5*time.Second)
@@ -136,11 +138,11 @@ func TestKafkaSourceMalformedPolicy(t *testing.T) {
 
 	fail := newSource(c.resolve, sourceParams(topic), dynParams(PolicyFail), 0, unpack)
 	defer fail.Close()
-	rows, err := fail.Read(ctx(t), 0, 100) // the rows before the malformed record come first
+	rows, err := fail.Read(ctx(t), connector.OffsetPosition(0), 100) // the rows before the malformed record come first
 	require.NoError(t, err)
 	require.Equal(t, []string{"0.0:a"}, data(rows))
 	for range 2 {
-		_, err = fail.Read(ctx(t), 1, 100)
+		_, err = fail.Read(ctx(t), connector.OffsetPosition(1), 100)
 		require.ErrorIs(t, err, ErrMalformed)
 		require.Contains(t, err.Error(), "offset 1")
 	}
@@ -165,7 +167,7 @@ func TestKafkaSourceRecreatedTopic(t *testing.T) {
 	s := NewSource(c.resolve, sourceParams(topic), dynParams(PolicyFail), 0)
 	defer s.Close()
 	require.Len(t, readAll(t, s, 0, 100), 5)
-	require.NoError(t, s.Advance(ctx(t), 5))
+	require.NoError(t, s.Advance(ctx(t), connector.OffsetPosition(5)))
 
 	_, err := c.adm.DeleteTopics(ctx(t), topic)
 	require.NoError(t, err)
@@ -177,9 +179,9 @@ func TestKafkaSourceRecreatedTopic(t *testing.T) {
 	c.produce(&kgo.Record{Topic: topic, Value: []byte("new")})
 
 	// The same reader re-opens at an offset the new topic does not have.
-	_, err = s.Read(ctx(t), 3, 100)
+	_, err = s.Read(ctx(t), connector.OffsetPosition(3), 100)
 	require.ErrorIs(t, err, ErrTopicRecreated)
-	_, err = s.Read(ctx(t), 0, 100)
+	_, err = s.Read(ctx(t), connector.OffsetPosition(0), 100)
 	require.ErrorIs(t, err, ErrTopicRecreated, "the error is sticky")
 }
 
@@ -194,7 +196,7 @@ func TestKafkaSourceConsumerGroupOffset(t *testing.T) {
 	}
 	p := sourceParams(topic)
 	first := NewSource(c.resolve, p, dynParams(PolicyFail), 0)
-	require.NoError(t, first.Advance(ctx(t), 5))
+	require.NoError(t, first.Advance(ctx(t), connector.OffsetPosition(5)))
 	first.Close()
 	committed, err := c.adm.FetchOffsets(ctx(t), p.GroupID)
 	require.NoError(t, err)

@@ -66,15 +66,15 @@ func TestAsyncSinkResendSameSeqNo(t *testing.T) {
 	require.NoError(t, deliver(restarted, ds(1, 5)))
 
 	src := NewSource(st, "//tmp/q", "//tmp/c", 0, true)
-	rows, err := src.Read(ctx, 0, 100)
+	rows, err := src.Read(ctx, nil, 100)
 	require.NoError(t, err)
 	var got []int64
 	for _, r := range rows {
 		got = append(got, r.Columns["v"].(int64))
 	}
 	assert.Equal(t, []int64{0, 1, 2, 3, 4}, got, "every row once, in sequence order")
-	require.NoError(t, src.Advance(ctx, int64(len(rows))))
-	more, err := src.Read(ctx, int64(len(rows)), 100)
+	require.NoError(t, src.Advance(ctx, rows[len(rows)-1].Next))
+	more, err := src.Read(ctx, connector.OffsetPosition(int64(len(rows))), 100)
 	require.NoError(t, err)
 	assert.Empty(t, more, "the end of a finite partition")
 }

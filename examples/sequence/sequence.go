@@ -54,16 +54,21 @@ type reader struct {
 	count, partition int64
 }
 
-func (r *reader) Read(_ context.Context, offset, max int64) ([]connector.Row, error) {
+func (r *reader) Read(_ context.Context, from connector.Position, max int64) ([]connector.Row, error) {
+	offset, err := connector.PositionOffset(from) // the position is the next row's index
+	if err != nil {
+		return nil, err
+	}
 	var rows []connector.Row
 	for i := offset; i < r.count && int64(len(rows)) < max; i++ {
 		rows = append(rows, connector.Row{Offset: i, Columns: map[string]any{
 			"partition": uint64(r.partition), "value": uint64(i), "square": uint64(i * i),
 		}})
 	}
+	connector.OffsetRows(rows) // each row's Next: the index after it
 	return rows, nil
 }
 
-func (r *reader) Advance(context.Context, int64) error { return nil }
-func (r *reader) Finite() bool                         { return true }
-func (r *reader) String() string                       { return fmt.Sprintf("sequence partition %d", r.partition) }
+func (r *reader) Advance(context.Context, connector.Position) error { return nil }
+func (r *reader) Finite() bool                                      { return true }
+func (r *reader) String() string                                    { return fmt.Sprintf("sequence partition %d", r.partition) }

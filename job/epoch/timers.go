@@ -1,7 +1,9 @@
 package epoch
 
 import (
+	"math"
 	"sort"
+	"time"
 )
 
 // TimerSet is the in-memory copy of a job's stored timers. It is owned by one goroutine.
@@ -58,4 +60,21 @@ func (s *TimerSet) Apply(c *Commit) {
 	for _, t := range c.TimersSet {
 		s.byID[t.Timer.MessageID] = t
 	}
+}
+
+// EventClock is the time of an event_time timer stream at pipeline EventWatermark ew (µs): ew
+// minus the largest positive delay of the stream's streams_with_delays (one watermark covers
+// every stream, so the stream with the largest delay governs), at least 0; +inf (MaxUint64)
+// stays +inf.
+func EventClock(ew uint64, delays map[string]time.Duration) uint64 {
+	if ew == math.MaxUint64 {
+		return ew
+	}
+	var delay uint64
+	for _, d := range delays {
+		if d > 0 {
+			delay = max(delay, uint64(d.Microseconds()))
+		}
+	}
+	return ew - min(ew, delay)
 }

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// setTarget is the setup of a command that sets the target state of a pipeline and, with
+// wait, polls until the pipeline state is one of done (or the deadline).
+func setTarget(name, target string, done ...string) setupFunc {
+	return func(fs *flag.FlagSet, env *environ) runFunc {
+		var pf pipelineFlags
+		pf.define(fs)
+		wait := fs.Bool("wait", false, "wait until the pipeline reaches the state")
+		timeout := fs.Duration("timeout", 5*time.Minute, "how long --wait waits")
+		return func(ctx context.Context, s *settings) int {
+			if code := pf.check(fs, true); code >= 0 {
+				return code
+			}
+			return setTargetState(ctx, env, s, name, target, pf, *wait, *timeout, done)
+		}
+	}
+}
+
+func setTargetState(ctx context.Context, env *environ, s *settings, name, target string, pf pipelineFlags, wait bool, timeout time.Duration, done []string) int {
+	st, err := openPipelineStore(ctx, s, pf.proxy, pf.path)
+	if err != nil {
+		return failf(env.stderr, "%s: %v", name, err)
+	}
+	defer st.Close()
+	attrs, err := st.Attributes(ctx)
+	if err != nil {
+		return failf(env.stderr, "%s: %v", name, explain(err, pf.path))
+	}
+	if attrs.PipelineState == ytstore.StateCompleted {
+		return failf(env.stderr, "%s: pipeline %s is completed (terminal); nothing to %s", name, pf.path, name)
+	}
+	if err := st.SetTargetState(ctx, target); err != nil {
+		return failf(env.stderr, "%s: %v", name, err)
+	}
+	fmt.Fprintf(env.stdout, "pipeline %s: target state %s\n", pf.path, target)
+	if !wait {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := "unknown" // the last state read: the read that hits the deadline fails
+	for {
+		attrs, err := st.Attributes(ctx)
+		if err == nil {
+			last = orDash(attrs.PipelineState)
+			for _, s := range done {
+				if attrs.PipelineState == s {
+					fmt.Fprintf(env.stdout, "pipeline %s: %s\n", pf.path, s)
+					return 0
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return failf(env.stderr, "%s: timed out after %v waiting for pipeline %s to be %v (state %s; is a controller running?)", name, timeout, pf.path, done, last)
+		case <-tick.C:
+		}
+	}
+}
+
+func init() {
+	register(&command{
+		name:    "stop",
+		summary: "drain and stop a pipeline (target state stopped)",
+		setup:   setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
+	})
+}

@@ -1,0 +1,176 @@
+// What a job reports: its counters (runnerStats, JobStats), its job_status row, in_flight and
+// SystemWatermark.
+
+package job
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// runnerStats are counters readable from other goroutines.
+type runnerStats struct {
+	epochs     atomic.Int64
+	duplicates atomic.Int64
+	// lookupsSkipped counts inputs not looked up in the dedup index (fresh.go).
+	lookupsSkipped atomic.Int64
+	lastCommitTS   atomic.Uint64
+	dropped        atomic.Int64
+	// readAheads counts source batches read during the previous commit.
+	readAheads atomic.Int64
+	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
+	alignmentHolds atomic.Int64
+	// pushesLocal, pushesInProcess and pushesHTTP count pushes to reader jobs on this worker,
+	// on other workers of this process (Config.InProcessPeers) and on others.
+	pushesLocal, pushesInProcess, pushesHTTP atomic.Int64
+	// payloadsTaken counts received inputs whose payload map the producer handed over in
+	// memory (handOver) instead of bytes to decode.
+	payloadsTaken atomic.Int64
+	// mismatchesLogged is the payload mismatch count last logged.
+	mismatchesLogged atomic.Int64
+	// phases is where the job's wall time went, in Flow's epoch part names.
+	phases epochPhases
+}
+
+// epochPhases accumulates the wall time of epoch parts (nanoseconds) and the rows the epochs
+// took; a job logs them when it stops.
+type epochPhases struct {
+	fetch, prepare, process, commit, idle atomic.Int64
+	rows                                  atomic.Int64
+}
+
+func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
+	now := time.Now()
+	d.Add(int64(now.Sub(start)))
+	return now
+}
+
+func (p *epochPhases) fields() []log.Field {
+	ms := func(d *atomic.Int64) int64 { return d.Load() / int64(time.Millisecond) }
+	return []log.Field{
+		log.Int64("input_fetch_ms", ms(&p.fetch)), log.Int64("prepare_ms", ms(&p.prepare)),
+		log.Int64("process_ms", ms(&p.process)), log.Int64("commit_ms", ms(&p.commit)),
+		log.Int64("idle_ms", ms(&p.idle)), log.Int64("rows", p.rows.Load()),
+	}
+}
+
+// updateCompleted marks a source job completed once every finite source is exhausted at
+// its committed offset; the job keeps running to deliver its outbox.
+func (r *runner) updateCompleted() {
+	if len(r.sources) == 0 {
+		return
+	}
+	for _, s := range r.sources {
+		if !s.ended {
+			return
+		}
+	}
+	if !r.completed.Swap(true) {
+		r.w.wakeStatus()
+	}
+}
+
+// status is the job's row for job_status.
+func (r *runner) status(state, errText string) ytstore.JobStatus {
+	inbox := int64(r.inbox.len())
+	if errText == "" {
+		if p := r.problem.Load(); p != nil {
+			errText = *p
+		}
+	}
+	n, last := r.inbox.payloadMismatches()
+	if seen := r.stats.mismatchesLogged.Swap(n); n > seen {
+		r.log.Warn("payload mismatch: a message id was received again with another payload", log.Int64("payload_mismatches", n), log.String("latest", last))
+	}
+	if n > 0 && errText == "" {
+		errText = fmt.Sprintf("job %s (computation %s): %d payload mismatches; latest: %s", r.job.JobID, r.comp.ID, n, last)
+	}
+	updated := nowMicros()
+	return ytstore.JobStatus{
+		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
+		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
+		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
+		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
+	}
+}
+
+// inFlight is what the job still holds: buffered inputs, undelivered outputs, swift source
+// rows not committed past and, while completing, pending timers.
+func (r *runner) inFlight(inbox int64) int64 {
+	n := inbox + int64(r.outbox.held()) + r.swiftSourceHeld()
+	if r.completing() {
+		n += r.pendingTimers.Load()
+	}
+	return n
+}
+
+// systemWatermark is the smallest system timestamp of what the job holds: buffered inputs,
+// rows still in its output store, the outputs of the epoch in progress and of swift source
+// rows not committed past (swiftSource.minSystemTS); 0 when it holds nothing.
+//
+// Invariant: a message is counted from the moment the job receives or produces it until its
+// output store row is deleted by a committed epoch, so the dedup index is never collected
+// below a message that can still be retransmitted (TestSystemWatermarkCoversOutbox).
+func (r *runner) systemWatermark() uint64 {
+	var least uint64
+	for _, ts := range []uint64{r.openEpoch.Load(), r.inbox.minSystemTS(), r.outbox.minSystemTS(), r.swiftSourceMinTS()} {
+		if ts != 0 && (least == 0 || ts < least) {
+			least = ts
+		}
+	}
+	return least
+}
+
+// JobStats are the counters of one job, as served on the worker's /stats endpoint.
+type JobStats struct {
+	ComputationID string `json:"computation_id"`
+	PartitionID   string `json:"partition_id"`
+	Epochs        int64  `json:"epochs"`
+	// Duplicates counts inputs dropped because the dedup index already held them.
+	Duplicates int64 `json:"duplicates_dropped"`
+	// BestEffortDropped counts rows dropped by at-most-once sinks whose queue was full.
+	BestEffortDropped int64 `json:"best_effort_dropped"`
+	InboxLen          int   `json:"inbox"`
+	OutboxLen         int   `json:"outbox"`
+	Completed         bool  `json:"completed"`
+	// PayloadMismatches counts messages received again with a different payload under the
+	// same id: a swift computation that is not deterministic.
+	PayloadMismatches int64 `json:"payload_mismatches"`
+	// PushesLocal, PushesInProcess and PushesHTTP count the pushes this job sent to reader
+	// jobs on its own worker and on other workers of its process (Config.InProcessPeers), both
+	// handed over in memory, and on other workers (over HTTP).
+	PushesLocal     int64 `json:"pushes_local"`
+	PushesInProcess int64 `json:"pushes_in_process"`
+	PushesHTTP      int64 `json:"pushes_http"`
+	// PayloadsTaken counts the inputs this job received from a producer in its process with
+	// the producer's payload map, not decoded from bytes (an in-process push hands a map over
+	// once; retransmissions and HTTP pushes carry bytes).
+	PayloadsTaken int64 `json:"payloads_taken"`
+	// LookupsSkipped counts inputs that needed no dedup lookup: born after the job started and
+	// not committed by it (fresh.go).
+	LookupsSkipped int64 `json:"dedup_lookups_skipped"`
+	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
+	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
+	AlignmentHolds int64 `json:"alignment_holds"`
+}
+
+func (r *runner) jobStats() JobStats {
+	var dropped int64
+	for _, be := range r.bestEffort {
+		dropped += be.Dropped()
+	}
+	mismatches, _ := r.inbox.payloadMismatches()
+	return JobStats{
+		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
+		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
+		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
+		AlignmentHolds: r.stats.alignmentHolds.Load(),
+		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
+		PayloadMismatches: mismatches,
+	}
+}

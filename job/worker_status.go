@@ -1,0 +1,230 @@
+// What a worker reports and watches for its jobs: job_status rows and their marks, the
+// upstream-drained check of completing jobs, and what event_time timers follow.
+
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// wakeStatus makes the worker poll and report statuses now (see marksChanged).
+func (w *Worker) wakeStatus() {
+	if w == nil || w.marksChanged == nil { // runners of unit tests
+		return
+	}
+	select {
+	case w.marksChanged <- struct{}{}:
+	default:
+	}
+}
+
+// waitingUpstream reports whether a job of the worker completes and waits for its upstream
+// to drain (checkUpstreamDrained).
+func (w *Worker) waitingUpstream() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.runners {
+		if h.r.completing() && !h.r.upstreamDrained.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// inTransition reports whether some job of the worker has applied draining or has
+// completed its sources (the pipeline's completion follows).
+func (w *Worker) inTransition() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.runners {
+		if h.r.applied.Load() || h.r.completed.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// statusMarks describes the status transitions the controller waits for, per job: loaded,
+// completed, draining applied, and drained (draining applied and nothing in flight; in_flight
+// alone is not a mark, it comes and goes in a running job); drained is set when some job is.
+// Statuses are reported at every poll while the marks change or a job is drained, else
+// every StatusPeriod.
+func (w *Worker) statusMarks() (marks string, drained bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ms := make([]string, 0, len(w.runners))
+	for id, h := range w.runners {
+		r := h.r
+		applied := r.applied.Load()
+		empty := applied && r.inFlight(int64(r.inbox.len())) == 0
+		drained = drained || empty
+		ms = append(ms, fmt.Sprintf("%s:%t/%t/%t/%t", id, r.loaded.Load(), r.completed.Load(), applied, empty))
+	}
+	sort.Strings(ms)
+	return strings.Join(ms, ";"), drained
+}
+
+// reportStatuses writes job_status rows of running jobs, each conditional on its lease.
+func (w *Worker) reportStatuses(ctx context.Context) {
+	w.mu.Lock()
+	hs := make([]*runnerHandle, 0, len(w.runners))
+	for _, h := range w.runners {
+		hs = append(hs, h)
+	}
+	w.mu.Unlock()
+	for _, h := range hs {
+		state, errText := ytstore.JobRunning, ""
+		select {
+		case <-h.done:
+			if h.err == nil {
+				continue
+			}
+			if errors.Is(h.err, ErrZombie) {
+				continue
+			}
+			state, errText = ytstore.JobFailed, h.err.Error()
+		default:
+			if !h.r.loaded.Load() {
+				// Invariant: no status before the job's output store is loaded, so a
+				// watermark never passes a message it is about to resend
+				// (TestSystemWatermarkCoversOutbox).
+				continue
+			}
+			if h.r.completed.Load() {
+				state = ytstore.JobCompleted
+			}
+		}
+		err := w.coord.PutJobStatus(ctx, h.r.status(state, errText), h.lease)
+		if err != nil && !errors.Is(err, ytstore.ErrLeaseLost) && ctx.Err() == nil {
+			w.log.Warn("job status write failed", log.String("job", h.r.job.JobID), log.Error(err))
+		}
+	}
+}
+
+// reportFinal writes the last status of jobs stopped after the worker lost its session,
+// each conditional on its lease: the controller sees their final counters when the lease
+// still lives, and the write is refused when the lease is gone (the job's keys have a new
+// owner), which is logged.
+// The writes go out together and are given 5 seconds in all (YTsaurus may be unreachable).
+func (w *Worker) reportFinal(ctx context.Context, stopped []*runnerHandle) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, h := range stopped {
+		if h.r == nil || h.r.loads == nil { // a job that could not start reported its failure
+			continue
+		}
+		wg.Go(func() {
+			err := w.coord.PutJobStatus(sctx, h.r.status(ytstore.JobRunning, ""), h.lease)
+			if err != nil && ctx.Err() == nil {
+				w.log.Info("final status of a stopped job refused", log.String("job", h.r.job.JobID), log.String("lease", h.lease), log.Error(err))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// upstreamMark is one observation of an upstream job's status.
+type upstreamMark struct {
+	updatedAt uint64
+	epoch     int64
+}
+
+// checkUpstreamDrained lets a completing job fire its timers once every job of the
+// computations feeding it has been seen drained twice in a row with the same epochs and newer
+// statuses (the drained rule of the controller, applied to the upstream only): before that,
+// events can still arrive, and a timer fired at +inf would close a window too early.
+//
+// Invariant: a completing job fires its timers only after its upstream drained
+// (TestCompletionFiresTimers, e2e TestSwiftSessionsUnderFaults).
+func (w *Worker) checkUpstreamDrained(ctx context.Context) {
+	w.mu.Lock()
+	var waiting []*runner
+	for _, h := range w.runners {
+		if h.r.completing() && !h.r.upstreamDrained.Load() {
+			waiting = append(waiting, h.r)
+		}
+	}
+	jobs := w.jobs
+	w.mu.Unlock()
+	if len(waiting) == 0 {
+		return
+	}
+	sts, err := w.coord.JobStatuses(ctx)
+	if err != nil {
+		return
+	}
+	byJob := make(map[string]ytstore.JobStatus, len(sts))
+	for _, st := range sts {
+		byJob[st.JobID] = st
+	}
+	for _, r := range waiting {
+		obs := map[string]upstreamMark{}
+		quiet := true
+		for _, j := range jobs {
+			if !r.upstream[j.ComputationID] {
+				continue
+			}
+			st, ok := byJob[j.JobID]
+			if !ok || st.InFlight != 0 || !(st.Draining || st.State == ytstore.JobCompleted) {
+				quiet = false
+				break
+			}
+			obs[j.JobID] = upstreamMark{updatedAt: st.UpdatedAt, epoch: st.Epoch}
+		}
+		prev := r.upstreamObs
+		r.upstreamObs = nil
+		if !quiet {
+			continue
+		}
+		r.upstreamObs = obs
+		if prev == nil || len(prev) != len(obs) {
+			continue
+		}
+		same := true
+		for id, m := range obs {
+			p, ok := prev[id]
+			if !ok || p.epoch != m.epoch || m.updatedAt <= p.updatedAt {
+				same = false
+			}
+		}
+		if same {
+			r.upstreamDrained.Store(true)
+			r.wake() // its timer clock is now +inf: fire its timers without waiting
+		}
+	}
+}
+
+// What event_time timers follow (Worker.eventTime).
+const (
+	eventTimeUnknown int32 = iota
+	eventTimeWatermark
+	eventTimeWallClock
+)
+
+// checkEventWatermarks settles what event_time timers follow, once the pipeline's tables
+// can be read.
+func (w *Worker) checkEventWatermarks(ctx context.Context) {
+	if w.eventTime.Load() != eventTimeUnknown {
+		return
+	}
+	ok, err := w.coord.EventWatermarks(ctx)
+	switch {
+	case err != nil:
+		w.log.Warn("cannot tell whether the pipeline has event watermarks; event_time timers wait", log.Error(err))
+	case ok:
+		w.eventTime.Store(eventTimeWatermark)
+	default:
+		w.eventTime.Store(eventTimeWallClock)
+	}
+}
