@@ -72,7 +72,7 @@ func (r *progressRate) line(p sourceProgress, now time.Time) string {
 	if r.rate > 0 {
 		s += fmt.Sprintf(", %.0f rows/s", r.rate)
 		if p.unread > 0 {
-			s += ", ETA " + (time.Duration(float64(p.unread)/r.rate*float64(time.Second))).Round(time.Second).String()
+			s += ", ETA " + (time.Duration(float64(p.unread) / r.rate * float64(time.Second))).Round(time.Second).String()
 		}
 	}
 	return s
