@@ -11,6 +11,7 @@ import (
 
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -46,27 +47,27 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	const now = uint64(1_800_000_000_000_000)
 	const sec = uint64(1_000_000)
 	eventWM := now - 3600*sec
-	s := &pipelineStatus{
-		attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
+	s := &pipelineStatus{&status.Snapshot{
+		Attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
 			EventWatermark: &eventWM},
-		partitions: []ytstore.Partition{
+		Partitions: []ytstore.Partition{
 			{PartitionID: "count/0of2", ComputationID: "count", State: ytstore.PartitionActive},
 			{PartitionID: "count/1of2", ComputationID: "count", State: ytstore.PartitionActive},
 			{PartitionID: "count/0of1", ComputationID: "count", State: ytstore.PartitionDraining},
 			{PartitionID: "split/src/lines/0", ComputationID: "split", SourceID: "lines", State: ytstore.PartitionActive},
 		},
-		jobs: []ytstore.Job{
+		Jobs: []ytstore.Job{
 			{JobID: "c0", ComputationID: "count", PartitionID: "count/0of2"},
 			{JobID: "c1", ComputationID: "count", PartitionID: "count/1of2"},
 			{JobID: "s0", ComputationID: "split", PartitionID: "split/src/lines/0"},
 		},
-		statuses: map[string]ytstore.JobStatus{
+		Statuses: map[string]ytstore.JobStatus{
 			"c0": {JobID: "c0", State: "running", InputLag: 7, InFlight: 12, SystemWatermark: now - 65*sec, LastCommitTS: now - 2*sec},
 			"c1": {JobID: "c1", State: "running", InputLag: 3, InFlight: 3, SystemWatermark: now - 5*sec, LastCommitTS: now - sec},
 			"s0": {JobID: "s0", State: "running", InFlight: 40, SystemWatermark: now - 12*sec, LastCommitTS: now - 3*sec},
 		},
-		alive: map[string]bool{}, leases: map[string]bool{}, now: now, backlog: map[string]int64{"lines": 123},
-	}
+		Alive: map[string]bool{}, Leases: map[string]bool{}, Now: now, Backlog: map[string]int64{"lines": 123},
+	}}
 	var buf bytes.Buffer
 	if err := s.write(&buf, "//p"); err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestReadBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	attrs := &ytstore.Attributes{Spec: []byte(statusTestSpec)}
-	got := readBacklog(ctx, st, attrs, parts)
+	got := status.ReadBacklog(ctx, st, attrs, parts)
 	// tablet 0: 6 rows, offset 4 -> 2 unread; tablet 1: 2 rows, nothing read -> 2.
 	if len(got) != 1 || got["lines"] != 4 {
 		t.Fatalf("readBacklog = %v, want lines: 4", got)
