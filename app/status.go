@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,15 +31,9 @@ func orDash(s string) string {
 	return s
 }
 
-func (s *pipelineStatus) age(us uint64) string {
-	if us == 0 {
-		return "-"
-	}
-	if us >= s.Now {
-		return "0s ago"
-	}
-	return (time.Duration(s.Now-us) * time.Microsecond).Round(100*time.Millisecond).String() + " ago"
-}
+func (s *pipelineStatus) age(us uint64) string { return s.Age(us) }
+
+func (s *pipelineStatus) lagOf(ts uint64) string { return s.Lag(ts) }
 
 // write prints the status as aligned text.
 func (s *pipelineStatus) write(w io.Writer, path string) error {
@@ -147,17 +140,6 @@ func init() {
 	})
 }
 
-// lagOf is "now - ts" in human form, "-" for 0 (nothing held).
-func (s *pipelineStatus) lagOf(ts uint64) string {
-	if ts == 0 {
-		return "-"
-	}
-	if ts >= s.Now {
-		return "0s"
-	}
-	return (time.Duration(s.Now-ts) * time.Microsecond).Round(100 * time.Millisecond).String()
-}
-
 // writeFlow prints the SystemWatermark and the lag per computation and per
 // stream. A computation's lag is the age of the oldest message its jobs hold
 // unpersisted (their smallest system_watermark); a stream's lag is the lag of
@@ -166,19 +148,8 @@ func (s *pipelineStatus) lagOf(ts uint64) string {
 // messages minus its buffered input. For a queue source stream, in flight is
 // the number of rows not yet read.
 func (s *pipelineStatus) writeFlow(w io.Writer) error {
-	wm := "-"
-	if a := s.Attrs.SystemWatermark; a != 0 {
-		wm = fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(a)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.lagOf(a))
-	}
-	fmt.Fprintf(w, "\nsystem watermark  %s\n", wm)
-	if e := s.Attrs.EventWatermark; e != nil {
-		ew := "- (no source has read anything yet)"
-		switch {
-		case *e == math.MaxUint64:
-			ew = "end of time (every source exhausted, nothing in flight)"
-		case *e > 1:
-			ew = fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(*e)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.lagOf(*e))
-		}
+	fmt.Fprintf(w, "\nsystem watermark  %s\n", s.SystemWatermark())
+	if ew := s.EventWatermark(); ew != "" {
 		fmt.Fprintf(w, "event watermark   %s\n", ew)
 	}
 
@@ -190,7 +161,7 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  COMPUTATION\tPARTITIONS\tJOBS\tINPUT LAG\tIN FLIGHT\tLAG\tLAST COMMIT")
 	for _, a := range comps {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\n", a.ID, partitionsNote(a), jobsNote(a), a.InputLag, a.InFlight, s.lagOf(a.Watermark), s.age(a.LastCommit))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\n", a.ID, a.PartitionSummary(), a.JobSummary(), a.InputLag, a.InFlight, s.lagOf(a.Watermark), s.age(a.LastCommit))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -203,47 +174,10 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  STREAM\tFROM\tTO\tIN FLIGHT\tLAG")
 	for _, r := range streams {
-		from, to := r.From, r.To
-		if from == "" {
-			from = r.Source
-		}
-		for _, k := range r.Sinks {
-			to = append(to, "sink "+k)
-		}
-		inFlight, lag := "-", "-"
-		if r.Known {
-			inFlight = fmt.Sprint(r.InFlight)
-		}
-		if r.From != "" {
-			lag = s.lagOf(r.Watermark)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, from, orDash(strings.Join(to, ", ")), inFlight, lag)
+		from, to, inFlight, lag := s.StreamRow(r)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, from, to, inFlight, lag)
 	}
 	return tw.Flush()
-}
-
-// partitionsNote is a computation's partition count with its retiring and completed ones.
-func partitionsNote(a status.Computation) string {
-	var notes []string
-	if a.Retiring > 0 {
-		notes = append(notes, fmt.Sprintf("%d retiring", a.Retiring))
-	}
-	if a.Completed > 0 {
-		notes = append(notes, fmt.Sprintf("%d completed", a.Completed))
-	}
-	parts := fmt.Sprint(a.Partitions)
-	if len(notes) > 0 {
-		parts += " (" + strings.Join(notes, ", ") + ")"
-	}
-	return parts
-}
-
-// jobsNote is a computation's job count with how many report a status, when not all do.
-func jobsNote(a status.Computation) string {
-	if a.Reporting != a.Jobs {
-		return fmt.Sprintf("%d (%d reporting)", a.Jobs, a.Reporting)
-	}
-	return fmt.Sprint(a.Jobs)
 }
 
 func sortedKeysOf[V any](m map[string]V) []string { return status.SortedKeys(m) }

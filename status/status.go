@@ -8,7 +8,10 @@ package status
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/spec"
@@ -221,6 +224,51 @@ func (s *Snapshot) Computations() []Computation {
 	return out
 }
 
+// PartitionSummary is the partition count with the retiring and completed ones:
+// "3 (1 retiring, 2 completed)".
+func (c Computation) PartitionSummary() string {
+	var notes []string
+	if c.Retiring > 0 {
+		notes = append(notes, fmt.Sprintf("%d retiring", c.Retiring))
+	}
+	if c.Completed > 0 {
+		notes = append(notes, fmt.Sprintf("%d completed", c.Completed))
+	}
+	parts := fmt.Sprint(c.Partitions)
+	if len(notes) > 0 {
+		parts += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return parts
+}
+
+// JobSummary is the job count with how many report a status, when not all do:
+// "2 (1 reporting)".
+func (c Computation) JobSummary() string {
+	if c.Reporting != c.Jobs {
+		return fmt.Sprintf("%d (%d reporting)", c.Jobs, c.Reporting)
+	}
+	return fmt.Sprint(c.Jobs)
+}
+
+// Lag is Now - ts in human form ("1m5s"), "-" for 0 (nothing held).
+func (s *Snapshot) Lag(ts uint64) string {
+	if ts == 0 {
+		return "-"
+	}
+	if ts >= s.Now {
+		return "0s"
+	}
+	return (time.Duration(s.Now-ts) * time.Microsecond).Round(100 * time.Millisecond).String()
+}
+
+// Age is how long before Now a time was ("3.2s ago"), "-" for 0 (never).
+func (s *Snapshot) Age(us uint64) string {
+	if us == 0 {
+		return "-"
+	}
+	return s.Lag(us) + " ago"
+}
+
 // JobMessage is what the surfaces say about a job's status, "" for nothing: a failed job, or
 // an error a running job reports (Flow's "Messages" of a computation).
 func JobMessage(j ytstore.Job, st ytstore.JobStatus) string {
@@ -299,6 +347,56 @@ func (s *Snapshot) Streams() []Stream {
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
 	return rows
+}
+
+// StreamRow is a stream's columns as the surfaces print them: its producer (the source for
+// a source stream), its readers and sinks ("count, sink out"; "-" for none), the in-flight
+// count ("-" unknown) and the lag ("-" for a source stream).
+func (s *Snapshot) StreamRow(r Stream) (from, to, inFlight, lag string) {
+	from = r.From
+	if from == "" {
+		from = r.Source
+	}
+	tos := append([]string(nil), r.To...)
+	for _, k := range r.Sinks {
+		tos = append(tos, "sink "+k)
+	}
+	to = strings.Join(tos, ", ")
+	if to == "" {
+		to = "-"
+	}
+	inFlight, lag = "-", "-"
+	if r.Known {
+		inFlight = fmt.Sprint(r.InFlight)
+	}
+	if r.From != "" {
+		lag = s.Lag(r.Watermark)
+	}
+	return from, to, inFlight, lag
+}
+
+// SystemWatermark is the published SystemWatermark with its lag, "-" for none.
+func (s *Snapshot) SystemWatermark() string {
+	a := s.Attrs.SystemWatermark
+	if a == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(a)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.Lag(a))
+}
+
+// EventWatermark is the published EventWatermark with its lag, "" when none was ever
+// published.
+func (s *Snapshot) EventWatermark() string {
+	e := s.Attrs.EventWatermark
+	switch {
+	case e == nil:
+		return ""
+	case *e == math.MaxUint64:
+		return "end of time (every source exhausted, nothing in flight)"
+	case *e > 1:
+		return fmt.Sprintf("%s (lag %s)", time.UnixMicro(int64(*e)).UTC().Format("2006-01-02 15:04:05.000 MST"), s.Lag(*e))
+	}
+	return "- (no source has read anything yet)"
 }
 
 // Partition is one partition with its job, or a job whose partition is missing (State

@@ -60,7 +60,7 @@ func (s *Store) CheckPermission(ctx context.Context, token, perm string) (string
 // otherwise).
 type noCredentials struct{}
 
-func (noCredentials) Set(*http.Request)                  {}
+func (noCredentials) Set(*http.Request)                {}
 func (noCredentials) SetExtension(*rpc.TRequestHeader) {}
 
 // classifyAuth is classify with the authentication and authorization codes, and with token
