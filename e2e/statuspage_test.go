@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -54,6 +56,21 @@ func browser(t *testing.T, path string) context.Context {
 		cancel()
 		acancel()
 		t.Fatalf("start Chromium %s: %v", path, err)
+	}
+	if tok := os.Getenv("YT_TOKEN"); tok != "" {
+		// A cluster with authentication: the page wants the token, as the CLI does.
+		err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, t, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "OAuth " + tok}})
+			return err
+		}))
+		if err != nil {
+			cancel()
+			acancel()
+			t.Fatalf("give Chromium the token: %v", err)
+		}
 	}
 	pid := 0
 	if c := chromedp.FromContext(ctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {

@@ -366,3 +366,33 @@ func TestHostChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestStandbySaysWhereTheLeaderIs: the page of a controller that does not lead names the
+// leader's page.
+func TestStandbySaysWhereTheLeaderIs(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	sess, err := f.st.StartSession(ctx, "test leader", 5e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	if err := f.st.LockLeader(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.SetControllerAttributes(ctx, sess, ytstore.StateWorking, "http://127.0.0.1:7001/"); err != nil {
+		t.Fatal(err)
+	}
+	for self, standby := range map[string]bool{"http://127.0.0.1:7001/": false, "http://127.0.0.1:7002/": true} {
+		h, err := New(Config{Pipeline: StorePipeline(f.st, 0), Self: self})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil))
+		body := rec.Body.String()
+		if got := strings.Contains(body, `id="standby"`) && strings.Contains(body, "the leader&#39;s page is at http://127.0.0.1:7001/"); got != standby {
+			t.Errorf("page of %s says standby %v, want %v", self, got, standby)
+		}
+	}
+}
