@@ -396,3 +396,45 @@ func TestStandbySaysWhereTheLeaderIs(t *testing.T) {
 		}
 	}
 }
+
+// TestPageShowsJobErrors: the errors jobs report are the messages of their computation, in
+// its table and as a marked box of the graph, escaped.
+func TestPageShowsJobErrors(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	sess, err := f.st.StartSession(ctx, "test leader", 5e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	if err := f.st.LockLeader(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	err = f.st.ApplyLayout(ctx, sess, ytstore.LayoutChange{
+		PutPartitions: []ytstore.Partition{{PartitionID: "count/0of1", ComputationID: "count", State: ytstore.PartitionActive}},
+		PutJobs:       []ytstore.Job{{JobID: "j1", ComputationID: "count", PartitionID: "count/0of1", WorkerID: "w1", LeaseID: "0-0-0-0", SourcePartition: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.PutJobStatus(ctx, ytstore.JobStatus{JobID: "j1", WorkerID: "w1", State: ytstore.JobFailed, Error: "process: <script>boom</script>"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/", nil)
+	resp, body := f.do(req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /: %s", resp.Status)
+	}
+	for _, want := range []string{
+		`<ul class="messages" data-messages="count"><li>Job failed (JobFinishReason: Failed): process: &lt;script&gt;boom&lt;/script&gt; (JobId: j1, PartitionId: count/0of1, WorkerId: w1)</li></ul>`,
+		`class="node computation warn" data-kind="computation" data-id="count"`,
+		`<tr data-partition="count/0of1">`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "<script>") {
+		t.Errorf("the page holds an unescaped <script>")
+	}
+}
