@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
@@ -27,13 +28,14 @@ func init() {
 		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
 			pf.define(fs)
-			address := fs.String("address", "", "address published in @leader_controller_address while leading (default host/pid)")
+			address := fs.String("address", "", "address published in @leader_controller_address while leading (default: the status page URL with --status-listen, else host/pid)")
 			period := fs.Duration("period", 500*time.Millisecond, "scheduling period")
 			leaseTimeout := fs.Duration("lease-timeout", 30*time.Second, "timeout of job leases")
 			sessionTimeout := fs.Duration("session-timeout", 5*time.Second, "timeout of the controller session holding the leader lock")
 			gcMargin := fs.Duration("dedup-gc-margin", 5*time.Second, "dedup rows are kept this far below the SystemWatermark")
 			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection (dedup tables without the watermark row merger)")
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
+			statusListen := addStatusListenFlag(fs)
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
 			return func(ctx context.Context, s *settings) int {
 				if code := pf.check(fs, true); code >= 0 {
@@ -43,11 +45,12 @@ func init() {
 				if err != nil {
 					return failf(env.stderr, "controller: %v", err)
 				}
-				err = controller.Run(ctx, controller.Config{
+				lg := newStderrLogger(env.stderr, log.InfoLevel)
+				cfg := controller.Config{
 					Proxy:          pf.proxy,
 					Token:          token,
 					Path:           pf.path,
-					Logger:         newStderrLogger(env.stderr, log.InfoLevel),
+					Logger:         lg,
 					Address:        *address,
 					Period:         *period,
 					LeaseTimeout:   *leaseTimeout,
@@ -56,7 +59,12 @@ func init() {
 					DedupGCBatch:   *gcBatch,
 					DedupGCPeriod:  *gcPeriod,
 					WorkerSettle:   *settle,
-				})
+				}
+				if *statusListen == "" {
+					err = controller.Run(ctx, cfg)
+				} else {
+					err = runWithStatusPage(ctx, env, *statusListen, &cfg)
+				}
 				if err != nil {
 					return failf(env.stderr, "controller: %v", err)
 				}
@@ -64,4 +72,31 @@ func init() {
 			}
 		},
 	})
+}
+
+// runWithStatusPage runs the controller of cfg with its status page on listen: the page's
+// URL becomes the address the leader publishes (unless cfg.Address is set, which is then
+// the URL published). It returns when both have stopped; a page that fails to serve stops
+// the controller.
+func runWithStatusPage(ctx context.Context, env *environ, listen string, cfg *controller.Config) error {
+	page, err := openStatusPage(ctx, listen, cfg.Proxy, cfg.Token, cfg.Path, cfg.Address, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	cfg.Address = page.url
+	fmt.Fprintf(env.stdout, "status page at %s\n", page.url)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pageErr := make(chan error, 1)
+	go func() {
+		err := page.Run(ctx)
+		cancel()
+		pageErr <- err
+	}()
+	err = controller.Run(ctx, *cfg)
+	cancel()
+	if perr := <-pageErr; perr != nil && err == nil {
+		err = fmt.Errorf("status page: %w", perr)
+	}
+	return err
 }

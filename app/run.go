@@ -41,6 +41,8 @@ type runOptions struct {
 	setup    string
 	logFile  string
 	progress time.Duration
+	// statusListen is --status-listen: where the controller serves the status page ("" none).
+	statusListen string
 }
 
 func setupRun(fs *flag.FlagSet, env *environ) runFunc {
@@ -52,6 +54,7 @@ func setupRun(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&o.setup, "setup", "", "setup file with user tables and input (default: local.yson next to the spec, embedded server only)")
 	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
 	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
+	fs.StringVar(&o.statusListen, "status-listen", "", statusListenUsage)
 	return func(ctx context.Context, s *settings) int {
 		if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
 			fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE]")
@@ -154,7 +157,7 @@ func (r *runner) run(ctx context.Context) int {
 	runCtx, stopAll := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAll()
 	var wg sync.WaitGroup
-	errs := make(chan error, r.o.workers+1)
+	errs := make(chan error, r.o.workers+2)
 	for i := range r.o.workers {
 		w := job.NewWorker(job.Config{
 			Proxy: proxy, Token: r.token, Path: cfg.Path,
@@ -178,8 +181,24 @@ func (r *runner) run(ctx context.Context) int {
 		case <-ctx.Done(): // interrupted: watch below reports it
 		}
 	}
+	ccfg := controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger}
+	if r.o.statusListen != "" {
+		page, err := openStatusPage(ctx, r.o.statusListen, proxy, r.token, cfg.Path, "", r.logger)
+		if err != nil {
+			stopAll()
+			wg.Wait()
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		ccfg.Address = page.url
+		r.say("status page at %s", page.url)
+		wg.Go(func() {
+			if err := page.Run(runCtx); err != nil {
+				errs <- fmt.Errorf("status page: %w", err)
+			}
+		})
+	}
 	wg.Go(func() {
-		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger}); err != nil {
+		if err := controller.Run(runCtx, ccfg); err != nil {
 			errs <- fmt.Errorf("controller: %w", err)
 		}
 	})
