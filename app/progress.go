@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -23,7 +24,7 @@ func readSourceProgress(ctx context.Context, st *ytstore.Store, attrs *ytstore.A
 	if err != nil {
 		return sourceProgress{}
 	}
-	backlog := readBacklog(ctx, st, attrs, parts)
+	backlog := status.ReadBacklog(ctx, st, attrs, parts)
 	var p sourceProgress
 	for _, n := range backlog {
 		p.unread += n
