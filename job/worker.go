@@ -148,10 +148,9 @@ func (w *Worker) Stats() map[string]JobStats {
 		st := h.r.jobStats()
 		if old, ok := w.retired[id]; ok {
 			// The same job ran before (the worker re-registered): counters accumulate.
-			st.Epochs += old.Epochs
-			st.Duplicates += old.Duplicates
-			st.BestEffortDropped += old.BestEffortDropped
+			st = st.plus(old)
 		}
+		st.Running = true
 		out[id] = st
 	}
 	return out

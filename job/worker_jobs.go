@@ -46,7 +46,8 @@ func (w *Worker) poll(ctx context.Context) error {
 			h.cancel()
 			delete(w.runners, id)
 			w.stopping = append(w.stopping, h)
-			w.retired[id] = h.r.jobStats()
+			// Counters accumulate over the runs of a job on this worker: they never go back.
+			w.retired[id] = h.r.jobStats().plus(w.retired[id])
 		}
 	}
 	var start []ytstore.Job
@@ -140,13 +141,7 @@ func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	hs := append([]*runnerHandle(nil), w.stopping...)
 	for id, h := range w.runners {
 		hs = append(hs, h)
-		st := h.r.jobStats()
-		if old, ok := w.retired[id]; ok {
-			st.Epochs += old.Epochs
-			st.Duplicates += old.Duplicates
-			st.BestEffortDropped += old.BestEffortDropped
-		}
-		w.retired[id] = st
+		w.retired[id] = h.r.jobStats().plus(w.retired[id])
 	}
 	w.runners = map[string]*runnerHandle{}
 	w.stopping = nil
