@@ -66,6 +66,8 @@ var importRules = []importRule{
 	{folder: "examples", modules: []string{"flow", "connectors", "yson", "app"},
 		text: "examples/ are user code: they import only flow/ (functions), connectors/ and yson/ (connectors) and app/ (a binary) of the module"},
 	{folder: "docs", modules: nil, text: "docs/ holds no code"},
+	{folder: "monitoring", modules: append([]string{"job", "controller", "spec", "ytstore"}, leafLibraries...),
+		text: "monitoring/ (the /metrics and pprof endpoint) imports only job/ and controller/ (whose state its collectors read), spec/, ytstore/ and the leaf libraries internal/, ytql/"},
 	{folder: "app", all: true, text: "app/ (the command line as a library) may import everything"},
 	{folder: "cmd", all: true, text: "cmd/ may import everything"},
 	{folder: "e2e", all: true, text: "e2e/ may import everything"},
