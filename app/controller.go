@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 
 	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/monitoring"
 )
 
 // newStderrLogger returns a console logger writing to w at level.
@@ -35,19 +37,36 @@ func init() {
 			gcBatch := fs.Int("dedup-gc-batch", 10000, "rows deleted from each dedup table per collection (dedup tables without the watermark row merger)")
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
+			var mf monitoringFlags
+			mf.define(fs)
 			return func(ctx context.Context, s *settings) int {
 				if code := pf.check(fs, true); code >= 0 {
 					return code
+				}
+				if err := mf.check(); err != nil {
+					fmt.Fprintf(env.stderr, "yt-flow controller: %v\n", err)
+					return 2
 				}
 				token, err := s.token()
 				if err != nil {
 					return failf(env.stderr, "controller: %v", err)
 				}
+				logger := newStderrLogger(env.stderr, log.InfoLevel)
+				metrics := monitoring.NewController(nil)
+				mon, err := mf.start(ctx, metrics)
+				if err != nil {
+					return failf(env.stderr, "controller: %v", err)
+				}
+				defer mon.stop()
+				if mon != nil {
+					logger.Info("monitoring at "+mon.url(), log.String("address", mon.srv.Addr()))
+				}
 				err = controller.Run(ctx, controller.Config{
 					Proxy:          pf.proxy,
 					Token:          token,
 					Path:           pf.path,
-					Logger:         newStderrLogger(env.stderr, log.InfoLevel),
+					Logger:         logger,
+					Observe:        metrics.Observe,
 					Address:        *address,
 					Period:         *period,
 					LeaseTimeout:   *leaseTimeout,
