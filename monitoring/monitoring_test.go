@@ -5,6 +5,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -272,5 +275,24 @@ func TestControllerSnapshot(t *testing.T) {
 	got := gather(t, c)
 	if len(got) != 1 || got["yt_flow_controller_leader"] != 0 {
 		t.Errorf("after leadership ended: %v, want only yt_flow_controller_leader 0", got)
+	}
+}
+
+// TestEveryFamilyDocumented keeps docs/metrics.md true: every family the collectors describe
+// has a row there.
+func TestEveryFamilyDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for _, d := range append(append([]*prometheus.Desc(nil), controllerDescs...), workerDescs...) {
+		m := name.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		if !strings.Contains(string(doc), "| `"+m[1]+"` |") {
+			t.Errorf("docs/metrics.md has no row for %s", m[1])
+		}
 	}
 }
