@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -44,12 +45,11 @@ func (w *Worker) poll(ctx context.Context) error {
 		}
 		if j, ok := mine[id]; !ok || j.LeaseID != h.lease {
 			h.cancel()
-			delete(w.runners, id)
-			w.stopping = append(w.stopping, h)
-			// Counters accumulate over the runs of a job on this worker: they never go back.
-			w.retired[id] = h.r.jobStats().plus(w.retired[id])
+			w.retireLocked(id, h)
 		}
 	}
+	// Stopped runners whose counters are folded into w.retired need no tracking.
+	w.stopping = slices.DeleteFunc(w.stopping, func(h *runnerHandle) bool { return h.folded })
 	var start []ytstore.Job
 	for id, j := range mine {
 		if _, ok := w.runners[id]; !ok {
@@ -120,6 +120,13 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 	w.mu.Unlock()
 	go func() {
 		defer close(h.done)
+		defer func() {
+			w.mu.Lock()
+			if h.retired {
+				w.foldLocked(h)
+			}
+			w.mu.Unlock()
+		}()
 		h.err = r.run(jctx)
 		if h.err != nil {
 			r.log.Error("job stopped", log.Error(h.err))
@@ -138,13 +145,10 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 // assigned to the worker afresh.
 func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	w.mu.Lock()
-	hs := append([]*runnerHandle(nil), w.stopping...)
 	for id, h := range w.runners {
-		hs = append(hs, h)
-		w.retired[id] = h.r.jobStats().plus(w.retired[id])
+		w.retireLocked(id, h)
 	}
-	w.runners = map[string]*runnerHandle{}
-	w.stopping = nil
+	hs := append([]*runnerHandle(nil), w.stopping...)
 	w.mu.Unlock()
 	for _, h := range hs {
 		h.cancel()
@@ -152,5 +156,11 @@ func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	for _, h := range hs {
 		<-h.done
 	}
+	w.mu.Lock()
+	for _, h := range hs {
+		w.foldLocked(h)
+	}
+	w.stopping = slices.DeleteFunc(w.stopping, func(h *runnerHandle) bool { return h.folded })
+	w.mu.Unlock()
 	return hs
 }
