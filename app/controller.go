@@ -13,6 +13,7 @@ import (
 
 	"github.com/ytflow/yt-flow/controller"
 	"github.com/ytflow/yt-flow/monitoring"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // newStderrLogger returns a console logger writing to w at level.
@@ -53,6 +54,14 @@ func init() {
 				}
 				logger := newStderrLogger(env.stderr, log.InfoLevel)
 				metrics := monitoring.NewController(nil)
+				if mf.enabled() {
+					st, err := ytstore.Open(ctx, ytstore.Config{Proxy: pf.proxy, Token: token, Path: pf.path, Logger: logger})
+					if err != nil {
+						return failf(env.stderr, "controller: %v", err)
+					}
+					defer st.Close()
+					reportBacklog(metrics, st)
+				}
 				mon, err := mf.start(ctx, metrics)
 				if err != nil {
 					return failf(env.stderr, "controller: %v", err)

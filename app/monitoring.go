@@ -8,10 +8,12 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ytflow/yt-flow/monitoring"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // monitoringFlags are --monitoring-port and --monitoring-listen of `controller`, `worker`
@@ -37,6 +39,20 @@ func (m *monitoringFlags) check() error {
 		return errors.New("--monitoring-listen must not be empty")
 	}
 	return nil
+}
+
+// enabled tells whether an endpoint is asked for.
+func (m *monitoringFlags) enabled() bool { return m.port >= 0 }
+
+// backlogPeriod is how often the controller's metrics read the source streams' backlog (a
+// read per source partition, as `yt-flow status` does); scrapes in between reuse it.
+const backlogPeriod = 10 * time.Second
+
+// reportBacklog makes c report the count lag of source streams, read through st.
+func reportBacklog(c *monitoring.Controller, st *ytstore.Store) {
+	c.SetBacklog(func(ctx context.Context, a *ytstore.Attributes, partitions []ytstore.Partition) map[string]int64 {
+		return readBacklog(ctx, st, a, partitions)
+	}, backlogPeriod)
 }
 
 // monitor is a running monitoring endpoint (nil when off).

@@ -150,13 +150,15 @@ func setUpExample(t *testing.T, proxy, example string) (*ytstore.Store, *spec.Co
 
 // inProcessPipeline runs a controller and two workers in the test process against proxy,
 // each process part with its own monitoring endpoint on a random loopback port, until the
-// test ends. It returns the two /metrics URLs (controller, workers).
-func inProcessPipeline(t *testing.T, proxy, path string) (controllerURL, workersURL string) {
+// test ends; the controller's metrics read the source backlog through st. It returns the
+// two /metrics URLs (controller, workers).
+func inProcessPipeline(t *testing.T, st *ytstore.Store, proxy, path string) (controllerURL, workersURL string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	cm := monitoring.NewController(nil)
+	reportBacklog(cm, st)
 	csrv, err := monitoring.New(monitoring.Config{}, cm)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +289,7 @@ func TestMetricsOfWordCount(t *testing.T) {
 	ctx := context.Background()
 	proxy := ytlocaltest.New(t)
 	st, cfg := setUpExample(t, proxy, "word_count")
-	curl, wurl := inProcessPipeline(t, proxy, cfg.Path)
+	curl, wurl := inProcessPipeline(t, st, proxy, cfg.Path)
 	for _, u := range []string{curl, wurl} {
 		if !strings.HasPrefix(u, "http://127.0.0.1:") {
 			t.Errorf("monitoring endpoint %s is not on loopback", u)
@@ -355,6 +357,12 @@ func TestMetricsOfWordCount(t *testing.T) {
 		}
 	}
 
+	// The source stream's count lag is the backlog `yt-flow status` shows: nothing unread.
+	if n, ok := status.backlog["lines"]; !ok || c.value(t, `yt_flow_stream_count_lag{stream_id="lines"}`) != float64(n) {
+		t.Errorf("count lag of lines: %v, yt-flow status shows %d (known: %v)", c.samples[`yt_flow_stream_count_lag{stream_id="lines"}`], n, ok)
+	}
+	c.value(t, `yt_flow_stream_count_lag{stream_id="__united_source__"}`)
+
 	w := scrape(t, wurl)
 	w.requireFamilies(t, workerFamilies)
 	input := filepath.Join("..", "examples", "word_count", "input.txt")
@@ -413,7 +421,7 @@ func TestMetricsOfAsyncSink(t *testing.T) {
 	}
 	proxy := ytlocaltest.New(t)
 	st, cfg := setUpExample(t, proxy, "sessions")
-	curl, wurl := inProcessPipeline(t, proxy, cfg.Path)
+	curl, wurl := inProcessPipeline(t, st, proxy, cfg.Path)
 	waitCompleted(t, st, curl)
 	w := scrape(t, wurl)
 	w.requireFamilies(t, map[string]string{"yt_flow_sink_delivered_total": "counter", "yt_flow_sink_delivery_failures_total": "counter"})

@@ -159,6 +159,7 @@ func (r *runner) run(ctx context.Context) int {
 
 	// One monitoring endpoint serves the controller's and every worker's metrics.
 	controllerMetrics, workerMetrics := monitoring.NewController(nil), monitoring.NewWorker(nil)
+	reportBacklog(controllerMetrics, st)
 	mon, err := r.o.monitor.start(ctx, controllerMetrics, workerMetrics)
 	if err != nil {
 		return failf(r.env.stderr, "run: %v", err)

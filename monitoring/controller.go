@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,14 @@ type Controller struct {
 	now  func() time.Time
 	last atomic.Pointer[controller.Snapshot]
 
+	// backlog, when set, reads the unread rows of the source streams (SetBacklog); bmu
+	// guards its last result, read at most every backlogPeriod.
+	backlog       Backlog
+	backlogPeriod time.Duration
+	bmu           sync.Mutex
+	backlogAt     time.Time
+	backlogLast   map[string]int64
+
 	// mu guards the parsed spec, cached by version: the output streams of each computation.
 	mu          sync.Mutex
 	specVersion int64
@@ -36,11 +45,51 @@ func NewController(now func() time.Time) *Controller {
 	return &Controller{now: now}
 }
 
+// Backlog returns, by source stream id, the rows of the pipeline's source streams not read
+// yet (committed source offsets to the end of each partition); a stream it cannot tell is
+// left out. It does I/O; ctx bounds it.
+type Backlog func(ctx context.Context, a *ytstore.Attributes, partitions []ytstore.Partition) map[string]int64
+
+// backlogTimeout bounds one Backlog call of a scrape.
+const backlogTimeout = 5 * time.Second
+
+// SetBacklog makes the collector report the count lag of source streams, read with b at
+// most once per period (a scrape in between reports the last values). Call it before the
+// collector is registered.
+func (c *Controller) SetBacklog(b Backlog, period time.Duration) {
+	c.backlog, c.backlogPeriod = b, period
+}
+
+// sourceBacklog returns the backlog of the snapshot's source streams: the last result when
+// it is younger than backlogPeriod, else a new one (nil without a Backlog).
+func (c *Controller) sourceBacklog(s *controller.Snapshot, now time.Time) map[string]int64 {
+	if c.backlog == nil {
+		return nil
+	}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.backlogLast != nil && now.Sub(c.backlogAt) < c.backlogPeriod {
+		return c.backlogLast
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	a := s.Attributes
+	c.backlogLast, c.backlogAt = c.backlog(ctx, &a, s.Input.Partitions), now
+	if c.backlogLast == nil {
+		c.backlogLast = map[string]int64{}
+	}
+	return c.backlogLast
+}
+
 // Observe records a cycle; it is controller.Config.Observe and returns at once.
 func (c *Controller) Observe(s *controller.Snapshot) { c.last.Store(s) }
 
-// UnitedStream is the pseudo-stream of the whole pipeline, as Flow names it.
-const UnitedStream = "__united__"
+// UnitedStream is the pseudo-stream of the whole pipeline, UnitedSourceStream that of all
+// its source streams, as Flow names them.
+const (
+	UnitedStream       = "__united__"
+	UnitedSourceStream = "__united_source__"
+)
 
 // pipelineStates are the values of yt_flow_pipeline_state's state label, in Flow's order.
 var pipelineStates = []string{ytstore.StateWorking, ytstore.StateDraining, ytstore.StatePausing, ytstore.StatePaused, ytstore.StateStopped, ytstore.StateCompleted}
@@ -87,7 +136,7 @@ var (
 	descEventTimeLag = prometheus.NewDesc("yt_flow_stream_event_time_lag_seconds",
 		"Now minus the pipeline's EventWatermark (__united__ only; 0 once every source is exhausted).", []string{"stream_id"}, nil)
 	descCountLag = prometheus.NewDesc("yt_flow_stream_count_lag",
-		"Messages of the stream produced and not yet acknowledged by its consumers or sinks; __united__: all messages the jobs hold.", []string{"stream_id"}, nil)
+		"Messages of the stream produced and not yet acknowledged by its consumers or sinks; of a source stream: rows not read yet; __united__: all messages the jobs hold; __united_source__: the source streams' sum.", []string{"stream_id"}, nil)
 
 	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descCurrentEpoch,
 		descComputationCount, descWorkerCount, descPartitionCount, descJobStatus, descInputLag, descInFlight,
@@ -194,6 +243,7 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 		return (time.Duration(nowUs-ts) * time.Microsecond).Seconds()
 	}
 	streams := c.outputStreams(a)
+	emitted := map[string]bool{UnitedStream: true}
 	for _, id := range sortedKeys(views) {
 		v := views[id]
 		for _, st := range partitionStates {
@@ -205,9 +255,24 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 		gauge(descInputLag, float64(v.inputLag), id)
 		gauge(descInFlight, float64(v.inFlight), id)
 		for _, sid := range streams[id] {
+			if emitted[sid] {
+				continue
+			}
+			emitted[sid] = true
 			gauge(descTimeLag, lag(v.watermark), sid)
 			gauge(descCountLag, float64(max(v.inFlight-v.inputLag, 0)), sid)
 		}
+	}
+	if backlog := c.sourceBacklog(s, now); len(backlog) > 0 {
+		var total int64
+		for _, sid := range sortedKeys(backlog) {
+			total += backlog[sid]
+			if !emitted[sid] {
+				emitted[sid] = true
+				gauge(descCountLag, float64(backlog[sid]), sid)
+			}
+		}
+		gauge(descCountLag, float64(total), UnitedSourceStream)
 	}
 	if a.SystemWatermark != 0 {
 		gauge(descSystemWatermark, float64(a.SystemWatermark)/1e6)

@@ -271,6 +271,33 @@ func TestControllerSnapshot(t *testing.T) {
 		"yt_flow_event_watermark_seconds":                                   float64(ew) / 1e6,
 	})
 
+	// With a backlog reader, source streams get their unread rows as count lag, read at most
+	// once per period.
+	calls := 0
+	c.SetBacklog(func(_ context.Context, a *ytstore.Attributes, parts []ytstore.Partition) map[string]int64 {
+		calls++
+		if a.SpecVersion != 3 || len(parts) != 4 {
+			t.Errorf("backlog read with spec version %d and %d partitions", a.SpecVersion, len(parts))
+		}
+		return map[string]int64{"lines": 12, "counts": 99}
+	}, time.Minute)
+	want := map[string]float64{
+		`yt_flow_stream_count_lag{stream_id="lines"}`:             12,
+		`yt_flow_stream_count_lag{stream_id="counts"}`:            7, // an output stream keeps its own
+		`yt_flow_stream_count_lag{stream_id="__united_source__"}`: 111,
+	}
+	expect(t, gather(t, c), want)
+	now = now.Add(30 * time.Second)
+	expect(t, gather(t, c), want)
+	if calls != 1 {
+		t.Errorf("backlog read %d times within its period, want 1", calls)
+	}
+	now = now.Add(31 * time.Second)
+	gather(t, c)
+	if calls != 2 {
+		t.Errorf("backlog read %d times after its period, want 2", calls)
+	}
+
 	c.Observe(&controller.Snapshot{})
 	got := gather(t, c)
 	if len(got) != 1 || got["yt_flow_controller_leader"] != 0 {
