@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -48,8 +47,6 @@ func (w *Worker) poll(ctx context.Context) error {
 			w.retireLocked(id, h)
 		}
 	}
-	// Stopped runners whose counters are folded into w.retired need no tracking.
-	w.stopping = slices.DeleteFunc(w.stopping, func(h *runnerHandle) bool { return h.folded })
 	var start []ytstore.Job
 	for id, j := range mine {
 		if _, ok := w.runners[id]; !ok {
@@ -160,7 +157,7 @@ func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	for _, h := range hs {
 		w.foldLocked(h)
 	}
-	w.stopping = slices.DeleteFunc(w.stopping, func(h *runnerHandle) bool { return h.folded })
+	w.stopping = nil
 	w.mu.Unlock()
 	return hs
 }
