@@ -243,7 +243,7 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 		return (time.Duration(nowUs-ts) * time.Microsecond).Seconds()
 	}
 	streams := c.outputStreams(a)
-	emitted := map[string]bool{UnitedStream: true}
+	emitted := map[string]bool{UnitedStream: true, UnitedSourceStream: true}
 	for _, id := range sortedKeys(views) {
 		v := views[id]
 		for _, st := range partitionStates {
