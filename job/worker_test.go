@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -39,9 +38,9 @@ func TestWorkerEndToEnd(t *testing.T) {
 	// The source offset is committed in the partition state.
 	ps, err := e.store.LoadPartitionStates(e.ctx, "split-p0")
 	require.NoError(t, err)
-	var off int64
-	require.NoError(t, yson.Unmarshal(ps["offset/lines"], &off))
-	assert.Equal(t, int64(3), off)
+	pos, err := ytstore.DecodeSourcePosition(ps[ytstore.SourceStatePrefix+"lines"])
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), pos.NextSeq)
 	// Both jobs run on this worker: split's pushes to count were handed over in memory.
 	st := e.worker.Stats()["split-0"]
 	assert.Positive(t, st.PushesLocal, "pushes to a job of the same worker")
@@ -259,11 +258,13 @@ func TestOutboxLimitBackPressure(t *testing.T) {
 	offset := func() int64 {
 		ps, err := e.store.LoadPartitionStates(e.ctx, "split-p0")
 		require.NoError(t, err)
-		var off int64
-		if b, ok := ps["offset/lines"]; ok {
-			require.NoError(t, yson.Unmarshal(b, &off))
+		b, ok := ps[ytstore.SourceStatePrefix+"lines"]
+		if !ok {
+			return 0
 		}
-		return off
+		pos, err := ytstore.DecodeSourcePosition(b)
+		require.NoError(t, err)
+		return pos.NextSeq
 	}
 	e.write("a b c d")
 	e.eventually("the first line read", func() bool { return offset() == 1 })
