@@ -26,7 +26,7 @@ type monitoringFlags struct {
 }
 
 func (m *monitoringFlags) define(fs *flag.FlagSet) {
-	fs.IntVar(&m.port, "monitoring-port", -1, "port of the monitoring endpoint: Prometheus /metrics and /debug/pprof/ (0: a random free port, printed; -1: no endpoint)")
+	fs.IntVar(&m.port, "monitoring-port", -1, "port of the monitoring endpoint: Prometheus /metrics and /debug/pprof/ (0: a random free port; the URL is logged, by run printed; -1: no endpoint)")
 	fs.StringVar(&m.listen, "monitoring-listen", "127.0.0.1", "host (address) the monitoring endpoint binds: loopback by default, the endpoint has no authentication")
 }
 
