@@ -12,6 +12,8 @@ import (
 	logzap "go.ytsaurus.tech/library/go/core/log/zap"
 
 	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/monitoring"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // newStderrLogger returns a console logger writing to w at level.
@@ -37,20 +39,44 @@ func init() {
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			statusListen := addStatusListenFlag(fs)
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
+			var mf monitoringFlags
+			mf.define(fs)
 			return func(ctx context.Context, s *settings) int {
 				if code := pf.check(fs, true); code >= 0 {
 					return code
+				}
+				if err := mf.check(); err != nil {
+					fmt.Fprintf(env.stderr, "yt-flow controller: %v\n", err)
+					return 2
 				}
 				token, err := s.token()
 				if err != nil {
 					return failf(env.stderr, "controller: %v", err)
 				}
 				lg := newStderrLogger(env.stderr, log.InfoLevel)
+				metrics := monitoring.NewController(nil)
+				if mf.enabled() {
+					st, err := ytstore.Open(ctx, ytstore.Config{Proxy: pf.proxy, Token: token, Path: pf.path, Logger: lg})
+					if err != nil {
+						return failf(env.stderr, "controller: %v", err)
+					}
+					defer st.Close()
+					reportBacklog(metrics, st)
+				}
+				mon, err := mf.start(ctx, metrics)
+				if err != nil {
+					return failf(env.stderr, "controller: %v", err)
+				}
+				defer mon.stop()
+				if mon != nil {
+					lg.Info("monitoring at "+mon.url(), log.String("address", mon.srv.Addr()))
+				}
 				cfg := controller.Config{
 					Proxy:          pf.proxy,
 					Token:          token,
 					Path:           pf.path,
 					Logger:         lg,
+					Observe:        metrics.Observe,
 					Address:        *address,
 					Period:         *period,
 					LeaseTimeout:   *leaseTimeout,

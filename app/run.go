@@ -16,6 +16,7 @@ import (
 
 	"github.com/ytflow/yt-flow/controller"
 	"github.com/ytflow/yt-flow/job"
+	"github.com/ytflow/yt-flow/monitoring"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -43,6 +44,7 @@ type runOptions struct {
 	progress time.Duration
 	// statusListen is --status-listen: where the controller serves the status page ("" none).
 	statusListen string
+	monitor      monitoringFlags
 }
 
 func setupRun(fs *flag.FlagSet, env *environ) runFunc {
@@ -55,9 +57,14 @@ func setupRun(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
 	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
 	fs.StringVar(&o.statusListen, "status-listen", "", statusListenUsage)
+	o.monitor.define(fs)
 	return func(ctx context.Context, s *settings) int {
 		if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
-			fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE]")
+			fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE] [--monitoring-port N]")
+			return 2
+		}
+		if err := o.monitor.check(); err != nil {
+			fmt.Fprintf(env.stderr, "yt-flow run: %v\n", err)
 			return 2
 		}
 		token, err := s.token()
@@ -153,6 +160,18 @@ func (r *runner) run(ctx context.Context) int {
 	}
 	r.say("%s", summary)
 
+	// One monitoring endpoint serves the controller's and every worker's metrics.
+	controllerMetrics, workerMetrics := monitoring.NewController(nil), monitoring.NewWorker(nil)
+	reportBacklog(controllerMetrics, st)
+	mon, err := r.o.monitor.start(ctx, controllerMetrics, workerMetrics)
+	if err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	defer mon.stop()
+	if mon != nil {
+		r.say("monitoring at %s", mon.url())
+	}
+
 	// Controller and workers run until the pipeline completes or the user interrupts.
 	runCtx, stopAll := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAll()
@@ -165,6 +184,7 @@ func (r *runner) run(ctx context.Context) int {
 			// The workers share this process: pushes between them are handed over in memory.
 			InProcessPeers: true,
 		})
+		workerMetrics.Add(w)
 		stopped := make(chan struct{})
 		wg.Go(func() {
 			defer close(stopped)
@@ -181,7 +201,7 @@ func (r *runner) run(ctx context.Context) int {
 		case <-ctx.Done(): // interrupted: watch below reports it
 		}
 	}
-	ccfg := controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger}
+	ccfg := controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger, Observe: controllerMetrics.Observe}
 	if r.o.statusListen != "" {
 		page, err := openStatusPage(ctx, r.o.statusListen, proxy, r.token, cfg.Path, "", r.logger)
 		if err != nil {

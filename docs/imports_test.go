@@ -70,6 +70,8 @@ var importRules = []importRule{
 	{folder: "statuspage", modules: append([]string{"status", "ytstore", "spec"}, leafLibraries...),
 		text: "statuspage/ imports only status/, ytstore/, spec/ and the leaf libraries internal/, ytql/"},
 	{folder: "docs", modules: nil, text: "docs/ holds no code"},
+	{folder: "monitoring", modules: append([]string{"job", "controller", "spec", "ytstore"}, leafLibraries...),
+		text: "monitoring/ (the /metrics and pprof endpoint) imports only job/ and controller/ (whose state its collectors read), spec/, ytstore/ and the leaf libraries internal/, ytql/"},
 	{folder: "app", all: true, text: "app/ (the command line as a library) may import everything"},
 	{folder: "cmd", all: true, text: "cmd/ may import everything"},
 	{folder: "e2e", all: true, text: "e2e/ may import everything"},
