@@ -133,3 +133,11 @@ func (s *Store) WriteStaticTable(ctx context.Context, path string, sc schema.Sch
 	}
 	return nil
 }
+
+// Link creates a symlink at link pointing to target (parents included).
+func (s *Store) Link(ctx context.Context, target, link string) error {
+	if _, err := s.yc.LinkNode(ctx, ypath.Path(target), ypath.Path(link), &yt.LinkNodeOptions{Recursive: true}); err != nil {
+		return fmt.Errorf("ytstore: link %s to %s: %w", link, target, classify(err))
+	}
+	return nil
+}

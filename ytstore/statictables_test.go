@@ -28,7 +28,7 @@ func TestStaticTables(t *testing.T) {
 	if err := st.WriteStaticTable(ctx, "//home/static/logs/a", sc, rows); err != nil {
 		t.Fatalf("rewrite: %v", err)
 	}
-	if _, err := st.yc.LinkNode(ctx, ypath.Path("//home/static/logs/a"), ypath.Path("//home/static/logs/c"), nil); err != nil {
+	if err := st.Link(ctx, "//home/static/logs/a", "//home/static/logs/c"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.yc.CreateNode(ctx, ypath.Path("//home/static/logs/d"), yt.NodeMap, nil); err != nil {
