@@ -3,8 +3,10 @@
 // from a PRNG seeded by the partition index and the row offset, so a partition's rows are
 // the same on every read and a restart reproduces them (the position is the next offset).
 //
-// Row offset o of partition p has id = o × partition_count + p: the ids of a finite source
-// are exactly 0..partition_count×partition_message_count−1. key is uniform in
+// A partition has partition_message_count rows (a finite source without it: 1e6, Flow's
+// default message_count_mean; a non-finite one: no end). Row offset o of partition p has
+// id = o × partition_count + p: the ids of a finite source are exactly
+// 0..partition_count×partition_message_count−1. key is uniform in
 // [0, message_key_range) (Flow draws it from a Poisson distribution), payload is a string of
 // letters whose length is uniform in [0, 2×message_size_mean].
 //
@@ -25,13 +27,17 @@ import (
 // Class is the canonical name of the random source.
 const Class = "random"
 
+// DefaultFiniteCount is the number of rows of a partition of a finite source without
+// partition_message_count: Flow's default message_count_mean.
+const DefaultFiniteCount = 1_000_000
+
 // Params are the parameters of TRandomSource.
 type Params struct {
 	Finite bool
 	// PartitionCount is the number of partitions: default 3, at most 65536.
 	PartitionCount int64
-	// PartitionMessageCount is the number of rows of each partition; 0 (the default) emits
-	// without end and is refused for a finite source.
+	// PartitionMessageCount is the number of rows of each partition. 0 (the default) means
+	// without end for a non-finite source and DefaultFiniteCount rows for a finite one.
 	PartitionMessageCount int64
 	// MessageSizeMean is the mean payload length in bytes: default 1024, at most 1Mi.
 	MessageSizeMean int64
@@ -70,7 +76,7 @@ func parse(f *yson.Fields) any {
 		MessageKeyRange:       f.Int("message_key_range", 1024, 1, 1<<62),
 	}
 	if p.Finite && p.PartitionMessageCount == 0 {
-		f.Errorf("partition_message_count", "required (positive) for a finite source")
+		p.PartitionMessageCount = DefaultFiniteCount
 	}
 	return p
 }

@@ -28,17 +28,21 @@ func parseText(t *testing.T, text string, parser func(f *yson.Fields) any) (any,
 	return v, problems
 }
 
-// TestRandomParams: defaults, limits, finite needs a message count, and the parameters
-// that fix the rows are refused as dynamic ones, all with their paths.
+// TestRandomParams: defaults (a finite source without a count has DefaultFiniteCount rows
+// per partition), limits, and the parameters that fix the rows refused as dynamic ones, all
+// with their paths.
 func TestRandomParams(t *testing.T) {
 	v, problems := parseText(t, `{}`, parse)
 	assert.Empty(t, problems)
 	assert.Equal(t, &Params{PartitionCount: 3, MessageSizeMean: 1024, MessageKeyRange: 1024}, v)
-	_, problems = parseText(t, `{finite = %true; partition_count = 0; message_key_range = 0; seed = 1}`, parse)
+	v, problems = parseText(t, `{finite = %true}`, parse)
+	assert.Empty(t, problems)
+	assert.Equal(t, int64(DefaultFiniteCount), v.(*Params).PartitionMessageCount)
+	_, problems = parseText(t, `{finite = %true; partition_count = 0; message_key_range = 0; partition_message_count = -1; seed = 1}`, parse)
 	assert.Equal(t, []string{
 		"parameters/message_key_range: 0 is out of range [1, 4611686018427387904]",
 		"parameters/partition_count: 0 is out of range [1, 65536]",
-		"parameters/partition_message_count: required (positive) for a finite source",
+		"parameters/partition_message_count: -1 is out of range [0, 1099511627776]",
 		"parameters/seed: unknown key",
 	}, problems)
 	v, problems = parseText(t, `{message_count_mean = 10; unavailable_threshold = "1m"}`, func(f *yson.Fields) any { return parseDynamic(f, nil) })

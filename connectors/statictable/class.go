@@ -27,7 +27,7 @@ type Locator struct {
 type SourceParams struct {
 	Tables            []string
 	TablesPath        string
-	TableNameFilter   string         // RE2, matched against the whole name; "" admits all
+	TableNameFilter   string         // RE2, found anywhere in the name (anchor with ^…$); "" admits all
 	NameFilter        *regexp.Regexp // compiled TableNameFilter; nil admits all
 	EventTimestamp    Locator        // default {key, iso8601}
 	SystemTimestamp   Locator        // default {creation_time, iso8601}
@@ -123,7 +123,7 @@ func parseSource(f *yson.Fields) any {
 		f.Errorf("tables", "must name at least one table")
 	}
 	if st.TableNameFilter != "" {
-		re, err := regexp.Compile(`^(?:` + st.TableNameFilter + `)$`)
+		re, err := regexp.Compile(st.TableNameFilter)
 		if err != nil {
 			f.Errorf("table_name_filter", "%q does not compile (RE2): %v", st.TableNameFilter, err)
 		}

@@ -40,7 +40,7 @@ func TestStaticTableSourceConformance(t *testing.T) {
 			if err := st.WriteStaticTable(ctx, dir+"/2027-01-01T00:00:00/nested", sc, nil); err != nil {
 				return "", nil, err
 			}
-			params := fmt.Sprintf(`{tables_path = %q; table_name_filter = "\\d{4}-.*"; skip_non_table_nodes = %%true;
+			params := fmt.Sprintf(`{tables_path = %q; table_name_filter = "^\\d{4}-"; skip_non_table_nodes = %%true;
 				range_row_count = %d; finite = %%true}`, dir, (rows/tables+1)/2)
 			return params, []schema.Column{{Name: "text", Type: schema.TypeString}}, nil
 		},

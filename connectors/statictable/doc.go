@@ -5,9 +5,10 @@
 // # Tables
 //
 // The source reads the tables listed in tables, in the given order, or the children of
-// tables_path, in key order, whose name matches table_name_filter (RE2, whole name). A
-// symlink child is followed unless ignore_symlinks; a child that is not a static table is an
-// error unless skip_non_table_nodes. Each table has two timestamps, found by its locators:
+// tables_path, in key order, whose name matches table_name_filter (RE2; a match anywhere in
+// the name, as RE2's PartialMatch: anchor it with ^ and $ to match whole names). A symlink
+// child is followed unless ignore_symlinks; a child that is not a static table is an error
+// unless skip_non_table_nodes. Each table has two timestamps, found by its locators:
 // event_timestamp_locator (default: the table's name, iso8601) gives its rows' Timestamp,
 // and system_timestamp_locator (default: the @creation_time attribute) gives the table's
 // identity. Both must be strictly increasing along the table order; a table that breaks this
