@@ -18,7 +18,8 @@ import (
 // TestStaticTableSourceOnServer lists a directory on ytlocal through the class's constructors: a new
 // table adds partitions and keeps the others; symlinks are followed or ignored; a node that
 // is not a static table is an error unless skipped; a table whose name is out of order is
-// an error naming both tables; a reader reads its range and then nothing.
+// an error naming both tables; a reader reads its range and then nothing, paced by
+// max_rows_per_second and bounded by min_event_timestamp.
 func TestStaticTableSourceOnServer(t *testing.T) {
 	ctx := context.Background()
 	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: ytlocaltest.New(t), Path: "//home/p/pipe"})
@@ -67,6 +68,25 @@ func TestStaticTableSourceOnServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, rows)
 	require.Equal(t, "static table //logs/2026-12-06T01 rows [4, 6)", rd.String())
+
+	// max_rows_per_second is shared by the 3 partitions listed: one row a second for this
+	// reader, on its clock; an event bound outside the table reads nothing.
+	clock := time.Unix(5000, 0)
+	paced := &reader{store: st, params: params(""), index: first[0], now: func() time.Time { return clock },
+		dyn: &SourceDynamic{MaxRowsPerSecond: 3, MaxBytesPerSecond: unlimited}}
+	rows, err = paced.Read(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	clock = clock.Add(2 * time.Second)
+	rows, err = paced.Read(ctx, rows[0].Next, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 1, "the bucket holds one second")
+	require.Equal(t, int64(1), rows[0].Offset)
+	late := &reader{store: st, params: params(""), index: first[0], now: time.Now,
+		dyn: &SourceDynamic{MinEventTimestamp: time.Date(2026, 12, 6, 2, 0, 0, 0, time.UTC), MaxRowsPerSecond: unlimited, MaxBytesPerSecond: unlimited}}
+	rows, err = late.Read(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Empty(t, rows, "a table before min_event_timestamp")
 
 	// A link is followed (and must have its own place in the order), or ignored.
 	write("//data/x", 1)

@@ -46,7 +46,7 @@ func init() {
 		},
 		Source: func(env connector.Env, params any) (connector.Source, error) {
 			dyn, _ := env.Dynamic.(*SourceDynamic)
-			return &reader{store: env.Store, params: params.(*SourceParams), dyn: dyn, index: env.SourcePartition}, nil
+			return &reader{store: env.Store, params: params.(*SourceParams), dyn: dyn, index: env.SourcePartition, now: time.Now}, nil
 		},
 	})
 }
@@ -139,10 +139,15 @@ type reader struct {
 	params *SourceParams
 	dyn    *SourceDynamic
 	index  int64
+	now    func() time.Time
 
 	table  *Table
 	lo, hi int64
+	limit  *limiter
 }
+
+// unlimited is the rate (Flow's default, 1e12 per second) from which a reader is not paced.
+const unlimited = 1e12
 
 func (r *reader) resolve(ctx context.Context) error {
 	if r.table != nil {
@@ -157,6 +162,20 @@ func (r *reader) resolve(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", r.params, err)
 	}
 	r.table, r.lo, r.hi = &t, lo, hi
+	if r.dyn != nil && (r.dyn.MaxRowsPerSecond < unlimited || r.dyn.MaxBytesPerSecond < unlimited) {
+		// The source's rates, shared equally by the partitions listed now.
+		ix, err := Partitions(tables, r.params.RangeRowCount)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.params, err)
+		}
+		share := func(rate float64) float64 {
+			if rate >= unlimited {
+				return 0
+			}
+			return rate / float64(max(len(ix), 1))
+		}
+		r.limit = newLimiter(share(r.dyn.MaxRowsPerSecond), share(r.dyn.MaxBytesPerSecond), r.now())
+	}
 	return nil
 }
 
@@ -177,9 +196,31 @@ func (r *reader) Read(ctx context.Context, from connector.Position, max int64) (
 	if lo >= hi {
 		return nil, nil
 	}
+	if r.limit != nil {
+		// Wait for the rate rather than answer empty: an empty read ends a finite range.
+		for {
+			n, wait := r.limit.allow(r.now(), hi-lo)
+			if n > 0 {
+				hi = lo + n
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
 	data, err := r.store.ReadTableRange(ctx, r.table.Path, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r, err)
+	}
+	if r.limit != nil {
+		var bytes int64
+		for _, row := range data {
+			bytes += rowBytes(row)
+		}
+		r.limit.spend(int64(len(data)), bytes)
 	}
 	ts := uint64(r.table.Event.UnixMicro())
 	rows := make([]connector.Row, len(data))
