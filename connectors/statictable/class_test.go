@@ -96,3 +96,22 @@ func TestStaticTableDynamicParams(t *testing.T) {
 	assert.Contains(t, strings.Join(problems, "\n"), "parameters/min_event_timestamp: \"soon\" is not an iso8601 time")
 	assert.Contains(t, strings.Join(problems, "\n"), "parameters/max_rows_per_second: must be positive")
 }
+
+// TestStaticTableDynamicParamsInSpec: the spec checks a source stream's dynamic parameters
+// with the class's parser and names their path.
+func TestStaticTableDynamicParamsInSpec(t *testing.T) {
+	config := func(dyn string) []byte {
+		return []byte(fmt.Sprintf(`{path = "//p"; spec = %s; dynamic_spec = {computations = {read = {source_streams = {logs = {parameters = %s}}}}}}`,
+			pipelineWith(`{tables_path = "//logs"}`), dyn))
+	}
+	_, err := spec.ParseConfig(config(`{max_rows_per_second = 100; min_event_timestamp = "2026-12-06T00:00:00Z"}`))
+	require.NoError(t, err)
+	_, err = spec.ParseConfig(config(`{max_rows_per_second = -1; max_speed = 1}`))
+	require.Error(t, err)
+	for _, want := range []string{
+		"dynamic_spec/computations/read/source_streams/logs/parameters/max_rows_per_second: must be positive",
+		"dynamic_spec/computations/read/source_streams/logs/parameters/max_speed: unknown key",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
