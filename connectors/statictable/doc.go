@@ -33,12 +33,17 @@
 // reads rows [k×R, min((k+1)×R, row_count)) of it, k = index mod Slots. Its position is the
 // row index within the range (connector.OffsetPosition), and a row's Offset is that index,
 // so a re-read after a restart yields the same message ids: exactly once by read ranges,
-// with the position committed in the epoch. Tables are immutable once listed: rows appended
-// to a table after its last range was read are not read.
+// with the position committed in the epoch. A table must not change once listed: rows
+// appended to it may be missed (a range that completed is not read again), and one that grows
+// past Slots × range_row_count rows changes its range size and so its ranges.
 //
 // A finite source completes when every range of the tables listed is read (an empty read at
-// a range's end); a non-finite one keeps its range partitions open and picks up the tables
-// that appear in tables_path (the controller lists partitions every cycle).
+// a range's end); a table that appears after that is not read. A non-finite one keeps its
+// range partitions open — one idle job per range read — and picks up the tables that appear
+// in tables_path (the controller lists partitions every cycle).
+//
+// Paths are read on the pipeline's cluster: a rich path's attributes (<cluster=…>) are
+// accepted by the spec and not honoured. A path in tables that is a link is read through it.
 //
 // # Dynamic parameters
 //
