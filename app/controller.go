@@ -25,8 +25,9 @@ func newStderrLogger(w io.Writer, level log.Level) log.Structured {
 
 func init() {
 	register(&command{
-		name:    "controller",
-		summary: "run a pipeline controller (leader or standby) until interrupted",
+		name:     "controller",
+		examples: []string{"yt-flow controller --proxy localhost:8000 --path //home/me/pipe --status-listen 127.0.0.1:0"},
+		summary:  "run a pipeline controller (leader or standby) until interrupted",
 		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
 			pf.define(fs)

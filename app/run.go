@@ -24,9 +24,10 @@ import (
 
 func init() {
 	register(&command{
-		name:    "run",
-		summary: "run a pipeline end to end: embedded YTsaurus (or --proxy), controller and workers in one process",
-		setup:   setupRun,
+		name:     "run",
+		examples: []string{"yt-flow run --spec examples/word_count/pipeline.yson", "yt-flow run --spec pipeline.yson --proxy my-cluster --workers 4 --status-listen 127.0.0.1:0"},
+		summary:  "run a pipeline end to end: embedded YTsaurus (or --proxy), controller and workers in one process",
+		setup:    setupRun,
 	})
 }
 

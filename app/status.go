@@ -112,8 +112,9 @@ func isURL(addr string) bool {
 
 func init() {
 	register(&command{
-		name:    "status",
-		summary: "show a pipeline's state, workers, partitions, jobs, leases and lag",
+		name:     "status",
+		examples: []string{"yt-flow status --proxy localhost:8000 --path //home/me/pipe"},
+		summary:  "show a pipeline's state, workers, partitions, jobs, leases and lag",
 		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
 			pf.define(fs)

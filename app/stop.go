@@ -66,8 +66,9 @@ func setTargetState(ctx context.Context, env *environ, s *settings, name, target
 
 func init() {
 	register(&command{
-		name:    "stop",
-		summary: "drain and stop a pipeline (target state stopped)",
-		setup:   setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
+		name:     "stop",
+		examples: []string{"yt-flow stop --proxy localhost:8000 --path //home/me/pipe --wait --timeout 1m"},
+		summary:  "drain and stop a pipeline (target state stopped)",
+		setup:    setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
 	})
 }

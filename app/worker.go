@@ -17,9 +17,10 @@ import (
 
 func init() {
 	register(&command{
-		name:    "worker",
-		summary: "run a worker: register in a pipeline, run the jobs the controller assigns",
-		setup:   setupWorker,
+		name:     "worker",
+		examples: []string{"yt-flow worker --proxy localhost:8000 --path //home/me/pipe"},
+		summary:  "run a worker: register in a pipeline, run the jobs the controller assigns",
+		setup:    setupWorker,
 	})
 }
 
