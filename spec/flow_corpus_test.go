@@ -141,3 +141,13 @@ func TestUnregisteredFunctions(t *testing.T) {
 		`spec/computations/corpus_swift_split/processing_function: processing function "corpus_swift_split" is not registered in this program (a companion computation without processing_function runs the function registered under its id)`,
 	}, got)
 }
+
+// TestRunnerKeySuggestion: a misspelt runner key Flow defines names it.
+func TestRunnerKeySuggestion(t *testing.T) {
+	_, err := ParseConfig([]byte(`{path = "//p"; adress_resolver = {}; vanilla = {wroker = {count = 1}; network_project = #};
+		spec = {computations = {s = {computation_class_name = "source"; processing_function = "F";
+			source_streams = {r = {source_class_name = "queue"; parameters = {queue_path = "//q"; consumer_path = "//c"}}}}}}}`))
+	require.Error(t, err)
+	assert.Equal(t, `adress_resolver: unknown key (did you mean "address_resolver"?)`+"\n"+
+		`vanilla/wroker: unknown key (did you mean "worker"?)`, err.Error())
+}

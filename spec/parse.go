@@ -160,9 +160,9 @@ func (p *parser) config(root *yson.Node) *Config {
 // singletons accepts the process singleton settings of Flow's runner (address_resolver …)
 // at the top level of a runner config and notes each as ignored.
 func (p *parser) singletons(f *yson.Fields) {
+	f.Skip(singletonKeys...) // known also when absent, for did-you-mean suggestions
 	for _, k := range singletonKeys {
 		if f.Has(k) {
-			f.Skip(k)
 			p.ignore(f.Path(k), "configures a process singleton of Flow's runner; yt-flow's processes do not read it")
 		}
 	}
