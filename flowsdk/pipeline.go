@@ -1,6 +1,7 @@
 package flowsdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,6 +120,7 @@ func (p *Pipeline) Main(ctx context.Context, args []string, stdout, stderr io.Wr
 			return 1
 		}
 		defer cleanup()
+		stdout, stderr = renamed(stdout, file, config), renamed(stderr, file, config)
 		if validateOnly {
 			return app.Run(ctx, append([]string{"validate", file}, rest...), stdout, stderr)
 		}
@@ -138,6 +140,7 @@ func (p *Pipeline) Main(ctx context.Context, args []string, stdout, stderr io.Wr
 				return 1
 			}
 			defer cleanup()
+			stdout, stderr = renamed(stdout, file, args[i+1]), renamed(stderr, file, args[i+1])
 			if args[0] == "run" && !hasFlag(args, "setup") && file != args[i+1] {
 				if local := filepath.Join(filepath.Dir(args[i+1]), "local.yson"); fileExists(local) {
 					args = append(args, "--setup", local)
@@ -192,6 +195,27 @@ func hasFlag(args []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// renamed returns w, writing the user's file name where a command names the temporary copy
+// of it (a name split across two writes stays as it is).
+func renamed(w io.Writer, tmp, file string) io.Writer {
+	if tmp == file {
+		return w
+	}
+	return renameWriter{w: w, old: []byte(tmp), new: []byte(file)}
+}
+
+type renameWriter struct {
+	w        io.Writer
+	old, new []byte
+}
+
+func (r renameWriter) Write(p []byte) (int, error) {
+	if _, err := r.w.Write(bytes.ReplaceAll(p, r.old, r.new)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func fileExists(path string) bool {

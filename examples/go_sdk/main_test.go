@@ -20,7 +20,7 @@ func TestRunExample(t *testing.T) {
 	p := newPipeline()
 
 	var out, errb bytes.Buffer
-	if code := p.Main(context.Background(), []string{"--config", "config.yson", "--validate-only"}, &out, &errb); code != 0 {
+	if code := p.Main(context.Background(), []string{"--config", "config.yson", "--validate-only"}, &out, &errb); code != 0 || out.String() != "config.yson: ok\n" {
 		t.Fatalf("--validate-only: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 
