@@ -11,13 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"go.ytsaurus.tech/yt/go/schema"
+
 	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 const lifecyclePath = "//home/t/pipe"
 
-// lifecycleConfig is a runner config: a random source feeding a keyed
+// The functions of lifecycleConfig: start refuses a spec whose functions this program lacks.
+// The tests run no worker, so they are never called.
+func init() {
+	for _, name := range []string{"Gen", "GenOther", "Agg"} {
+		flow.Register(name, flow.PerMessage(func(*flow.Context, *flow.Message) error { return nil }))
+	}
+}
+
+// lifecycleConfig is a runner config: a queue source feeding a keyed
 // computation with count partitions; tag changes the static spec.
 func lifecycleConfig(tag string, count int) string {
 	return `{
@@ -27,7 +39,7 @@ func lifecycleConfig(tag string, count int) string {
             gen = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
                 processing_function = "Gen` + tag + `";
-                source_streams = {r = {source_class_name = "random"; parameters = {partition_count = 1}}};
+                source_streams = {r = {source_class_name = "queue"; parameters = {queue_path = "//home/t/input"; consumer_path = "//home/t/consumer"}}};
                 output_stream_ids = ["x"];
             };
             agg = {
@@ -105,6 +117,22 @@ func TestLifecycleCommands(t *testing.T) {
 	if code, out, errs := l.run("create", "--proxy", p, "--path", lifecyclePath); code != 0 || !strings.Contains(out, "is ready") {
 		t.Fatalf("create: %d %s %s", code, out, errs)
 	}
+	// The source's queue, with one tablet: one source partition.
+	st, err := ytstore.Open(context.Background(), ytstore.Config{Proxy: p, Path: lifecyclePath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ut := range []ytstore.UserTable{
+		{Path: "//home/t/input", Kind: ytstore.UserQueue, TabletCount: 1, Schema: schema.MustInfer(&struct {
+			K string `yson:"k"`
+		}{})},
+		{Path: "//home/t/consumer", Kind: ytstore.UserConsumer, Queue: "//home/t/input"},
+	} {
+		if err := st.EnsureUserTable(context.Background(), ut); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
 	f := l.writeSpec("", 2)
 	code, out, errs := l.run("start", "--proxy", p, "--spec", f)
 	if code != 0 || !strings.Contains(out, "spec version 1 (updated), dynamic spec version 1 (updated)") {

@@ -95,6 +95,9 @@ func (r *runner) run(ctx context.Context) int {
 	if err != nil {
 		return failf(r.env.stderr, "run: %s: %v", r.o.specFile, err)
 	}
+	if refuseUnrunnable(r.env.stderr, "run", r.o.specFile, cfg) {
+		return 1
+	}
 	data, err := os.ReadFile(r.o.specFile)
 	if err != nil {
 		return failf(r.env.stderr, "run: %v", err)

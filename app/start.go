@@ -112,6 +112,9 @@ func runStart(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, 
 	if err != nil {
 		return failf(env.stderr, "start: %s: %v", specFile, err)
 	}
+	if refuseUnrunnable(env.stderr, "start", specFile, cfg) {
+		return 1
+	}
 	if proxy == "" {
 		proxy = cfg.Proxy
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"sort"
 
+	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/spec"
 )
 
@@ -21,25 +24,48 @@ func init() {
 
 func setupValidate(fs *flag.FlagSet, env *environ) runFunc {
 	kind := fs.String("kind", "config", "document kind: config (runner config pipeline.yson), spec (static spec) or dynamic (dynamic spec)")
+	verbose := fs.Bool("verbose", false, "also list the keys yt-flow accepts and ignores (\"ignored: …\")")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: yt-flow validate [-kind config|spec|dynamic] FILE...")
+		fmt.Fprintln(env.stderr, "usage: yt-flow validate [-kind config|spec|dynamic] [-verbose] FILE...")
 		fs.PrintDefaults()
 	}
-	return func(context.Context, *settings) int { return runValidate(env, fs, *kind) }
+	return func(context.Context, *settings) int { return runValidate(env, fs, *kind, *verbose) }
 }
 
 // runValidate parses each file as a runner config (or, with -kind, a bare static or dynamic
 // spec). It prints "FILE: ok" per valid file to stdout and "FILE: path: message" per problem
-// to stderr; exit code 1 if any file has a problem, 2 on usage errors.
-func runValidate(env *environ, fs *flag.FlagSet, kind string) int {
-	var parse func([]byte) error
+// to stderr; exit code 1 if any file has a problem, 2 on usage errors. A valid file may also
+// get warnings on stderr, "FILE: path: warning: …": a feature yt-flow does not run yet or a
+// processing function this program lacks (start and run refuse both). With verbose, the keys
+// yt-flow accepts and ignores follow on stdout as "FILE: path: ignored: why".
+func runValidate(env *environ, fs *flag.FlagSet, kind string, verbose bool) int {
+	// parse returns the document's notes and its unregistered processing functions.
+	var parse func([]byte) (spec.Notes, []spec.Problem, error)
 	switch kind {
 	case "config":
-		parse = func(b []byte) error { _, err := spec.ParseConfig(b); return err }
+		parse = func(b []byte) (spec.Notes, []spec.Problem, error) {
+			c, err := spec.ParseConfig(b)
+			if err != nil {
+				return spec.Notes{}, nil, err
+			}
+			return c.Notes, c.UnregisteredFunctions(registeredFunction), nil
+		}
 	case "spec":
-		parse = func(b []byte) error { _, err := spec.ParsePipeline(b); return err }
+		parse = func(b []byte) (spec.Notes, []spec.Problem, error) {
+			pl, err := spec.ParsePipeline(b)
+			if err != nil {
+				return spec.Notes{}, nil, err
+			}
+			return pl.Notes, pl.UnregisteredFunctions(registeredFunction), nil
+		}
 	case "dynamic":
-		parse = func(b []byte) error { _, err := spec.ParseDynamic(b); return err }
+		parse = func(b []byte) (spec.Notes, []spec.Problem, error) {
+			d, err := spec.ParseDynamic(b)
+			if err != nil {
+				return spec.Notes{}, nil, err
+			}
+			return d.Notes, nil, nil
+		}
 	default:
 		fmt.Fprintf(env.stderr, "yt-flow validate: unknown -kind %q\n", kind)
 		fs.Usage()
@@ -51,14 +77,24 @@ func runValidate(env *environ, fs *flag.FlagSet, kind string) int {
 	}
 	code := 0
 	for _, file := range fs.Args() {
+		var notes spec.Notes
+		var missing []spec.Problem
 		data, err := os.ReadFile(file)
 		if err == nil {
-			err = parse(data)
+			notes, missing, err = parse(data)
 		} else {
 			err = &spec.ValidationError{Problems: []spec.Problem{{Path: "/", Message: err.Error()}}}
 		}
 		if err == nil {
 			fmt.Fprintf(env.stdout, "%s: ok\n", file)
+			for _, p := range sortedProblems(notes.Unsupported, missing) {
+				fmt.Fprintf(env.stderr, "%s: %s: warning: %s\n", file, p.Path, p.Message)
+			}
+			if verbose {
+				for _, p := range notes.Ignored {
+					fmt.Fprintf(env.stdout, "%s: %s: ignored: %s\n", file, p.Path, p.Message)
+				}
+			}
 			continue
 		}
 		code = 1
@@ -72,4 +108,36 @@ func runValidate(env *environ, fs *flag.FlagSet, kind string) int {
 		}
 	}
 	return code
+}
+
+// registeredFunction reports whether this program has a process function named name.
+func registeredFunction(name string) bool {
+	_, err := flow.Lookup(name)
+	return err == nil
+}
+
+// sortedProblems joins lists of problems sorted by path, then message.
+func sortedProblems(lists ...[]spec.Problem) []spec.Problem {
+	var out []spec.Problem
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Message < out[j].Message
+	})
+	return out
+}
+
+// refuseUnrunnable prints, for a command (start, run) about to run cfg from file, one line per
+// feature of cfg that yt-flow does not run yet and per processing function this program
+// lacks, and reports whether there was any: such a pipeline is never started.
+func refuseUnrunnable(w io.Writer, command, file string, cfg *spec.Config) bool {
+	probs := sortedProblems(cfg.Notes.Unsupported, cfg.UnregisteredFunctions(registeredFunction))
+	for _, p := range probs {
+		fmt.Fprintf(w, "yt-flow: %s: %s: %s\n", command, file, p)
+	}
+	return len(probs) > 0
 }

@@ -208,7 +208,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	}
 	r.upstream = upstreamOf(p, comp.ID)
 	if comp.Passthrough {
-		r.fn = passthrough{outputs: comp.OutputStreamIDs}
+		r.fn = passthrough{outputs: comp.OutputStreamIDs, columns: comp.PassthroughColumns}
 		r.shareStates = true // it reads no state
 	} else {
 		fn, err := flow.Lookup(comp.ProcessingFunction)
@@ -324,13 +324,27 @@ func sortedIDs[V any](m map[string]V) []string {
 }
 
 // passthrough forwards every input to every output stream.
-type passthrough struct{ outputs []string }
+// passthrough forwards each input message to every output; an output listed in columns
+// (spec.Computation.PassthroughColumns) gets a copy of the payload with those columns only.
+type passthrough struct {
+	outputs []string
+	columns map[string][]string
+}
 
 func (p passthrough) Invoke(inv *flow.Invocation) (*flow.Result, error) {
 	res := &flow.Result{}
 	for _, m := range inv.Messages {
 		for _, s := range p.outputs {
-			res.Outputs = append(res.Outputs, flow.Output{StreamID: s, Payload: m.Payload, ParentIDs: []string{m.MessageID}, EventTimestamp: m.EventTimestamp})
+			payload := m.Payload
+			if cols, ok := p.columns[s]; ok {
+				payload = make(flow.Row, len(cols))
+				for _, c := range cols {
+					if v, ok := m.Payload[c]; ok {
+						payload[c] = v
+					}
+				}
+			}
+			res.Outputs = append(res.Outputs, flow.Output{StreamID: s, Payload: payload, ParentIDs: []string{m.MessageID}, EventTimestamp: m.EventTimestamp})
 		}
 	}
 	return res, nil

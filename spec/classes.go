@@ -16,20 +16,30 @@ type computationClass struct {
 	passthrough bool
 	names       []string // Flow names with namespace
 	aliases     []string // extra short names
+	companion   bool
 }
 
 var computationClasses = []computationClass{
-	{"transform", KindTransform, false, []string{"NYT::NFlow::TProcessFunctionComputation", "NYT::NFlow::TTransformComputation"}, nil},
-	{"passthrough", KindTransform, true, []string{"NYT::NFlow::TPassthroughComputation"}, nil},
-	{"swift_map", KindSwiftMap, false, []string{"NYT::NFlow::TProcessFunctionSwiftMapComputation", "NYT::NFlow::TSwiftMapComputation"}, nil},
-	{"swift_passthrough", KindSwiftMap, true, []string{"NYT::NFlow::TSwiftPassthroughComputation"}, nil},
+	{"transform", KindTransform, false, []string{"NYT::NFlow::TProcessFunctionComputation", "NYT::NFlow::TTransformComputation"}, nil, false},
+	{"passthrough", KindTransform, true, []string{"NYT::NFlow::TPassthroughComputation"}, nil, false},
+	{"swift_map", KindSwiftMap, false, []string{"NYT::NFlow::TProcessFunctionSwiftMapComputation", "NYT::NFlow::TSwiftMapComputation"}, nil, false},
+	{"swift_passthrough", KindSwiftMap, true, []string{"NYT::NFlow::TSwiftPassthroughComputation"}, nil, false},
 	{"transform_source", KindTransformSource, false, []string{
 		"NYT::NFlow::TProcessFunctionSourceComputation",
 		"NYT::NFlow::TProcessFunctionTransformOrderedSourceComputation",
 		"NYT::NFlow::TTransformOrderedSourceComputation",
-	}, []string{"source"}},
-	{"swift_source", KindSwiftSource, false, []string{"NYT::NFlow::TSwiftOrderedSourceComputation"}, nil},
-	{"swift_passthrough_source", KindSwiftSource, true, []string{"NYT::NFlow::TSwiftPassthroughOrderedSourceComputation"}, nil},
+	}, []string{"source"}, false},
+	{"swift_source", KindSwiftSource, false, []string{"NYT::NFlow::TSwiftOrderedSourceComputation"}, nil, false},
+	{"swift_passthrough_source", KindSwiftSource, true, []string{"NYT::NFlow::TSwiftPassthroughOrderedSourceComputation"}, nil, false},
+
+	// Flow's companion classes run functions of another language in a companion process;
+	// here Go functions run in the worker, so each is an alias of its native class (same
+	// canonical name and kind). Without processing_function the function is the one
+	// registered under the computation id, as a Flow companion looks functions up.
+	{"transform", KindTransform, false, []string{"NYT::NFlow::NCompanion::TTransformCompanionComputation"}, nil, true},
+	{"swift_map", KindSwiftMap, false, []string{"NYT::NFlow::NCompanion::TSwiftMapCompanionComputation"}, nil, true},
+	{"transform_source", KindTransformSource, false, []string{"NYT::NFlow::NCompanion::TTransformOrderedSourceCompanionComputation"}, nil, true},
+	{"swift_source", KindSwiftSource, false, []string{"NYT::NFlow::NCompanion::TSwiftOrderedSourceCompanionComputation"}, nil, true},
 }
 
 // computationByName maps every accepted spelling to its computation class. Source and sink
@@ -49,7 +59,11 @@ func spellings(canonical string, names, aliases []string) []string {
 func init() {
 	for i := range computationClasses {
 		c := &computationClasses[i]
-		for _, s := range spellings(c.canonical, c.names, c.aliases) {
+		all := spellings(c.canonical, c.names, c.aliases)
+		if c.companion {
+			all = all[1:] // the canonical name is the native class's
+		}
+		for _, s := range all {
 			computationByName[s] = c
 		}
 	}

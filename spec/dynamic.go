@@ -37,6 +37,19 @@ func (p *parser) dynamic(n *yson.Node, path string) *DynamicPipeline {
 	d.EnableMermaidGraphDescribe = f.Bool("enable_mermaid_graph_describe", false)
 	d.FlowViewCacheCodec = f.String("flow_view_cache_codec", "zstd_2")
 	f.Close()
+	for key, why := range map[string]string{
+		"throttlers":           "yt-flow has no distributed throttler yet: rates are not limited, results are the same",
+		"job_manager":          "tunes Flow's job manager; yt-flow's controller places jobs its own way",
+		"job_tracker":          "tunes the threads and buffers of Flow's workers",
+		"message_distributor":  "tunes Flow's message transport between workers",
+		"controller_connector": "tunes how Flow's workers reach the controller",
+		"singletons":           "configures process singletons of Flow's processes",
+		"resources":            "dynamic parameters of resources, which yt-flow does not load",
+	} {
+		if f.Has(key) {
+			p.ignore(f.Path(key), "%s", why)
+		}
+	}
 	return d
 }
 
@@ -52,8 +65,6 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 	}
 	d.Draining = f.Bool("draining", false)
 	d.LeaseCheckPeriod = p.positive(f, "lease_check_period", d.LeaseCheckPeriod)
-	f.AnyMap("retryable_request")
-	f.AnyMap("tracer")
 
 	if pn := f.Node("parameters"); pn != nil {
 		pf := p.w.Fields(pn, f.Path("parameters"))
@@ -116,7 +127,10 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 		})
 	}
 	for _, key := range []string{"key_visitor_streams", "external_state_managers", "external_state_joiners", "state_joiners",
-		"state_manager", "input_store", "timer_store", "output_store"} {
+		"state_manager", "input_store", "timer_store", "output_store", "retryable_request", "tracer"} {
+		if f.Has(key) {
+			p.ignore(f.Path(key), "tunes storage, retries or tracing of Flow's workers (or a feature the static spec names)")
+		}
 		f.AnyMap(key)
 	}
 	d.TimerStoreCountLimit = f.Size("timer_store_count_limit", d.TimerStoreCountLimit)
@@ -124,10 +138,20 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 	d.OutputStoreCountLimit = f.Size("output_store_count_limit", d.OutputStoreCountLimit)
 	d.OutputStoreByteSizeLimit = f.Size("output_store_byte_size_limit", d.OutputStoreByteSizeLimit)
 	d.BlockedTimeWindow = f.Duration("blocked_time_window", d.BlockedTimeWindow)
+	for _, key := range []string{"max_bytes_per_batch", "timer_store_count_limit", "timer_store_byte_size_limit", "output_store_count_limit", "output_store_byte_size_limit", "blocked_time_window"} {
+		if f.Has(key) {
+			p.ignore(f.Path(key), "a limit of Flow's workers that yt-flow does not apply; results are the same")
+		}
+	}
 	for _, key := range []string{"input_rows_throttler_id", "input_bytes_throttler_id", "input_rows_throttler_class_id", "input_bytes_throttler_class_id"} {
-		f.String(key, "")
+		if f.String(key, "") != "" {
+			p.ignore(f.Path(key), "yt-flow has no distributed throttler yet: input is not throttled, results are the same")
+		}
 	}
 	d.SkipIfExpression = f.String("skip_if_expression", "")
+	if d.SkipIfExpression != "" {
+		p.unsupported(f.Path("skip_if_expression"), "skip_if_expression (dropping input messages by an expression)")
+	}
 	f.Close()
 	return &d
 }

@@ -16,7 +16,7 @@ func DynamicParams(c *registry.Class, static any, params map[string]any, path st
 	if c == nil || c.ParseDynamic == nil {
 		return nil, nil
 	}
-	var w yson.Walker
+	w := yson.Walker{Suggest: true}
 	out := dynamicParams(&w, c, static, params, path)
 	if !w.OK() {
 		return nil, &ValidationError{Problems: w.Problems()}

@@ -34,7 +34,7 @@ func TestDynamicParams(t *testing.T) {
 	assert.Equal(t, &dynTestParams{Timeout: time.Second}, got, "defaults when nothing is set")
 
 	_, err = DynamicParams(c, nil, map[string]any{"request_timout": int64(1)}, "p")
-	require.EqualError(t, err, "p/request_timout: unknown key")
+	require.EqualError(t, err, "p/request_timout: unknown key (did you mean \"request_timeout\"?)")
 
 	// In a runner config the dynamic spec's parameters are checked against the static class.
 	_, err = ParseConfig([]byte(`{path = "//p"; spec = {computations = {c = {

@@ -20,5 +20,5 @@ func ExampleParseConfig() {
 	fmt.Println(err)
 	// Output:
 	// spec/computations/split/source_streams/lines/parameters/consumer_path: required
-	// spec/computations/split/source_streams/lines/parameters/finit: unknown key
+	// spec/computations/split/source_streams/lines/parameters/finit: unknown key (did you mean "finite"?)
 }

@@ -30,36 +30,45 @@ func ParseConfigFile(path string) (*Config, error) {
 // document ("spec/computations/count/group_by_schema"). On failure it returns nil and a
 // *ValidationError listing every problem.
 func ParseConfig(data []byte) (*Config, error) {
-	var p parser
+	p := parser{w: yson.Walker{Suggest: true}}
 	root, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
 	cfg := p.config(root)
+	cfg.Notes = p.notes.sorted()
+	if cfg.Spec != nil {
+		cfg.Spec.Notes = cfg.Notes.under("spec")
+	}
+	if cfg.Dynamic != nil {
+		cfg.Dynamic.Notes = cfg.Notes.under("dynamic_spec")
+	}
 	return finish(&p, cfg)
 }
 
 // ParsePipeline parses and validates a static spec; problem paths start at its keys
 // ("computations/count/…").
 func ParsePipeline(data []byte) (*Pipeline, error) {
-	var p parser
+	p := parser{w: yson.Walker{Suggest: true}}
 	root, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
 	pl := p.pipeline(root, "")
+	pl.Notes = p.notes.sorted()
 	return finish(&p, pl)
 }
 
 // ParseDynamic parses and validates a dynamic spec on its own (without the static spec,
 // so ids are not cross-checked).
 func ParseDynamic(data []byte) (*DynamicPipeline, error) {
-	var p parser
+	p := parser{w: yson.Walker{Suggest: true}}
 	root, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
 	d := p.dynamic(root, "")
+	d.Notes = p.notes.sorted()
 	return finish(&p, d)
 }
 
@@ -83,8 +92,13 @@ func finish[T any](p *parser, v *T) (*T, error) {
 }
 
 type parser struct {
-	w yson.Walker
+	w     yson.Walker
+	notes Notes
+	// resourceUses are the required_resource_ids of the computations parsed so far.
+	resourceUses []resourceUse
 }
+
+type resourceUse struct{ path, id string }
 
 func (p *parser) errorf(path, format string, args ...any) { p.w.Errorf(path, format, args...) }
 
@@ -102,9 +116,22 @@ func (p *parser) config(root *yson.Node) *Config {
 	cfg.Dynamic = p.dynamic(f.Node("dynamic_spec"), "dynamic_spec")
 	cfg.AbortOnUnrecognizedOptions = f.Bool("abort_on_unrecognized_options", false)
 	cfg.AbortOnSpecsParseabilityError = f.Bool("abort_on_specs_parseability_error", false)
+	for _, k := range []string{"abort_on_unrecognized_options", "abort_on_specs_parseability_error"} {
+		if f.Has(k) {
+			p.ignore(k, "yt-flow is always strict: unknown keys and unparseable specs are errors")
+		}
+	}
 	cfg.SetFlowCoreTarget = f.Bool("set_flow_core_target", true)
+	if n := f.Node("set_flow_core_target"); n != nil && n.Kind == yson.KindBool {
+		if cfg.SetFlowCoreTarget {
+			p.unsupported("set_flow_core_target", "FlowCoreTarget (the version fence of Flow's processes; yt-flow fences jobs by Leases: remove the key or set %%false)")
+		} else {
+			p.ignore("set_flow_core_target", "yt-flow sets no FlowCoreTarget; its jobs are fenced by Leases")
+		}
+	}
 	if n := f.Node("vanilla"); n != nil {
 		cfg.Vanilla = p.vanilla(n, "vanilla")
+		p.ignore("vanilla", "yt-flow starts no vanilla operation: run `yt-flow controller` and `yt-flow worker` processes, or `yt-flow run`")
 	}
 	if n := f.Node("direct_controller_commands"); n != nil {
 		dc := p.w.Fields(n, "direct_controller_commands")
@@ -112,14 +139,43 @@ func (p *parser) config(root *yson.Node) *Config {
 		dc.Duration("rpc_timeout", 0)
 		dc.Close()
 		cfg.DirectControllerCommands, _ = n.Any().(map[string]any)
+		p.ignore("direct_controller_commands", "yt-flow commands go through the pipeline's Cypress node, not to the controller by RPC")
 	}
 	cfg.Logging = f.AnyMap("logging")
+	if cfg.Logging != nil {
+		p.ignore("logging", "yt-flow's processes log as their --log flag and config say")
+	}
 	cfg.ClientsCache = f.AnyMap("clients_cache")
+	if cfg.ClientsCache != nil {
+		p.ignore("clients_cache", "yt-flow's processes open one client to the proxy they are given")
+	}
+	p.singletons(f)
 	f.Close()
 	if cfg.Spec != nil && cfg.Dynamic != nil {
 		p.crossDynamic(cfg.Spec, cfg.Dynamic, "dynamic_spec")
 	}
 	return cfg
+}
+
+// singletons accepts the process singleton settings of Flow's runner (address_resolver …)
+// at the top level of a runner config and notes each as ignored.
+func (p *parser) singletons(f *yson.Fields) {
+	f.Skip(singletonKeys...) // known also when absent, for did-you-mean suggestions
+	for _, k := range singletonKeys {
+		if f.Has(k) {
+			p.ignore(f.Path(k), "configures a process singleton of Flow's runner; yt-flow's processes do not read it")
+		}
+	}
+}
+
+// optString consumes an optional string key of f that may also be # (absent).
+func optString(p *parser, f *yson.Fields, key string) string {
+	n := f.Node(key)
+	if n == nil || n.Kind == yson.KindEntity && n.Attrs == nil {
+		return ""
+	}
+	v, _ := p.w.String(n, f.Path(key))
+	return v
 }
 
 func (p *parser) cypressPath(s, path string) {
@@ -129,7 +185,9 @@ func (p *parser) cypressPath(s, path string) {
 }
 
 // vanilla checks the keys of Flow's vanilla-operation block, which yt-flow accepts but does
-// not act on.
+// not act on. Optional strings may be # (an entity), which Flow reads as absent; node_config
+// may name the keys of Flow's node config (TFlowNodeConfig and the process singletons), whose
+// values are not checked.
 func (p *parser) vanilla(n *yson.Node, path string) map[string]any {
 	f := p.w.Fields(n, path)
 	if f.Bool("enable", false) {
@@ -151,17 +209,24 @@ func (p *parser) vanilla(n *yson.Node, path string) map[string]any {
 			tf.AnyMap("local_files")
 			tf.AnyMap("cypress_files")
 			tf.Strings("layers", false)
-			tf.String("system_layer_path", "")
+			optString(p, tf, "system_layer_path")
+			optString(p, tf, "docker_image")
+			tf.AnyMap("environment")
 			tf.Close()
 		}
 	}
 	for _, k := range []string{"runtime_cluster", "runtime_proxy_role", "cache_path", "solomon_resolver_tag", "alias", "title", "network_project"} {
-		f.String(k, "")
+		optString(p, f, k)
 	}
 	f.Int("max_failed_job_count", 0, 0, math.MaxInt64)
 	f.Duration("wait_timeout", 0)
 	f.AnyMap("proxy_url_aliasing_rules")
-	f.AnyMap("node_config")
+	if nn := f.Node("node_config"); nn != nil {
+		nf := p.w.Fields(nn, f.Path("node_config"))
+		nf.Skip(nodeConfigKeys...)
+		nf.Skip(singletonKeys...)
+		nf.Close()
+	}
 	f.Skip("secret_env")
 	f.Close()
 	m, _ := n.Any().(map[string]any)
@@ -188,7 +253,11 @@ func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
 		pl.Resources = map[string]map[string]any{}
 		p.w.Each(rn, f.Path("resources"), func(id string, v *yson.Node, path string) {
 			rf := p.w.Fields(v, path)
-			rf.RequiredString("resource_class_name")
+			if cls := rf.RequiredString("resource_class_name"); companionManagerClasses[cls] {
+				p.ignore(path, "%s starts Flow's companion process; Go functions run in the yt-flow worker and need none", cls)
+			} else if cls != "" {
+				p.unsupported(path, "resource class %q", cls)
+			}
 			rf.AnyMap("parameters")
 			rf.AnyMap("dependencies")
 			if cn := rf.Node("required_capabilities"); cn != nil {
@@ -209,10 +278,53 @@ func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
 	pl.ValidateBinaryChecksum = f.Bool("validate_binary_checksum", false)
 	pl.BinaryChecksum = f.String("binary_checksum", "")
 	f.Close()
+	if pl.ValidateBinaryVersion {
+		p.unsupported(f.Path("validate_binary_version"), "validate_binary_version (pausing on a binary version mismatch)")
+	}
+	if pl.ValidateBinaryChecksum {
+		p.unsupported(f.Path("validate_binary_checksum"), "validate_binary_checksum (pausing on a binary checksum mismatch)")
+	}
+	for _, u := range p.resourceUses {
+		if r, ok := pl.Resources[u.id]; ok {
+			if cls, _ := r["resource_class_name"].(string); companionManagerClasses[cls] {
+				p.ignore(u.path, "the companion manager is not needed: Go functions run in the yt-flow worker")
+			}
+			// other classes are reported at the resource
+		}
+	}
+	p.resourceUses = nil
 	if f.Present() {
+		p.deriveStreams(pl)
 		p.validate(pl, path)
 	}
 	return pl
+}
+
+// deriveStreams declares the output streams a spec leaves out whose schema follows from the
+// spec, as Flow derives them: a passthrough computation's output has the schema of its input
+// (of its first input, the validation checks the others). Streams are derived until nothing
+// more follows; the rest stay undeclared and validation reports them.
+func (p *parser) deriveStreams(pl *Pipeline) {
+	for changed := true; changed; {
+		changed = false
+		for _, id := range sortedKeys(pl.Computations) {
+			c := pl.Computations[id]
+			if !c.Passthrough || len(c.InputStreamIDs) == 0 {
+				continue
+			}
+			in, ok := pl.Streams[c.InputStreamIDs[0]]
+			if !ok {
+				continue
+			}
+			for _, out := range c.OutputStreamIDs {
+				if _, declared := pl.Streams[out]; declared || out == c.InputStreamIDs[0] {
+					continue
+				}
+				pl.Streams[out] = &Stream{ID: out, Schema: in.Schema, Derived: true}
+				changed = true
+			}
+		}
+	}
 }
 
 func (p *parser) stream(id string, n *yson.Node, path string) *Stream {
@@ -224,6 +336,12 @@ func (p *parser) stream(id string, n *yson.Node, path string) *Stream {
 	s.ClassName = f.String("class_name", "")
 	s.MigrationFunction = f.String("migration_function", "")
 	f.Close()
+	if s.ClassName != "" {
+		p.ignore(f.Path("class_name"), "names the C++ message class of Flow's SDK; yt-flow messages are YSON rows of the schema")
+	}
+	if s.MigrationFunction != "" && s.MigrationFunction != defaultMigrationFunction {
+		p.unsupported(f.Path("migration_function"), "migration_function %q (converting stored messages of an older schema)", s.MigrationFunction)
+	}
 	return s
 }
 
@@ -296,9 +414,12 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	c.ClassName = f.RequiredString("computation_class_name")
 	cls, known := lookupClass(p, "computation", computationByName, c.ClassName, f.Path("computation_class_name"))
 	if known {
-		c.Kind, c.Passthrough = cls.kind, cls.passthrough
+		c.Kind, c.Passthrough, c.Companion = cls.kind, cls.passthrough, cls.companion
 	}
 	c.ProcessingFunction = f.String("processing_function", "")
+	if c.Companion && c.ProcessingFunction == "" && !f.Has("processing_function") {
+		c.ProcessingFunction, c.ProcessingFunctionDerived = id, true
+	}
 	c.ProcessingFunctionParameters = f.AnyMap("processing_function_parameters")
 	paramsNode := f.Node("parameters")
 	directMode := f.Node("processing_mode")
@@ -382,7 +503,55 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	}
 	c.InternalStates = pf.Strings("internal_states", true)
 	pf.Close()
+	p.computationNotes(c, path)
 	return c
+}
+
+// computationNotes records what of a parsed computation yt-flow ignores or does not run yet.
+func (p *parser) computationNotes(c *Computation, path string) {
+	at := func(key string) string { return yson.Join(path, key) }
+	if c.WorkerGroup != "" {
+		p.unsupported(at("worker_group"), "worker_group (placing jobs on a group of workers)")
+	}
+	if len(c.KeyVisitorStreams) > 0 {
+		p.unsupported(at("key_visitor_streams"), "key_visitor_streams (visits of every stored key)")
+	}
+	for key, m := range map[string]map[string]any{
+		"external_state_managers": c.ExternalStateManagers, "external_state_joiners": c.ExternalStateJoiners,
+		"state_joiners": c.StateJoiners,
+	} {
+		if len(m) > 0 {
+			p.unsupported(at(key), "%s (state kept outside the pipeline or joined from another computation)", key)
+		}
+	}
+	if c.InputOrdering != nil {
+		p.unsupported(at("input_ordering"), "input_ordering (priority between input streams)")
+	}
+	if c.HeavyHitters != nil {
+		p.ignore(at("heavy_hitters"), "hot-key diagnostics of Flow's controller")
+	}
+	if c.PivotFinder != nil {
+		p.ignore(at("pivot_finder"), "key quantiles for Flow's repartitioning")
+	}
+	if c.Watermark != nil {
+		for _, k := range []string{"watermark_generator/use_source_watermark", "watermark_generator/unavailable_partition_groups", "watermark_alignment/read_delays"} {
+			parts := strings.SplitN(k, "/", 2)
+			if blk, ok := c.WatermarkStrategy[parts[0]].(map[string]any); ok {
+				if _, ok := blk[parts[1]]; ok {
+					p.unsupported(at("watermark_strategy/"+k), "watermark_strategy %s", strings.ReplaceAll(k, "/", "."))
+				}
+			}
+		}
+	}
+	for _, rid := range sortedKeys(c.RequiredResourceIDs) {
+		p.resourceUse(at("required_resource_ids/"+rid), rid)
+	}
+}
+
+// resourceUse notes a computation's use of resource id; what the resource is decides the note
+// once the resources are known (see resourceNotes).
+func (p *parser) resourceUse(path, id string) {
+	p.resourceUses = append(p.resourceUses, resourceUse{path: path, id: id})
 }
 
 // placed resolves a setting that may be written directly (direct, at directPath) or inside

@@ -53,6 +53,10 @@ type Config struct {
 	Logging                  map[string]any
 	ClientsCache             map[string]any
 	DirectControllerCommands map[string]any
+
+	// Notes lists the keys of the whole document that yt-flow ignores and the features it
+	// does not run yet (see Notes).
+	Notes Notes
 }
 
 // Pipeline is the static spec.
@@ -66,6 +70,9 @@ type Pipeline struct {
 	BinaryVersion          string
 	ValidateBinaryChecksum bool
 	BinaryChecksum         string
+
+	// Notes is set by ParsePipeline (for a runner config see Config.Notes).
+	Notes Notes
 }
 
 // Stream is a registered output stream.
@@ -75,6 +82,9 @@ type Stream struct {
 	// ClassName and MigrationFunction are kept as written ("" when absent).
 	ClassName         string
 	MigrationFunction string
+	// Derived is set for a stream the spec does not declare whose schema the parser derived:
+	// the output of a passthrough computation has the schema of its input.
+	Derived bool
 }
 
 // Kind is the canonical computation kind.
@@ -130,6 +140,16 @@ type Computation struct {
 	Kind      Kind
 	// Passthrough classes have no processing_function; they forward inputs to outputs.
 	Passthrough bool
+	// PassthroughColumns maps each output stream of a passthrough computation whose schema
+	// has fewer columns than its input to the columns it keeps, in its schema's order; the
+	// runtime drops the others. Outputs with the input's columns are not listed.
+	PassthroughColumns map[string][]string
+	// Companion is set for Flow's companion classes (NYT::NFlow::NCompanion::…), which run
+	// out-of-process functions in Flow and the in-process Go function here: they are the
+	// native kinds, and without processing_function the function is the one registered
+	// under the computation id (ProcessingFunctionDerived).
+	Companion                 bool
+	ProcessingFunctionDerived bool
 
 	ProcessingFunction           string
 	ProcessingFunctionParameters map[string]any
@@ -256,7 +276,7 @@ type AtMostOnceStrategy struct {
 // largest one seen the computation's EventWatermark estimate stays, and the generator's
 // idle- and late-data-partition rules, watermark_percentile and watermark_alignment. The
 // other keys (the generator's unavailable_partition_groups and use_source_watermark, the
-// alignment's read_delays) are accepted and not interpreted.
+// alignment's read_delays) are accepted and noted as not supported yet (Notes).
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
 	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
@@ -338,6 +358,9 @@ type DynamicPipeline struct {
 	Singletons                 map[string]any
 	EnableMermaidGraphDescribe bool
 	FlowViewCacheCodec         string
+
+	// Notes is set by ParseDynamic (for a runner config see Config.Notes).
+	Notes Notes
 }
 
 // DynamicComputation holds one computation's dynamic settings; unset keys carry Flow's defaults.

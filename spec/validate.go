@@ -120,11 +120,22 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 	if c.Kind == KindSwiftMap && len(c.Sinks) > 0 {
 		p.errorf(at("sinks"), "swift map computations have no sinks")
 	}
-	// A swift source persists no outputs and re-reads rows after a restart: a sync sink would
-	// write them twice, an at-most-once sink deliver them twice, and an async sink would need
-	// producer sequence numbers derived from offsets, which the runtime does not have.
+	// A swift source persists no outputs and re-reads rows after a restart. Flow allows sinks
+	// on it (its at-most-once and sorted-table demos have them); the runtime here does not
+	// run them yet: a sync sink would write re-read rows twice, and an async sink needs
+	// producer sequence numbers derived from source offsets.
 	if c.Kind == KindSwiftSource && len(c.Sinks) > 0 {
-		p.errorf(at("sinks"), "swift source computations have no sinks (their rows are re-read after a restart); put the sinks on a downstream computation")
+		p.unsupported(at("sinks"), "sinks on a swift source computation (put them on a downstream computation until then)")
+	}
+	for _, sid := range sortedKeys(c.Sources) {
+		if s := c.Sources[sid]; s.Class != nil && !s.Class.Runs {
+			p.unsupported(yson.Join(at("source_streams"), sid+"/source_class_name"), "source class %q", s.ClassName)
+		}
+	}
+	for _, sid := range sortedKeys(c.Sinks) {
+		if s := c.Sinks[sid]; s.Class != nil && !s.Class.Runs {
+			p.unsupported(yson.Join(at("sinks"), sid+"/sink_class_name"), "sink class %q", s.ClassName)
+		}
 	}
 
 	// Processing function.
@@ -134,15 +145,34 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 	case !c.Passthrough && c.ProcessingFunction == "":
 		p.errorf(at("processing_function"), "required for class %q", c.ClassName)
 	}
+	// A passthrough output has the schema of each input or a subset of its columns (same
+	// names, types, and required only where the input column is).
 	if c.Passthrough {
 		for i, out := range c.OutputStreamIDs {
 			os, ok := pl.Streams[out]
 			if !ok {
 				continue
 			}
+			subset := false
 			for _, in := range c.InputStreamIDs {
-				if is, ok := pl.Streams[in]; ok && !sameColumns(is.Schema, os.Schema) {
+				is, ok := pl.Streams[in]
+				if !ok {
+					continue
+				}
+				switch {
+				case sameColumns(is.Schema, os.Schema):
+				case columnSubset(os.Schema, is.Schema):
+					subset = true
+				default:
 					p.errorf(atItem("output_stream_ids", i), "passthrough output %q must have the schema of input %q", out, in)
+				}
+			}
+			if subset {
+				if c.PassthroughColumns == nil {
+					c.PassthroughColumns = map[string][]string{}
+				}
+				for _, col := range os.Schema.Columns {
+					c.PassthroughColumns[out] = append(c.PassthroughColumns[out], col.Name)
 				}
 			}
 		}
@@ -335,6 +365,18 @@ func sameColumns(a, b schema.Schema) bool {
 	for i := range a.Columns {
 		x, y := a.Columns[i], b.Columns[i]
 		if x.Name != y.Name || x.Type != y.Type || x.Required != y.Required {
+			return false
+		}
+	}
+	return true
+}
+
+// columnSubset reports whether every column of sub is a column of s with the same type, and
+// required only where it is required in s.
+func columnSubset(sub, s schema.Schema) bool {
+	for _, c := range sub.Columns {
+		sc, ok := findColumn(s, c.Name)
+		if !ok || sc.Type != c.Type || c.Required && !sc.Required {
 			return false
 		}
 	}

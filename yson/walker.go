@@ -18,6 +18,10 @@ func (p Problem) String() string { return p.Path + ": " + p.Message }
 
 // Walker collects problems while code walks a decoded tree. The zero value is ready to use.
 type Walker struct {
+	// Suggest makes Fields.Close name the known key an unknown one is a likely misspelling
+	// of (off by default: the message stays "unknown key").
+	Suggest bool
+
 	problems []Problem
 }
 
@@ -396,16 +400,71 @@ func (f *Fields) Enum(key, def string, allowed ...string) string {
 	return def
 }
 
-// Close reports every key of the map that was not consumed, in document order.
+// Close reports every key of the map that was not consumed, in document order. With
+// Walker.Suggest, when a consumed key (one the reader knows, present or not) is a likely
+// misspelling of it — at most two edits away, an edit per three characters at most — the
+// problem names it: `unknown key (did you mean "worker"?)`.
 func (f *Fields) Close() {
 	if f.node == nil {
 		return
 	}
 	for _, fl := range f.node.Map {
 		if !f.used[fl.Key] {
-			f.w.Errorf(f.Path(fl.Key), "unknown key")
+			if s := suggest(fl.Key, f.used); f.w.Suggest && s != "" {
+				f.w.Errorf(f.Path(fl.Key), "unknown key (did you mean %q?)", s)
+			} else {
+				f.w.Errorf(f.Path(fl.Key), "unknown key")
+			}
 		}
 	}
+}
+
+// suggest returns the known key closest to key when it is close enough to be a misspelling
+// (see Fields.Close), else "". Ties go to the key first in byte order.
+func suggest(key string, known map[string]bool) string {
+	best, bestD := "", 3
+	for k := range known {
+		d := editDistance(key, k)
+		if d < bestD || (d == bestD && d <= 2 && k < best) {
+			best, bestD = k, d
+		}
+	}
+	if best == "" || bestD > 2 || bestD*3 > len(key) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b: insertions, deletions,
+// substitutions and transpositions of adjacent bytes count one each.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		if a == b {
+			return 0
+		}
+		return 64 // too long to be a typo worth reporting
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // Walker returns the walker that collects this map's problems, for parsing nested values.

@@ -186,3 +186,33 @@ func TestFieldsMap(t *testing.T) {
 	require.Len(t, w.Problems(), 1)
 	assert.Equal(t, "s: want map, got string", w.Problems()[0].String())
 }
+
+func TestUnknownKeySuggestion(t *testing.T) {
+	n, err := Decode([]byte(`{wroker=1; batch_duraton=2; finit=3; colour=4; ab=5; schema_v2=6}`))
+	require.NoError(t, err)
+	w := Walker{Suggest: true}
+	f := w.Fields(n, "")
+	f.Skip("worker", "batch_duration", "finite", "cluster_url", "a", "schema")
+	f.Close()
+	var got []string
+	for _, p := range w.Problems() {
+		got = append(got, p.String())
+	}
+	assert.Equal(t, []string{
+		`ab: unknown key`, // one edit in two characters is no typo
+		`batch_duraton: unknown key (did you mean "batch_duration"?)`,
+		`colour: unknown key`,
+		`finit: unknown key (did you mean "finite"?)`,
+		`schema_v2: unknown key`,
+		`wroker: unknown key (did you mean "worker"?)`,
+	}, got)
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"a", "", 1}, {"worker", "wroker", 1}, {"kitten", "sitting", 3}, {"abc", "abc", 0}, {"ca", "abc", 3}} {
+		assert.Equal(t, c.d, editDistance(c.a, c.b), "%q %q", c.a, c.b)
+	}
+}
