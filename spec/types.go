@@ -256,7 +256,8 @@ type AtMostOnceStrategy struct {
 // largest one seen the computation's EventWatermark estimate stays, and the generator's
 // idle- and late-data-partition rules, watermark_percentile and watermark_alignment. The
 // other keys (the generator's unavailable_partition_groups and use_source_watermark, the
-// alignment's read_delays) are accepted and not interpreted.
+// alignment's read_delays) are accepted and not interpreted. The controller applies the
+// idle- and late-data-partition rules to each of the computation's source streams.
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
 	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
@@ -281,10 +282,11 @@ type WatermarkStrategy struct {
 }
 
 // WatermarkAlignment keeps the computation's source jobs from reading further than
-// DriftBound ahead of the pipeline EventWatermark (Flow: of the alignment group's slowest
-// source; here one EventWatermark covers the pipeline, so every group is the whole pipeline).
+// DriftBound ahead of their alignment group's EventWatermark: the smallest watermark of the
+// source streams of every source computation with the same GroupName. Groups are independent
+// of each other.
 type WatermarkAlignment struct {
-	GroupName  string        // "default-alignment-group" by default; recorded, not interpreted
+	GroupName  string        // "default-alignment-group" by default
 	DriftBound time.Duration // 20m by default
 }
 
