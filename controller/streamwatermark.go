@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -108,59 +109,21 @@ func (t Topology) WatermarkGraph() watermark.Graph {
 	return g
 }
 
-// WatermarkPartitions is what an observation says of each partition's event time: a
-// partition is reporting when it has a job and every job of it a running or completed
-// status, or when it is a completed source partition without a job (it bounds nothing); its bound is the smallest event_watermark of its jobs, and it is idle (for the
-// shortest time any of them has been, by that job's clock) when all of them are.
+// WatermarkPartitions is what an observation says of each partition's event time
+// (watermark.PartitionOf over the statuses of its jobs), sorted by partition id.
 func WatermarkPartitions(partitions []ytstore.Partition, jobs []ytstore.Job, statuses []ytstore.JobStatus) []watermark.Partition {
 	status := make(map[string]ytstore.JobStatus, len(statuses))
 	for _, st := range statuses {
 		status[st.JobID] = st
 	}
-	jobsOf := map[string][]ytstore.Job{}
+	reports := map[string][]watermark.Report{}
 	for _, j := range jobs {
-		jobsOf[j.PartitionID] = append(jobsOf[j.PartitionID], j)
+		reports[j.PartitionID] = append(reports[j.PartitionID], status[j.JobID].EventReport())
 	}
 	out := make([]watermark.Partition, 0, len(partitions))
 	for _, pt := range partitions {
-		p := watermark.Partition{ID: pt.PartitionID, Computation: pt.ComputationID, Source: pt.SourceID}
-		js := jobsOf[pt.PartitionID]
-		if len(js) == 0 && pt.State == ytstore.PartitionCompleted {
-			p.Reporting = true // a completed source partition without a job: read to its end
-			out = append(out, p)
-			continue
-		}
-		p.Reporting = len(js) > 0
-		idle := len(js) > 0
-		for _, j := range js {
-			st, has := status[j.JobID]
-			if !has || st.UpdatedAt == 0 || (st.State != ytstore.JobRunning && st.State != ytstore.JobCompleted) {
-				p.Reporting = false
-				continue
-			}
-			if ew := uint64(st.EventWatermark); ew != 0 && (p.Bound == 0 || ew < p.Bound) {
-				p.Bound = ew
-			}
-			since := uint64(st.EventIdleSince)
-			if since == 0 || st.EventWatermark == 0 || st.UpdatedAt < since {
-				idle = false
-			} else if d := st.UpdatedAt - since; p.IdleFor == 0 || d < p.IdleFor {
-				p.IdleFor = max(d, 1)
-			}
-		}
-		if !idle {
-			p.IdleFor = 0
-		}
-		out = append(out, p)
+		out = append(out, watermark.PartitionOf(pt.PartitionID, pt.ComputationID, pt.SourceID, pt.State == ytstore.PartitionCompleted, reports[pt.PartitionID]))
 	}
-	slices.SortFunc(out, func(a, b watermark.Partition) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b watermark.Partition) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

@@ -77,7 +77,7 @@ const alignmentSpec = `{
 //
 //   - it stalls: a span of samples in which the source behind read at least 20 min of event
 //     time while the one ahead read at most one epoch;
-//   - from then on, whenever the source ahead has committed more, its last row is at most
+//   - after that, whenever the source ahead has committed more, its last row is at most
 //     drift_bound (plus one epoch's rows) ahead of the group watermark read after it;
 //   - it resumes: both sources end fully read, and every row reaches the output.
 func TestAlignmentGroupHoldsAhead(t *testing.T) {
@@ -180,15 +180,15 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 	}
 	// The stall: a span of samples in which behind read at least 20 min of event time and
 	// ahead at most one epoch. Ahead reads freely until its worker first sees a group watermark;
-	// a stall proves it had seen one, so from its start on every row ahead commits is bounded.
-	stall := -1
+	// a stall proves it had seen one, so after it every row ahead commits is bounded.
+	stall, stallEnd := -1, -1
 	for i := 0; i < len(samples) && stall < 0; i++ {
 		for j := i + 1; j < len(samples); j++ {
 			if samples[j].a-samples[i].a > perEpoch {
 				break
 			}
 			if samples[j].b-samples[i].b >= int64(20*time.Minute/time.Microsecond)/step {
-				stall = i
+				stall, stallEnd = i, j
 				t.Logf("ahead stalled at row %d (%v ahead of behind's row %d) while behind read rows %d..%d",
 					samples[i].a, time.Duration(eventTime("ahead", samples[i].a)-eventTime("behind", samples[i].b))*time.Microsecond,
 					samples[i].b, samples[i].b, samples[j].b)
@@ -200,7 +200,7 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 		t.Errorf("the source ahead never stalled while the one behind caught up: samples (ahead, behind, group watermark) %v", samples)
 	}
 	bad := 0
-	for i := max(stall, 0) + 1; stall >= 0 && i < len(samples); i++ {
+	for i := stallEnd + 1; stall >= 0 && i < len(samples); i++ {
 		s, prev := samples[i], samples[i-1]
 		if s.a > rows || s.b > rows {
 			t.Fatalf("sample %d: offsets %d, %d past the %d rows", i, s.a, s.b, rows)
@@ -217,10 +217,20 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d samples; group watermark first published at sample %d; stall from sample %d", len(samples), firstPublished, stall)
+	t.Logf("%d samples; group watermark first published at sample %d; stall over samples %d..%d", len(samples), firstPublished, stall, stallEnd)
 	last := samples[len(samples)-1]
 	if last.a != rows || last.b != rows {
 		t.Errorf("after completion the sources are at %d and %d, want both at %d (the held source resumes)", last.a, last.b, rows)
+	}
+	// yt-flow status --watermarks lists every stream and the group, all at the end of time.
+	p := Start(t, "status-watermarks", "status", "--watermarks", "--proxy", c.Proxy, "--path", w.Path)
+	if err, ok := p.Wait(30 * time.Second); !ok || err != nil {
+		t.Fatalf("yt-flow status --watermarks: %v (exited %v)\n%s", err, ok, p.Log())
+	}
+	for _, name := range []string{"stream  a ", "stream  b ", "stream  ea", "stream  eb", "stream  all", "group   g "} {
+		if line := lineWith(p.Log(), name); !strings.Contains(line, "end of time") {
+			t.Errorf("yt-flow status --watermarks: no line %q at the end of time:\n%s", name, p.Log())
+		}
 	}
 	got, err := w.Store.SelectRows(ctx, fmt.Sprintf("user FROM [%s/out]", root))
 	if err != nil {
@@ -229,4 +239,14 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 	if len(got) != 2*rows {
 		t.Errorf("out holds %d rows, want %d", len(got), 2*rows)
 	}
+}
+
+// lineWith returns the first line of text containing s ("" when none).
+func lineWith(text, s string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
 }

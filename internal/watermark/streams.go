@@ -293,3 +293,44 @@ func sourceStream(n Node, ps []Partition) StreamState {
 	}
 	return s
 }
+
+// Report is what one job of a partition last reported of event time (its job_status row).
+type Report struct {
+	// Running is true for a job whose status is running or completed, with a time.
+	Running bool
+	// UpdatedAt (µs, the job's clock), Bound (event_watermark, 0: none) and IdleSince
+	// (event_idle_since, 0: not idle) as reported.
+	UpdatedAt, Bound, IdleSince uint64
+}
+
+// PartitionOf is what the reports of a partition's jobs say of its event time: it is
+// reporting when it has a job and each job a running status, or when it is a completed source
+// partition without a job (it bounds nothing); its bound is the smallest of its jobs', and it
+// is idle (for the shortest time any of them has been, by that job's clock) when all are.
+func PartitionOf(id, computation, source string, completed bool, reports []Report) Partition {
+	p := Partition{ID: id, Computation: computation, Source: source}
+	if len(reports) == 0 {
+		p.Reporting = completed
+		return p
+	}
+	p.Reporting = true
+	idle := true
+	for _, r := range reports {
+		if !r.Running || r.UpdatedAt == 0 {
+			p.Reporting = false
+			continue
+		}
+		if r.Bound != 0 && (p.Bound == 0 || r.Bound < p.Bound) {
+			p.Bound = r.Bound
+		}
+		if r.IdleSince == 0 || r.Bound == 0 || r.UpdatedAt < r.IdleSince {
+			idle = false
+		} else if d := max(r.UpdatedAt-r.IdleSince, 1); p.IdleFor == 0 || d < p.IdleFor {
+			p.IdleFor = d
+		}
+	}
+	if !idle {
+		p.IdleFor = 0
+	}
+	return p
+}

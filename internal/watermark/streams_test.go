@@ -141,3 +141,30 @@ func TestStreamWatermarksCycle(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionOf folds the reports of a partition's jobs: a job without a running status makes
+// it unavailable, the smallest bound counts, and it is idle only when every job is, for the
+// shortest time.
+func TestPartitionOf(t *testing.T) {
+	run := func(updated, bound, idleSince uint64) Report {
+		return Report{Running: true, UpdatedAt: updated, Bound: bound, IdleSince: idleSince}
+	}
+	for _, c := range []struct {
+		name      string
+		completed bool
+		reports   []Report
+		want      Partition
+	}{
+		{"no job", false, nil, Partition{ID: "p"}},
+		{"completed without a job: bounds nothing", true, nil, Partition{ID: "p", Reporting: true}},
+		{"one job", false, []Report{run(100, 40, 0)}, Partition{ID: "p", Reporting: true, Bound: 40}},
+		{"idle for 100 − 30", false, []Report{run(100, 40, 30)}, Partition{ID: "p", Reporting: true, Bound: 40, IdleFor: 70}},
+		{"two jobs: smallest bound, shortest idle", false, []Report{run(100, 40, 30), run(90, 20, 80)}, Partition{ID: "p", Reporting: true, Bound: 20, IdleFor: 10}},
+		{"one busy job: not idle", false, []Report{run(100, 40, 30), run(90, 20, 0)}, Partition{ID: "p", Reporting: true, Bound: 20}},
+		{"a job not running: unavailable", false, []Report{run(100, 40, 0), {UpdatedAt: 5, Bound: 1}}, Partition{ID: "p", Bound: 40}},
+	} {
+		if got := PartitionOf("p", "", "", c.completed, c.reports); got != c.want {
+			t.Errorf("%s: PartitionOf = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
