@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -98,6 +99,7 @@ func (t Topology) WatermarkGraph() watermark.Graph {
 		for _, s := range c.Sources {
 			n.Sources = append(n.Sources, s.ID)
 		}
+		n.ReadDelays = micros(c.ReadDelays)
 		if r := c.IdlePartitions; r != nil {
 			n.Idle = &watermark.IdleRule{Duration: uint64(r.Duration.Microseconds()), MaxRatio: r.MaxRatio}
 		}
@@ -125,5 +127,17 @@ func WatermarkPartitions(partitions []ytstore.Partition, jobs []ytstore.Job, sta
 		out = append(out, watermark.PartitionOf(pt.PartitionID, pt.ComputationID, pt.SourceID, pt.State == ytstore.PartitionCompleted, reports[pt.PartitionID]))
 	}
 	slices.SortFunc(out, func(a, b watermark.Partition) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// micros is a map of durations in µs (nil for none).
+func micros(ds map[string]time.Duration) map[string]uint64 {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make(map[string]uint64, len(ds))
+	for k, d := range ds {
+		out[k] = uint64(max(d, 0).Microseconds())
+	}
 	return out
 }

@@ -41,6 +41,8 @@ type Computation struct {
 	// watermark_alignment) and DriftBound its drift_bound.
 	AlignmentGroup string
 	DriftBound     time.Duration
+	// ReadDelays is watermark_alignment.read_delays by source stream (nil: none).
+	ReadDelays map[string]time.Duration
 }
 
 // LateDataRule lets the EventWatermark pass a computation's lagging jobs: over their bounds it

@@ -22,7 +22,7 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
 		if c.Kind.Source() {
 			if ws := c.Watermark; ws != nil && ws.Alignment != nil {
-				tc.AlignmentGroup, tc.DriftBound = ws.Alignment.GroupName, ws.Alignment.DriftBound
+				tc.AlignmentGroup, tc.DriftBound, tc.ReadDelays = ws.Alignment.GroupName, ws.Alignment.DriftBound, ws.Alignment.ReadDelays
 			}
 			if ws := c.Watermark; ws != nil && ws.IdlePartitions != nil {
 				tc.IdlePartitions = &IdleRule{Duration: ws.IdlePartitions.Duration, MaxRatio: ws.IdlePartitions.MaxRatio}

@@ -10,6 +10,7 @@ package job
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -179,10 +180,25 @@ func (r *runner) alignmentHold() bool {
 	if ew == 0 {
 		return false
 	}
-	est := r.sourceEstimate()
+	// read_delays: a delayed source is held that much earlier (the group counts its watermark
+	// that much ahead).
+	est := r.sourceEstimate() + r.readDelay()
 	if est <= ew || est-ew <= uint64(ws.Alignment.DriftBound.Microseconds()) {
 		return false
 	}
 	r.stats.alignmentHolds.Add(1)
 	return true
+}
+
+// readDelay is the largest watermark_alignment.read_delays entry (µs) of the job's sources.
+func (r *runner) readDelay() uint64 {
+	a := r.comp.Watermark.Alignment
+	var d time.Duration
+	for _, s := range r.sources {
+		d = max(d, a.ReadDelays[s.id])
+	}
+	for _, s := range r.swiftSrc {
+		d = max(d, a.ReadDelays[s.src.id])
+	}
+	return uint64(d.Microseconds())
 }

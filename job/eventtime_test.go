@@ -204,7 +204,8 @@ func TestEventTimersPerStream(t *testing.T) {
 }
 
 // TestAlignmentGroups: a source job is held by its own alignment group's watermark, not by
-// another group's nor by the pipeline's; a group without a watermark holds nothing.
+// another group's nor by the pipeline's; a group without a watermark holds nothing; the
+// read_delays entry of its source holds it that much earlier.
 func TestAlignmentGroups(t *testing.T) {
 	r := eventRunner(&spec.WatermarkStrategy{Generator: true, OutOfOrderness: 10 * time.Microsecond,
 		Alignment: &spec.WatermarkAlignment{GroupName: "a", DriftBound: 100 * time.Microsecond}})
@@ -217,4 +218,9 @@ func TestAlignmentGroups(t *testing.T) {
 	assert.True(t, r.alignmentHold(), "990 is 190 ahead of group a's 800")
 	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 900, "b": 1}})
 	assert.False(t, r.alignmentHold(), "90 ahead of group a: released")
+
+	r.comp.Watermark.Alignment.ReadDelays = map[string]time.Duration{"in": 50 * time.Microsecond, "other": time.Hour}
+	assert.True(t, r.alignmentHold(), "read_delays of its source: 990 + 50 is 140 ahead of 900")
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 940}})
+	assert.False(t, r.alignmentHold(), "1040 is 100 ahead of 940: released")
 }

@@ -89,6 +89,12 @@ func graphOf(p *spec.Pipeline) watermark.Graph {
 			}
 			if a := ws.Alignment; a != nil {
 				n.Group, n.DriftBound = a.GroupName, uint64(a.DriftBound.Microseconds())
+				for sid, d := range a.ReadDelays {
+					if n.ReadDelays == nil {
+						n.ReadDelays = map[string]uint64{}
+					}
+					n.ReadDelays[sid] = uint64(max(d, 0).Microseconds())
+				}
 			}
 		}
 		g.Computations = append(g.Computations, n)

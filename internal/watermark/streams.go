@@ -24,6 +24,9 @@ type Node struct {
 	// and DriftBound (µs) how far its sources may read ahead of the group's watermark.
 	Group      string
 	DriftBound uint64
+	// ReadDelays (µs, by source stream) read those source streams that much behind the group:
+	// each counts in the group's watermark that much ahead (read_delays).
+	ReadDelays map[string]uint64
 }
 
 // IdleRule leaves out of a source stream's watermark the partitions idle for at least
@@ -108,7 +111,8 @@ var unbounded = StreamState{Available: true, Watermark: math.MaxUint64}
 //     and then its late-data rule (max(smallest, percentile − delay));
 //   - an output stream of a computation: the minimum of its input streams' watermarks, its
 //     source streams' watermarks and the bounds of its own partitions (what they hold);
-//   - an alignment group: the minimum over the source streams of its computations.
+//   - an alignment group: the minimum over the source streams of its computations, each
+//     shifted ahead by its read delay.
 //
 // A stream is unavailable when a partition it depends on has no reporting job. Cycles
 // converge: the propagation repeats until nothing changes.
@@ -147,7 +151,7 @@ func Streams(g Graph, parts []Partition) State {
 			g = unbounded
 		}
 		for _, sid := range n.Sources {
-			g = lower(g, st.Streams[sid])
+			g = lower(g, shifted(st.Streams[sid], n.ReadDelays[sid]))
 		}
 		st.Groups[n.Group] = g
 	}
@@ -160,7 +164,8 @@ func Streams(g Graph, parts []Partition) State {
 		gw := st.Groups[n.Group]
 		for _, sid := range n.Sources {
 			s := st.Streams[sid]
-			if s.Available && gw.Available && s.Reason == ReasonSlowest && s.Watermark != math.MaxUint64 && s.Watermark > gw.Watermark && s.Watermark-gw.Watermark > n.DriftBound {
+			ahead := shifted(s, n.ReadDelays[sid]).Watermark
+			if s.Available && gw.Available && s.Reason == ReasonSlowest && ahead != math.MaxUint64 && ahead > gw.Watermark && ahead-gw.Watermark > n.DriftBound {
 				s.Reason = ReasonAlignment
 				st.Streams[sid] = s
 			}
@@ -203,6 +208,17 @@ func Streams(g Graph, parts []Partition) State {
 		}
 	}
 	return st
+}
+
+// shifted is s with its watermark d ahead (saturating; unavailable and unbounded stay).
+func shifted(s StreamState, d uint64) StreamState {
+	if d != 0 && s.Available && s.Watermark != math.MaxUint64 {
+		s.Watermark = min(s.Watermark+d, math.MaxUint64-1)
+		if s.Watermark < d { // overflow
+			s.Watermark = math.MaxUint64 - 1
+		}
+	}
+	return s
 }
 
 // lower returns the lower of two states: unavailable wins (the first one met), then the

@@ -168,3 +168,26 @@ func TestPartitionOf(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamWatermarksReadDelays: a read delay makes its source stream count in the group's
+// watermark that much ahead, so the other sources of the group may read up to drift_bound
+// ahead of it plus the delay.
+func TestStreamWatermarksReadDelays(t *testing.T) {
+	g := Graph{Computations: []Node{
+		{ID: "clicks", Sources: []string{"c"}, Outputs: []string{"clicks"}, Group: "g", DriftBound: 100, ReadDelays: map[string]uint64{"c": 500}},
+		{ID: "views", Sources: []string{"v"}, Outputs: []string{"views"}, Group: "g", DriftBound: 100},
+	}}
+	st := Streams(g, []Partition{src("c0", "clicks", "c", 1000, 0), src("v0", "views", "v", 1400, 0)})
+	// min(1000 + 500, 1400) = 1400: views holds the group; clicks is not held (1500 − 1400 ≤ 100).
+	if gw := st.Groups["g"]; gw.Watermark != 1400 || gw.Partition != "v0" {
+		t.Errorf("group g = %+v, want 1400 held by v0", gw)
+	}
+	if s := st.Streams["c"]; s.Watermark != 1000 || s.Reason != ReasonSlowest {
+		t.Errorf("stream c = %+v, want its own 1000, not shifted", s)
+	}
+	// clicks at 1100: 1600 − 1400 > 100, held by alignment.
+	st = Streams(g, []Partition{src("c0", "clicks", "c", 1100, 0), src("v0", "views", "v", 1400, 0)})
+	if s := st.Streams["c"]; s.Reason != ReasonAlignment {
+		t.Errorf("stream c = %+v, want held by alignment", s)
+	}
+}
