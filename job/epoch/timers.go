@@ -62,10 +62,11 @@ func (s *TimerSet) Apply(c *Commit) {
 	}
 }
 
-// EventClock is the time of an event_time timer stream at pipeline EventWatermark ew (µs): ew
-// minus the largest positive delay of the stream's streams_with_delays (one watermark covers
-// every stream, so the stream with the largest delay governs), at least 0; +inf (MaxUint64)
-// stays +inf.
+// EventClock is the time of an event_time timer stream at pipeline EventWatermark ew (µs), used
+// while no per-stream watermarks are published (StreamEventClock otherwise): ew minus the
+// largest positive delay of the stream's streams_with_delays (one watermark stands for every
+// stream, so the stream with the largest delay governs), at least 0; +inf (MaxUint64) stays
+// +inf.
 func EventClock(ew uint64, delays map[string]time.Duration) uint64 {
 	if ew == math.MaxUint64 {
 		return ew
