@@ -119,6 +119,7 @@ func init() {
 			var pf pipelineFlags
 			pf.define(fs)
 			logLines := fs.Int("log", 10, "how many controller log lines to show (0 = none)")
+			watermarks := fs.Bool("watermarks", false, "show only the event watermark of every stream and alignment group: its lag and the partition holding it back, with the reason")
 			return func(ctx context.Context, cfg *settings) int {
 				if code := pf.check(fs, true); code >= 0 {
 					return code
@@ -132,7 +133,11 @@ func init() {
 				if err != nil {
 					return failf(env.stderr, "status: %v", explain(err, pf.path))
 				}
-				if err := s.write(env.stdout, pf.path); err != nil {
+				write := s.write
+				if *watermarks {
+					write = s.writeWatermarks
+				}
+				if err := write(env.stdout, pf.path); err != nil {
 					return failf(env.stderr, "status: %v", err)
 				}
 				return 0
@@ -177,6 +182,35 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 	for _, r := range streams {
 		from, to, inFlight, lag := s.StreamRow(r)
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, from, to, inFlight, lag)
+	}
+	return tw.Flush()
+}
+
+// writeWatermarks prints, per stream and alignment group, the published EventWatermark, its
+// lag behind wall time, and which partition holds it back and why (status.Watermarks).
+func (s *pipelineStatus) writeWatermarks(w io.Writer, path string) error {
+	fmt.Fprintf(w, "pipeline         %s\n", path)
+	if ew := s.EventWatermark(); ew != "" {
+		fmt.Fprintf(w, "event watermark  %s\n", ew)
+	}
+	rows := s.Watermarks()
+	if rows == nil {
+		fmt.Fprintln(w, "\nno event watermarks: the spec does not parse")
+		return nil
+	}
+	if s.Attrs.EventWatermarks == nil {
+		fmt.Fprintln(w, "\nno per-stream watermarks published yet (PUBLISHED is -)")
+	}
+	fmt.Fprintf(w, "\nevent watermarks (%d)\n", len(rows))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  KIND\tNAME\tPUBLISHED\tLAG\tNOW\tHELD BY\tWHY")
+	for _, r := range rows {
+		holder := "-"
+		if r.Partition != "" {
+			holder = r.Partition
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, r.ID, status.WatermarkTime(r.Published), s.WatermarkLag(r.Published),
+			status.WatermarkTime(r.Current), holder, r.Why())
 	}
 	return tw.Flush()
 }

@@ -24,8 +24,11 @@
 // bounded batches. It folds the jobs' event-time bounds the same way into the
 // pipeline EventWatermark (NewEventWatermarkTracker, EventWatermarkBound, with
 // the sources' idle_partitions and late_data_partitions rules) and
-// publishes it as @event_watermark, which event_time timers follow (pipelines
-// whose job_status has no event_watermark column get none). While the
+// publishes it as @event_watermark (pipelines whose job_status has no
+// event_watermark column get none); StreamWatermarkTracker keeps one per stream
+// and alignment group along the spec's graph (internal/watermark.Streams),
+// published as @event_watermarks, which event_time timers and watermark_alignment
+// follow. While the
 // partition count of a keyed computation changes,
 // new partitions get jobs only after the retiring partitions with overlapping
 // key ranges have drained (strict distribution ordering).

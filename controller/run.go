@@ -278,6 +278,9 @@ type cycler struct {
 	wm *WatermarkTracker
 	// ew tracks the EventWatermark (nil until the first cycle that publishes one).
 	ew *WatermarkTracker
+	// sw tracks the EventWatermark of every stream and alignment group (nil until the first
+	// cycle that publishes one).
+	sw *StreamWatermarkTracker
 	// gcDone is the bound below which dedup rows were all deleted; gcMore
 	// says the last collection stopped at its batch limit.
 	gcDone uint64
@@ -393,7 +396,32 @@ func (c *cycler) advanceEventWatermark(ctx context.Context, in *Input, attrs *yt
 		}
 		c.lg.Debug("event watermark advanced", log.UInt64("event_watermark", w))
 	}
+	if c.sw == nil {
+		c.sw = NewStreamWatermarkTracker(attrs.EventWatermarks, in.Topology)
+	}
+	// Also retries a publication that failed in an earlier cycle.
+	if sw, advanced := c.sw.Observe(in.Partitions, in.Jobs, in.Statuses); advanced || (attrs.EventWatermarks == nil && len(sw.Streams)+len(sw.Groups) > 0) || (attrs.EventWatermarks != nil && !sameWatermarks(*attrs.EventWatermarks, sw)) {
+		if err := c.st.SetEventWatermarks(ctx, c.sess, sw); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// sameWatermarks reports whether a and b hold the same watermarks.
+func sameWatermarks(a, b ytstore.EventWatermarks) bool {
+	eq := func(x, y map[string]uint64) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || w != v {
+				return false
+			}
+		}
+		return true
+	}
+	return eq(a.Streams, b.Streams) && eq(a.Groups, b.Groups)
 }
 
 // advanceWatermark folds the cycle's observation into the SystemWatermark,
@@ -474,6 +502,9 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 		if attrs.SpecVersion != c.specVersion || attrs.DynamicSpecVersion != c.dynVersion || c.specErr != nil && c.specVersion == 0 {
 			c.specVersion, c.dynVersion = attrs.SpecVersion, attrs.DynamicSpecVersion
 			c.topology, c.specErr = parseTopology(attrs)
+			if c.sw != nil && c.specErr == nil {
+				c.sw.SetTopology(c.topology) // the new version's graph and rules
+			}
 			if c.ew != nil && c.specErr == nil {
 				c.ew.SetTopology(c.topology) // the new version's watermark rules
 			}

@@ -34,6 +34,15 @@ type Computation struct {
 	// LateDataPartitions is the source computation's watermark_generator.late_data_partitions
 	// rule (nil: the smallest bound of its jobs holds the EventWatermark).
 	LateDataPartitions *LateDataRule
+	// Inputs and Outputs are the computation's input and output stream ids (sorted); event
+	// watermarks propagate along them (StreamWatermarkTracker).
+	Inputs, Outputs []string
+	// AlignmentGroup is a source computation's watermark_alignment.group_name ("" without
+	// watermark_alignment) and DriftBound its drift_bound.
+	AlignmentGroup string
+	DriftBound     time.Duration
+	// ReadDelays is watermark_alignment.read_delays by source stream (nil: none).
+	ReadDelays map[string]time.Duration
 }
 
 // LateDataRule lets the EventWatermark pass a computation's lagging jobs: over their bounds it

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
@@ -17,7 +18,12 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
 		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed"}
+		tc.Inputs = slices.Sorted(slices.Values(c.InputStreamIDs))
+		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
 		if c.Kind.Source() {
+			if ws := c.Watermark; ws != nil && ws.Alignment != nil {
+				tc.AlignmentGroup, tc.DriftBound, tc.ReadDelays = ws.Alignment.GroupName, ws.Alignment.DriftBound, ws.Alignment.ReadDelays
+			}
 			if ws := c.Watermark; ws != nil && ws.IdlePartitions != nil {
 				tc.IdlePartitions = &IdleRule{Duration: ws.IdlePartitions.Duration, MaxRatio: ws.IdlePartitions.MaxRatio}
 			}

@@ -45,8 +45,10 @@
 // clock is +inf and it fires every pending timer; a job drained to stop or pause keeps its timers for the next start.
 //
 // Timer clocks: system_time streams follow the pipeline's @system_watermark, current_time
-// ones the wall clock, event_time ones (the default) its @event_watermark minus the largest
-// delay of their streams_with_delays (eventtime.go). Each job reports its event-time bound in
+// ones the wall clock, event_time ones (the default) the @event_watermarks of the streams they
+// wait for, each minus its streams_with_delays delay and capped by the messages the job holds
+// (epoch.StreamEventClock; @event_watermark minus the largest delay while none are published).
+// watermark_alignment holds a source job against its group's watermark (eventtime.go). Each job reports its event-time bound in
 // job_status.event_watermark: the smallest event timestamp it holds and, for a source job, the
 // largest event timestamp it read minus the watermark generator's out-of-orderness bound; a
 // source computation's event_timestamp_assigner takes its outputs' event times from a payload

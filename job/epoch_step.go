@@ -19,12 +19,20 @@ import (
 )
 
 // timerClock is the time of each timer stream: the pipeline SystemWatermark for
-// system_time streams, the wall clock for current_time ones, and the pipeline
-// EventWatermark for event_time ones (the default; the wall clock in a pipeline created
-// before event watermarks existed, which never gets one).
+// system_time streams, the wall clock for current_time ones, and for event_time ones (the
+// default) the EventWatermark of the streams the timer stream waits for, each shifted back by
+// its delay and capped by the messages the job holds (epoch.StreamEventClock over
+// @event_watermarks); the pipeline EventWatermark when no per-stream watermarks are
+// published (a controller of an older version), and the wall clock in a pipeline created
+// before event watermarks existed, which never gets one.
 //
 // A completing job's clock is +inf for every stream: completion is the end of all time.
 func (r *runner) timerClock(now uint64, completing bool) func(streamID string) uint64 {
+	var (
+		held     uint64
+		heldRead bool
+		clocks   map[string]uint64 // event_time clock by timer stream, computed once per epoch
+	)
 	return func(streamID string) uint64 {
 		if completing {
 			return math.MaxUint64
@@ -41,12 +49,40 @@ func (r *runner) timerClock(now uint64, completing bool) func(streamID string) u
 			// Invariant: an event_time timer fires once the pipeline EventWatermark passed its
 			// trigger (TestEventTimeTimersFollowTheWatermark), shifted back by the largest
 			// delay of its streams_with_delays (TestEventTimerStreamDelays).
-			return eventClock(r.w.eventWatermark.Load(), t)
+			ews := r.w.eventWatermarks.Load()
+			if ews == nil || t == nil {
+				return eventClock(r.w.eventWatermark.Load(), t)
+			}
+			if c, ok := clocks[streamID]; ok {
+				return c
+			}
+			if !heldRead {
+				held, heldRead = r.inbox.minEventTS(), true
+			}
+			// Invariant: an event_time timer fires once every stream it waits for passed its
+			// trigger plus that stream's delay and no message the job holds is behind it
+			// (TestEventTimersPerStream).
+			c := epoch.StreamEventClock(ews.Streams, r.timerStreams(t), t.StreamsWithDelays, held)
+			if clocks == nil {
+				clocks = map[string]uint64{}
+			}
+			clocks[streamID] = c
+			return c
 		case eventTimeWallClock:
 			return now // a pipeline without event watermarks (created by an older version)
 		}
 		return 0 // not known yet: nothing fires
 	}
+}
+
+// timerStreams are the streams the event_time timer stream t waits for (epoch.TimerStreams:
+// those it names, else every input and source stream of the computation).
+func (r *runner) timerStreams(t *spec.Timer) []string {
+	inputs := append([]string(nil), r.comp.InputStreamIDs...)
+	for sid := range r.comp.Sources {
+		inputs = append(inputs, sid)
+	}
+	return epoch.TimerStreams(t.Streams, t.StreamsWithDelays, inputs)
 }
 
 // eventClock is the time of an event_time timer stream t at pipeline EventWatermark ew

@@ -10,6 +10,7 @@ package job
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ytflow/yt-flow/internal/watermark"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -159,25 +160,45 @@ func (r *runner) eventIdleSince() uint64 {
 
 // alignmentHold reports whether watermark_alignment holds the source job's reads back this
 // epoch: its estimate (the largest event timestamp read, minus the generator's
-// out-of-orderness bound) is more than drift_bound ahead of the pipeline EventWatermark the
-// worker last read. Nothing is held before a watermark is published. One EventWatermark
-// covers the pipeline, so the alignment group is the whole pipeline.
+// out-of-orderness bound) is more than drift_bound ahead of the EventWatermark of its
+// alignment group (group_name) the worker last read — the group's slowest source — or, when
+// the controller publishes no per-group watermarks (an older version), of the pipeline.
+// Nothing is held before a watermark is published.
 //
 // Invariant: a held job still delivers and commits what it holds, so the watermark it waits
-// for can pass (TestAlignmentHold).
+// for can pass (TestAlignmentHold); groups are independent of each other
+// (TestAlignmentGroups).
 func (r *runner) alignmentHold() bool {
 	ws := r.comp.Watermark
 	if ws == nil || ws.Alignment == nil {
 		return false
 	}
 	ew := r.w.eventWatermark.Load()
+	if ews := r.w.eventWatermarks.Load(); ews != nil {
+		ew = ews.Groups[ws.Alignment.GroupName] // 0 while the group has none
+	}
 	if ew == 0 {
 		return false
 	}
-	est := r.sourceEstimate()
+	// read_delays: a delayed source is held that much earlier (the group counts its watermark
+	// that much ahead).
+	est := r.sourceEstimate() + r.readDelay()
 	if est <= ew || est-ew <= uint64(ws.Alignment.DriftBound.Microseconds()) {
 		return false
 	}
 	r.stats.alignmentHolds.Add(1)
 	return true
+}
+
+// readDelay is the largest watermark_alignment.read_delays entry (µs) of the job's sources.
+func (r *runner) readDelay() uint64 {
+	a := r.comp.Watermark.Alignment
+	var d time.Duration
+	for _, s := range r.sources {
+		d = max(d, a.ReadDelays[s.id])
+	}
+	for _, s := range r.swiftSrc {
+		d = max(d, a.ReadDelays[s.src.id])
+	}
+	return uint64(d.Microseconds())
 }

@@ -172,3 +172,55 @@ func TestEventTimerStreamDelays(t *testing.T) {
 	r.w.eventTime.Store(eventTimeWallClock)
 	assert.Equal(t, uint64(123), r.timerClock(123, false)("t"), "pipelines without event watermarks keep the wall clock")
 }
+
+// TestEventTimersPerStream: with per-stream watermarks published, an event_time timer stream's
+// time is the minimum over the streams it waits for (those it names, else every input), each
+// shifted back by its own delay, capped by the messages the job holds; a stream not published
+// yet keeps every timer of the stream from firing.
+func TestEventTimersPerStream(t *testing.T) {
+	r := eventRunner(nil)
+	r.comp.InputStreamIDs = []string{"clicks", "views"}
+	r.comp.Timers = map[string]*spec.Timer{
+		"all":     {ID: "all", TimeType: "event_time"},
+		"clicks":  {ID: "clicks", TimeType: "event_time", Streams: []string{"clicks"}},
+		"delayed": {ID: "delayed", TimeType: "event_time", StreamsWithDelays: map[string]time.Duration{"clicks": 2 * time.Microsecond, "views": 50 * time.Microsecond}},
+	}
+	r.w.eventTime.Store(eventTimeWatermark)
+	r.w.eventWatermark.Store(100) // the pipeline-wide one is not used once per-stream ones exist
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Streams: map[string]uint64{"clicks": 1000, "views": 400}})
+	clock := r.timerClock(5, false)
+	assert.Equal(t, uint64(400), clock("all"), "every input: the slower stream")
+	assert.Equal(t, uint64(1000), clock("clicks"), "clicks only")
+	assert.Equal(t, uint64(350), clock("delayed"), "min(1000 − 2, 400 − 50)")
+
+	w, _ := r.inbox.offer([]epoch.Input{{Message: flow.Message{MessageID: "m1", StreamID: "clicks", EventTimestamp: 900}}})
+	assert.Equal(t, uint64(900), r.timerClock(5, false)("clicks"), "a held message at 900 caps it")
+	r.inbox.ack([]string{"m1"})
+	<-w.done
+
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Streams: map[string]uint64{"clicks": 1000}})
+	assert.Equal(t, uint64(0), r.timerClock(5, false)("all"), "views not published yet: nothing fires")
+	assert.Equal(t, uint64(math.MaxUint64), r.timerClock(5, true)("all"), "completing: the end of time")
+}
+
+// TestAlignmentGroups: a source job is held by its own alignment group's watermark, not by
+// another group's nor by the pipeline's; a group without a watermark holds nothing; the
+// read_delays entry of its source holds it that much earlier.
+func TestAlignmentGroups(t *testing.T) {
+	r := eventRunner(&spec.WatermarkStrategy{Generator: true, OutOfOrderness: 10 * time.Microsecond,
+		Alignment: &spec.WatermarkAlignment{GroupName: "a", DriftBound: 100 * time.Microsecond}})
+	r.sources = []*sourceState{{id: "in"}}
+	r.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1000}}}, nil) // estimate 990
+	r.w.eventWatermark.Store(1)                                                             // far behind: would hold
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"b": 1}})
+	assert.False(t, r.alignmentHold(), "group a has no watermark; group b's is not ours")
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 800, "b": 1}})
+	assert.True(t, r.alignmentHold(), "990 is 190 ahead of group a's 800")
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 900, "b": 1}})
+	assert.False(t, r.alignmentHold(), "90 ahead of group a: released")
+
+	r.comp.Watermark.Alignment.ReadDelays = map[string]time.Duration{"in": 50 * time.Microsecond, "other": time.Hour}
+	assert.True(t, r.alignmentHold(), "read_delays of its source: 990 + 50 is 140 ahead of 900")
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 940}})
+	assert.False(t, r.alignmentHold(), "1040 is 100 ahead of 940: released")
+}

@@ -57,6 +57,11 @@ type Worker struct {
 	// event watermarks.
 	eventWatermark atomic.Uint64
 	eventTime      atomic.Int32
+	// eventWatermarks are the pipeline's @event_watermarks as last read: the EventWatermark
+	// of every stream and alignment group (nil before the first, or when a controller of an
+	// older version publishes none: then event_time timers and watermark_alignment follow
+	// eventWatermark).
+	eventWatermarks atomic.Pointer[ytstore.EventWatermarks]
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
@@ -348,6 +353,9 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				w.systemWatermark.Store(a.SystemWatermark)
 				if a.EventWatermark != nil {
 					w.eventWatermark.Store(*a.EventWatermark)
+				}
+				if a.EventWatermarks != nil {
+					w.eventWatermarks.Store(a.EventWatermarks)
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
 				w.targetState.Store(&a.TargetState)

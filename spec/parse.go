@@ -463,6 +463,13 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	if wn := f.Node("watermark_strategy"); wn != nil {
 		c.WatermarkStrategy, _ = p.w.AnyMap(wn, f.Path("watermark_strategy"))
 		c.Watermark = p.watermarkStrategy(wn, f.Path("watermark_strategy"))
+		if a := c.Watermark.Alignment; a != nil {
+			for _, sid := range sortedKeys(a.ReadDelays) {
+				if _, ok := c.Sources[sid]; !ok {
+					p.errorf(f.Path("watermark_strategy")+"/watermark_alignment/read_delays/"+sid, "stream %q is not a source stream of this computation", sid)
+				}
+			}
+		}
 	}
 	c.RequiredResourceIDs = f.AnyMap("required_resource_ids")
 	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners"} {
@@ -534,7 +541,7 @@ func (p *parser) computationNotes(c *Computation, path string) {
 		p.ignore(at("pivot_finder"), "key quantiles for Flow's repartitioning")
 	}
 	if c.Watermark != nil {
-		for _, k := range []string{"watermark_generator/use_source_watermark", "watermark_generator/unavailable_partition_groups", "watermark_alignment/read_delays"} {
+		for _, k := range []string{"watermark_generator/use_source_watermark", "watermark_generator/unavailable_partition_groups"} {
 			parts := strings.SplitN(k, "/", 2)
 			if blk, ok := c.WatermarkStrategy[parts[0]].(map[string]any); ok {
 				if _, ok := blk[parts[1]]; ok {
@@ -627,7 +634,16 @@ func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy
 			GroupName:  af.String("group_name", "default-alignment-group"),
 			DriftBound: af.Duration("drift_bound", 20*time.Minute),
 		}
-		af.Skip("read_delays")
+		if rn := af.Node("read_delays"); rn != nil {
+			ws.Alignment.ReadDelays = map[string]time.Duration{}
+			p.w.Each(rn, af.Path("read_delays"), func(sid string, v *yson.Node, path string) {
+				d, ok := p.w.Duration(v, path)
+				if ok && d < 0 {
+					p.errorf(path, "must not be negative, got %v", d)
+				}
+				ws.Alignment.ReadDelays[sid] = d
+			})
+		}
 		af.Close()
 		if ws.Alignment.DriftBound <= 0 {
 			p.errorf(path+"/drift_bound", "must be positive, got %v", ws.Alignment.DriftBound)

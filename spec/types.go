@@ -275,8 +275,9 @@ type AtMostOnceStrategy struct {
 // watermark_strategy: where its outputs' event timestamps come from and how far behind the
 // largest one seen the computation's EventWatermark estimate stays, and the generator's
 // idle- and late-data-partition rules, watermark_percentile and watermark_alignment. The
-// other keys (the generator's unavailable_partition_groups and use_source_watermark, the
-// alignment's read_delays) are accepted and noted as not supported yet (Notes).
+// other keys (the generator's unavailable_partition_groups and use_source_watermark) are
+// accepted and noted as not supported yet (Notes). The controller applies the
+// idle- and late-data-partition rules to each of the computation's source streams.
 type WatermarkStrategy struct {
 	// AssignerColumn, when set (event_timestamp_assigner.column), is the output payload
 	// column holding the event time, in AssignerFormat units ("seconds" or "milliseconds").
@@ -301,11 +302,16 @@ type WatermarkStrategy struct {
 }
 
 // WatermarkAlignment keeps the computation's source jobs from reading further than
-// DriftBound ahead of the pipeline EventWatermark (Flow: of the alignment group's slowest
-// source; here one EventWatermark covers the pipeline, so every group is the whole pipeline).
+// DriftBound ahead of their alignment group's EventWatermark: the smallest watermark of the
+// source streams of every source computation with the same GroupName. Groups are independent
+// of each other.
 type WatermarkAlignment struct {
-	GroupName  string        // "default-alignment-group" by default; recorded, not interpreted
+	GroupName  string        // "default-alignment-group" by default
 	DriftBound time.Duration // 20m by default
+	// ReadDelays (read_delays) reads the named source streams that much behind the group:
+	// a delayed stream counts in the group's watermark that much ahead, and its source is
+	// held that much earlier (not negative; nil when absent).
+	ReadDelays map[string]time.Duration
 }
 
 // WatermarkPercentile bounds a source job's EventWatermark by its in-flight outputs more

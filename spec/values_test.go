@@ -279,7 +279,11 @@ func TestWatermarkStrategy(t *testing.T) {
 		p.Computations["src"].Watermark)
 	p, err = parse(`{watermark_alignment = {drift_bound = 60000; read_delays = {in = 1000}}}`)
 	require.NoError(t, err)
-	assert.Equal(t, &WatermarkAlignment{GroupName: "default-alignment-group", DriftBound: time.Minute}, p.Computations["src"].Watermark.Alignment)
+	assert.Equal(t, &WatermarkAlignment{GroupName: "default-alignment-group", DriftBound: time.Minute,
+		ReadDelays: map[string]time.Duration{"in": time.Second}}, p.Computations["src"].Watermark.Alignment)
+	_, err = parse(`{watermark_alignment = {read_delays = {other = 1000}}}`)
+	require.Error(t, err)
+	assert.Equal(t, `computations/src/watermark_strategy/watermark_alignment/read_delays/other: stream "other" is not a source stream of this computation`, err.Error())
 	p, err = parse(`{watermark_alignment = {}}`)
 	require.NoError(t, err)
 	assert.Equal(t, 20*time.Minute, p.Computations["src"].Watermark.Alignment.DriftBound, "drift_bound default: 20m")

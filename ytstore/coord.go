@@ -9,6 +9,8 @@ import (
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
 	"go.ytsaurus.tech/yt/go/yt"
+
+	"github.com/ytflow/yt-flow/internal/watermark"
 )
 
 // Names of the coordination tables under the pipeline path.
@@ -541,4 +543,13 @@ func (t *tableTx) abort() {
 	}
 	t.done = true
 	_ = t.s.yc.AbortTx(context.Background(), t.id, &yt.AbortTxOptions{Sticky: true})
+}
+
+// EventReport is what the status says of event time to the watermark rules: running (or
+// completed) with a time, its event_watermark and event_idle_since.
+func (st JobStatus) EventReport() watermark.Report {
+	return watermark.Report{
+		Running:   st.UpdatedAt != 0 && (st.State == JobRunning || st.State == JobCompleted),
+		UpdatedAt: st.UpdatedAt, Bound: uint64(st.EventWatermark), IdleSince: uint64(st.EventIdleSince),
+	}
 }

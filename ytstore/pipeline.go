@@ -190,11 +190,38 @@ type Attributes struct {
 	// version, whose event_time timers fire by the wall clock); math.MaxUint64 once every
 	// source is exhausted and nothing is in flight.
 	EventWatermark *uint64 `yson:"event_watermark"`
+	// EventWatermarks is @event_watermarks, published by the leader: the EventWatermark of
+	// every stream and alignment group. nil when never published (a controller of an older
+	// version: event_time timers follow EventWatermark).
+	EventWatermarks *EventWatermarks `yson:"event_watermarks"`
+}
+
+// EventWatermarks are the event watermarks (µs) of the pipeline's streams and alignment
+// groups. A stream or group is absent until its watermark is known; math.MaxUint64 means
+// nothing bounds it any more (its sources are exhausted and nothing is held upstream).
+type EventWatermarks struct {
+	// Streams is by stream id: source, input and output streams.
+	Streams map[string]uint64 `yson:"streams"`
+	// Groups is by watermark_alignment group_name: the smallest watermark of its sources.
+	Groups map[string]uint64 `yson:"alignment_groups"`
+}
+
+// Clone returns a deep copy whose maps are never nil.
+func (w EventWatermarks) Clone() EventWatermarks {
+	c := EventWatermarks{Streams: make(map[string]uint64, len(w.Streams)), Groups: make(map[string]uint64, len(w.Groups))}
+	for k, v := range w.Streams {
+		c.Streams[k] = v
+	}
+	for k, v := range w.Groups {
+		c.Groups[k] = v
+	}
+	return c
 }
 
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
 	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
+	"event_watermarks",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does
@@ -308,6 +335,15 @@ func (s *Store) SetEventWatermark(ctx context.Context, leader *Session, watermar
 	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
 	if err := s.yc.SetNode(ctx, s.path.Attr("event_watermark"), watermark, opts); err != nil {
 		return fmt.Errorf("ytstore: set %s/@event_watermark: %w", s.path, classify(err))
+	}
+	return nil
+}
+
+// SetEventWatermarks publishes @event_watermarks, conditional on the leader's session.
+func (s *Store) SetEventWatermarks(ctx context.Context, leader *Session, w EventWatermarks) error {
+	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
+	if err := s.yc.SetNode(ctx, s.path.Attr("event_watermarks"), w, opts); err != nil {
+		return fmt.Errorf("ytstore: set %s/@event_watermarks: %w", s.path, classify(err))
 	}
 	return nil
 }
