@@ -157,7 +157,7 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		return err
 	}
 	lg.Info("became leader", log.String("session", sess.ID()), log.String("address", cfg.Address))
-	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg)}
+	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg, st)}
 	defer func() {
 		cancel() // ends the notifications in flight at once
 		c.notify.wait()
