@@ -3,12 +3,21 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yt/ythttp"
+	"go.ytsaurus.tech/yt/go/yterrors"
 
 	"github.com/ytflow/yt-flow/job"
 )
@@ -98,4 +107,90 @@ func TestInjectedPushRefused(t *testing.T) {
 		return s == "completed", fmt.Sprintf("pipeline state %q", s)
 	})
 	wc.CheckExactlyOnce(t)
+}
+
+// TestWordCountUnderLocalAuth runs the word count on `yt-flow local --auth`: every process
+// (start, controller, worker, status) authenticates with $YT_TOKEN as alice. The pipeline
+// completes exactly once; the transport secret it created is readable by alice but not by
+// bob (another user of the server: code 901) nor without a token (code 900). No output of
+// any process — the server's debug log included — holds either token.
+func TestWordCountUnderLocalAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e test")
+	}
+	if os.Getenv("YT_PROXY") != "" {
+		t.Skip("runs its own yt-flow local --auth")
+	}
+	alice, bob := randomToken(t), randomToken(t)
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte("# test users\nalice "+alice+"\nbob "+bob+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("YT_TOKEN", alice)
+	c := NewAuthCluster(t, users)
+	wc := NewWordCount(t, c, "authwc", WordCountOptions{Messages: 2000, Words: 50, Tablets: 2, CountPartitions: 2, Seed: 2})
+	procs := []*Proc{c.Local()}
+	start := Start(t, "start", "start", "--proxy", c.Proxy, "--spec", wc.SpecFile)
+	procs = append(procs, start)
+	if err, ok := start.Wait(2 * time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow start: %v (exited %v)\n%s", err, ok, start.Log())
+	}
+	procs = append(procs, wc.Controller(t, "controller"), Start(t, "worker", "worker", "--proxy", c.Proxy, "--path", wc.Path, "--id", "worker", "-v"))
+	Eventually(t, 3*time.Minute, func() (bool, string) {
+		s := wc.State()
+		return s == "completed", fmt.Sprintf("pipeline state %q", s)
+	})
+	wc.CheckExactlyOnce(t)
+	status := Start(t, "status", "status", "--proxy", c.Proxy, "--path", wc.Path)
+	procs = append(procs, status)
+	if err, ok := status.Wait(time.Minute); !ok || err != nil {
+		t.Errorf("yt-flow status: %v (exited %v)\n%s", err, ok, status.Log())
+	}
+
+	secret := ypath.Path(wc.Path).Child("transport_secret")
+	read := func(token string) error {
+		yc, err := ythttp.NewClient(&yt.Config{Proxy: c.Proxy, Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer yc.Stop()
+		var v any
+		return yc.GetNode(context.Background(), secret, &v, nil)
+	}
+	if err := read(alice); err != nil {
+		t.Errorf("alice, the pipeline's user, cannot read %s: %v", secret, err)
+	}
+	if err := read(bob); !yterrors.ContainsErrorCode(err, yterrors.CodeAuthorizationError) {
+		t.Errorf("bob reads %s: %v, want code 901", secret, err)
+	}
+	// Without a token (the SDK would take $YT_TOKEN): refused.
+	resp, err := http.Get("http://" + c.Proxy + "/api/v4/get?path=" + string(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a request without a token: HTTP %d, want 401", resp.StatusCode)
+	}
+
+	for _, p := range procs {
+		out := p.Log()
+		if out == "" {
+			t.Errorf("%s wrote nothing: the check would prove nothing", p.Name)
+		}
+		for name, tok := range map[string]string{"alice": alice, "bob": bob} {
+			if strings.Contains(out, tok) {
+				t.Errorf("the output of %s holds %s's token", p.Name, name)
+			}
+		}
+	}
+}
+
+// randomToken returns a fresh token of 32 hex digits.
+func randomToken(t *testing.T) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
