@@ -68,6 +68,10 @@ func (w *Worker) readSecret(ctx context.Context) error {
 // authenticate checks the proof of req and returns its body (read up to maxPushBytes). When
 // the proof is missing or wrong it answers 401 itself (503 while the worker has no secret
 // yet) and returns false.
+//
+// Invariant: a request captured and sent again while its proof is fresh changes nothing a
+// retransmission would not: a push's messages are deduplicated by id
+// (TestReplayedPushIsHarmless).
 func (w *Worker) authenticate(rw http.ResponseWriter, req *http.Request) ([]byte, bool) {
 	proof := req.Header.Get(jobauth.Header)
 	var body []byte
