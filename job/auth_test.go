@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -132,4 +133,26 @@ func TestReplayedPushIsHarmless(t *testing.T) {
 	e.eventually("the replay to be dropped", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
 	e.waitCounts(map[string]int64{"replayed": 1})
 	assert.Zero(t, e.worker.TransportStats().Unauthenticated)
+}
+
+// TestWorkerReadsRotatedSecret: after a rotation (yt-flow start) a running worker signs with
+// the new key within a status period, and still accepts pushes signed with the old one.
+func TestWorkerReadsRotatedSecret(t *testing.T) {
+	e := startWordCountOpts(t, nil, func(c *Config) { c.StatusPeriod = 100 * time.Millisecond })
+	e.eventually("the worker to read its secret", func() bool { return e.worker.signingKey() != nil })
+	old := e.worker.signingKey()
+	require.NoError(t, e.store.RotateTransportSecret(e.ctx, rand.Reader))
+	keys, err := e.store.TransportSecret(e.ctx)
+	require.NoError(t, err)
+	e.eventually("the worker to sign with the rotated key", func() bool { return bytes.Equal(e.worker.signingKey(), keys.Current) })
+
+	for _, key := range [][]byte{keys.Current, old} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+e.worker.Addr()+"/stats", nil)
+		require.NoError(t, err)
+		signRequest(req, key, nil)
+		resp, err := httpClient().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
 }
