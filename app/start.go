@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,9 +52,14 @@ func sameYSON(a, b []byte) bool {
 var errSpecChange = errors.New("the static spec can change only while the pipeline is stopped")
 
 // startPipeline stores the specs and sets target_state=working, creating
-// the pipeline if needed. It returns a one-line summary.
+// the pipeline if needed, and rotates the pipeline's transport secret (the jobs
+// read the new one within a status period; the old one stays accepted until
+// the next rotation). It returns a one-line summary.
 func startPipeline(ctx context.Context, st *ytstore.Store, static, dynamic []byte) (string, error) {
 	if err := st.CreatePipeline(ctx); err != nil {
+		return "", err
+	}
+	if err := st.RotateTransportSecret(ctx, rand.Reader); err != nil {
 		return "", err
 	}
 	attrs, err := st.Attributes(ctx)

@@ -179,7 +179,7 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 	if cfg.Observe != nil {
 		defer cfg.Observe(&Snapshot{})
 	}
-	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg)}
+	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg, st)}
 	defer func() {
 		cancel() // ends the notifications in flight at once
 		c.notify.wait()

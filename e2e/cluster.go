@@ -22,6 +22,8 @@ type Cluster struct {
 	DataDir string
 	local   *Proc
 	port    string
+	// args are extra arguments of `yt-flow local` (NewAuthCluster).
+	args []string
 }
 
 // Real reports whether the tests run against a real cluster (YT_PROXY set).
@@ -38,8 +40,21 @@ func NewCluster(t testing.TB) *Cluster {
 	return c
 }
 
+// NewAuthCluster starts `yt-flow local --auth --users usersFile --verbose` for a test (never
+// a real cluster): the test's processes authenticate with $YT_TOKEN, which the caller sets
+// (t.Setenv) to a token of usersFile before.
+func NewAuthCluster(t testing.TB, usersFile string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, DataDir: filepath.Join(t.TempDir(), "ytlocal"), args: []string{"--auth", "--users", usersFile, "--verbose"}}
+	c.startLocal("127.0.0.1:0")
+	return c
+}
+
+// Local is the process of the embedded server (nil on a real cluster).
+func (c *Cluster) Local() *Proc { return c.local }
+
 func (c *Cluster) startLocal(listen string) {
-	c.local = Start(c.t, "ytlocal", "local", "--listen", listen, "--data-dir", c.DataDir)
+	c.local = Start(c.t, "ytlocal", append([]string{"local", "--listen", listen, "--data-dir", c.DataDir}, c.args...)...)
 	c.Proxy = c.local.WaitAddr(c.t, 30*time.Second)
 	c.port = c.Proxy[strings.LastIndexByte(c.Proxy, ':')+1:]
 }

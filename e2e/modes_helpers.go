@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ytflow/yt-flow/job"
 )
 
 // workerAddrRE finds the transport address a worker logs when it registers.
@@ -43,11 +45,16 @@ type JobStats struct {
 	Completed         bool   `json:"completed"`
 }
 
-// WorkerStats reads GET http://addr/stats: job id → counters of the jobs the worker runs
-// or ran.
-func WorkerStats(addr string) (map[string]JobStats, error) {
+// WorkerStats reads GET http://addr/stats, signed with the pipeline's transport secret key
+// (ytstore.Store.TransportSecret): job id → counters of the jobs the worker runs or ran.
+func WorkerStats(addr string, key []byte) (map[string]JobStats, error) {
 	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get("http://" + addr + "/stats")
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/stats", nil)
+	if err != nil {
+		return nil, err
+	}
+	job.SignRequest(req, key, nil)
+	resp, err := cl.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -148,8 +149,12 @@ func TestAtMostOnceStrategyDrops(t *testing.T) {
 	// Workers keep the counters of the jobs they ran after the jobs end.
 	var dropped int64
 	countJobs := 0
+	keys, err := wc.Store.TransportSecret(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, addr := range addrs {
-		stats, err := WorkerStats(addr)
+		stats, err := WorkerStats(addr, keys.Current)
 		if err != nil {
 			t.Fatal(err)
 		}

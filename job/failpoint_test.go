@@ -40,6 +40,7 @@ func TestAckDelayHoldsCommittedAcks(t *testing.T) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.worker.Addr()+"/push", bytes.NewReader(body))
 	require.NoError(t, err)
+	signRequest(req, e.worker.signingKey(), body)
 	replied := make(chan error, 1)
 	go func() {
 		resp, err := http.DefaultClient.Do(req)
@@ -85,7 +86,7 @@ func TestAckDelayStillAcknowledges(t *testing.T) {
 		{MessageID: "m1", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"a"}), KeyHash: 1},
 		{MessageID: "m2", StreamID: "words", Key: epoch.EncodeKey(flow.Key{"b"}), KeyHash: 2},
 	}
-	acked, err := push(context.Background(), httpClient(), route{jobID: "j1", address: addr}, "count", rows)
+	acked, err := push(context.Background(), httpClient(), testKey, route{jobID: "j1", address: addr}, "count", rows)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1"}, acked, "the delayed reply acknowledges what committed, nothing else")
 }

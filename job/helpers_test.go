@@ -7,9 +7,21 @@ import (
 	"time"
 
 	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/internal/jobauth"
 )
 
 func handlerOf(w *Worker) http.Handler { return http.HandlerFunc(w.serveHTTP) }
+
+// testKey is the transport secret of workers made without a store (withTestKey).
+var testKey = []byte("test-transport-secret-0123456789")
+
+// withTestKey gives w testKey as its transport secret, as reading the store would, and
+// returns w.
+func withTestKey(w *Worker) *Worker {
+	w.auth.keys.Store(&jobauth.Keys{Current: testKey})
+	return w
+}
 
 func httpClient() *http.Client { return &http.Client{Timeout: 10 * time.Second} }
 

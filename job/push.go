@@ -16,9 +16,10 @@ import (
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
-// push sends msgs to a reader job outside any push session and returns the acknowledged ids.
-func push(ctx context.Context, client *http.Client, rt route, computation string, rows []ytstore.OutputRow) ([]string, error) {
-	acked, _, err := pushInSession(ctx, client, rt, computation, rowPtrs(rows), pushTag{})
+// push sends msgs to a reader job outside any push session, signed with key, and returns the
+// acknowledged ids.
+func push(ctx context.Context, client *http.Client, key []byte, rt route, computation string, rows []ytstore.OutputRow) ([]string, error) {
+	acked, _, err := pushInSession(ctx, client, key, rt, computation, rowPtrs(rows), pushTag{})
 	return acked, err
 }
 
@@ -82,13 +83,15 @@ type pushTag struct {
 
 // pushInSession sends msgs to a reader job as push tag.seq of session tag.session and returns
 // the acknowledged ids and whether the session is broken (refused or partly accepted pushes).
-func pushInSession(ctx context.Context, client *http.Client, rt route, computation string, rows []*ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
+// The request carries the proof made with key, the pipeline's transport secret (auth.go).
+func pushInSession(ctx context.Context, client *http.Client, key []byte, rt route, computation string, rows []*ytstore.OutputRow, tag pushTag) (acked []string, reset bool, err error) {
 	body := encodePush(rt.jobID, computation, tag, rows)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rt.address+"/push", bytes.NewReader(body))
 	if err != nil {
 		return nil, true, fmt.Errorf("push to job %s at %s: %w", rt.jobID, rt.address, err)
 	}
 	hreq.Header.Set("Content-Type", pushContentType)
+	signRequest(hreq, key, body)
 	hreq.Header.Set("Accept", ackContentType)
 	resp, err := client.Do(hreq)
 	if err != nil {

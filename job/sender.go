@@ -274,7 +274,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 			acked, reset, err = peer.pushLocal(ctx, rt, dest, batch, mem, tag)
 		} else {
 			r.stats.pushesHTTP.Add(1)
-			acked, reset, err = pushInSession(ctx, s.client, rt, dest, batch, tag)
+			acked, reset, err = pushInSession(ctx, s.client, r.w.signingKey(), rt, dest, batch, tag)
 		}
 		if err != nil {
 			if ctx.Err() == nil {

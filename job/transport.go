@@ -1,5 +1,5 @@
 // The receiving side of the inter-job transport: the push messages, the worker's HTTP
-// endpoints (/push, /layout, /stats) and acceptPush, which offers a push to the reader job's
+// endpoints (/push, /layout, /stats, /stats/transport; authenticated, auth.go) and acceptPush, which offers a push to the reader job's
 // inbox and answers with what its epochs persisted.
 
 package job
@@ -95,11 +95,33 @@ func fromWire(m wireMessage, dec *ybin.Decoder) (epoch.Input, error) {
 	return in, nil
 }
 
-// serveHTTP is the worker's transport endpoint.
+// serveHTTP is the worker's transport endpoint. Every request but the goroutine dump must
+// carry the pipeline's transport proof (authenticate): others are refused with 401 and
+// counted (TestUnauthenticatedPushRefused).
 func (w *Worker) serveHTTP(rw http.ResponseWriter, req *http.Request) {
+	if req.URL.Path == "/debug/pprof/goroutine" {
+		// Goroutine dumps (yt-flow get-worker-backtraces), to loopback clients only: the
+		// endpoint may listen on other interfaces, and a dump is no business of other hosts.
+		if !fromLoopback(req) {
+			http.Error(rw, "backtraces: loopback clients only", http.StatusForbidden)
+			return
+		}
+		pprof.Handler("goroutine").ServeHTTP(rw, req)
+		return
+	}
+	switch req.URL.Path {
+	case "/push", "/layout", "/stats", "/stats/transport":
+	default:
+		http.NotFound(rw, req)
+		return
+	}
+	body, ok := w.authenticate(rw, req)
+	if !ok {
+		return
+	}
 	switch req.URL.Path {
 	case "/push":
-		w.handlePush(rw, req)
+		w.handlePush(rw, req, body)
 	case "/layout":
 		// The controller changed the layout: read it now rather than at the next poll. The
 		// request carries nothing; the layout is read from YTsaurus as at every poll.
@@ -112,16 +134,9 @@ func (w *Worker) serveHTTP(rw http.ResponseWriter, req *http.Request) {
 	case "/stats":
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(w.Stats())
-	case "/debug/pprof/goroutine":
-		// Goroutine dumps (yt-flow get-worker-backtraces), to loopback clients only: the
-		// endpoint may listen on other interfaces, and a dump is no business of other hosts.
-		if !fromLoopback(req) {
-			http.Error(rw, "backtraces: loopback clients only", http.StatusForbidden)
-			return
-		}
-		pprof.Handler("goroutine").ServeHTTP(rw, req)
-	default:
-		http.NotFound(rw, req)
+	case "/stats/transport":
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(w.TransportStats())
 	}
 }
 
@@ -136,17 +151,14 @@ func readBody(r io.Reader, length int64) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request) {
+// handlePush serves a push whose body (authenticated already) is body.
+func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request, body []byte) {
 	if req.Method != http.MethodPost {
 		http.Error(rw, "push: POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := readBody(http.MaxBytesReader(rw, req.Body, maxPushBytes), req.ContentLength)
-	if err != nil {
-		http.Error(rw, "push: read request body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
 	var pr pushRequest
+	var err error
 	if req.Header.Get("Content-Type") == pushContentType {
 		pr, err = decodePush(body)
 	} else {

@@ -73,7 +73,7 @@ func TestInboxBackPressure(t *testing.T) {
 // newTestWorker returns a worker serving /push for one job without any YT connection.
 func newTestWorker(t *testing.T, j ytstore.Job) (*Worker, *runner, string) {
 	t.Helper()
-	w := NewWorker(Config{PushTimeout: 300 * time.Millisecond})
+	w := withTestKey(NewWorker(Config{PushTimeout: 300 * time.Millisecond}))
 	r := &runner{w: w, job: j, comp: &spec.Computation{ID: j.ComputationID}, inbox: newInbox(100), outbox: newOutbox()}
 	w.runners[j.JobID] = &runnerHandle{r: r, lease: j.LeaseID, cancel: func() {}, done: make(chan struct{})}
 	srv := httptest.NewServer(handlerOf(w))
@@ -100,7 +100,7 @@ func TestPushAcksOnlyCommitted(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	acked, err := push(context.Background(), httpClient(), route{jobID: "j1", address: addr}, "count", rows)
+	acked, err := push(context.Background(), httpClient(), testKey, route{jobID: "j1", address: addr}, "count", rows)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"m1", "m3"}, acked, "only committed ids are acknowledged")
 
@@ -117,7 +117,7 @@ func TestPushAcksOnlyCommitted(t *testing.T) {
 // minutes: the client gives up after 20 seconds, which fails the test).
 func TestPushAnsweredWhenJobStops(t *testing.T) {
 	j := ytstore.Job{JobID: "j1", ComputationID: "count"}
-	w := NewWorker(Config{PushTimeout: 10 * time.Minute})
+	w := withTestKey(NewWorker(Config{PushTimeout: 10 * time.Minute}))
 	r := &runner{w: w, job: j, comp: &spec.Computation{ID: j.ComputationID}, inbox: newInbox(100), outbox: newOutbox()}
 	w.runners[j.JobID] = &runnerHandle{r: r, lease: j.LeaseID, cancel: func() {}, done: make(chan struct{})}
 	srv := httptest.NewServer(handlerOf(w))
@@ -138,7 +138,7 @@ func TestPushAnsweredWhenJobStops(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	acked, err := push(ctx, httpClient(), route{jobID: "j1", address: srv.Listener.Addr().String()}, "count", rows)
+	acked, err := push(ctx, httpClient(), testKey, route{jobID: "j1", address: srv.Listener.Addr().String()}, "count", rows)
 	require.NoError(t, err, "the push is answered when the job stops")
 	assert.Equal(t, []string{"m1"}, acked, "only the committed message is acknowledged")
 }
@@ -146,11 +146,11 @@ func TestPushAnsweredWhenJobStops(t *testing.T) {
 func TestPushRefused(t *testing.T) {
 	j := ytstore.Job{JobID: "j1", ComputationID: "count", LowerKey: 10, UpperKey: 20}
 	_, r, addr := newTestWorker(t, j)
-	_, err := push(context.Background(), httpClient(), route{jobID: "other", address: addr}, "count", []ytstore.OutputRow{{MessageID: "m"}})
+	_, err := push(context.Background(), httpClient(), testKey, route{jobID: "other", address: addr}, "count", []ytstore.OutputRow{{MessageID: "m"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no job other")
 
-	acked, err := push(context.Background(), httpClient(), route{jobID: "j1", address: addr}, "count",
+	acked, err := push(context.Background(), httpClient(), testKey, route{jobID: "j1", address: addr}, "count",
 		[]ytstore.OutputRow{{MessageID: "m", KeyHash: 25, Key: epoch.EncodeKey(nil)}})
 	require.NoError(t, err)
 	assert.Empty(t, acked)

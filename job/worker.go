@@ -33,6 +33,8 @@ type Worker struct {
 	membership membership
 	coord      coordination
 	layout     layout
+	// auth holds the pipeline's transport secret and counts refused requests (auth.go).
+	auth transportAuth
 	// marksChanged is signalled when a job completes or applies draining: the worker
 	// reports statuses at once instead of at its next poll (the controller waits for them).
 	marksChanged chan struct{}
@@ -247,6 +249,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	defer w.stopAll()
 	addr := ln.Addr().String()
+	w.log.Info("transport endpoint listening", log.String("address", addr), log.String("reachable", listenNote(addr)))
 	if w.cfg.InProcessPeers {
 		peers.Store(addr, w)
 		defer peers.Delete(addr) // before the jobs stop: later pushes go over HTTP and fail
@@ -293,6 +296,11 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		return fmt.Errorf("job: worker %s: %w", w.id, err)
 	}
 	defer w.closeSession(session)
+	// The secret before the address is published: pushes that arrive once it is are checked
+	// against it, and this worker's own pushes carry it.
+	if err := w.readSecret(ctx); err != nil {
+		return err
+	}
 	start := nowMicros()
 	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
 	if err := w.membership.PutWorker(ctx, reg); err != nil {
@@ -359,6 +367,12 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
 				w.targetState.Store(&a.TargetState)
+			}
+		}
+		if periodic || w.auth.stale.Load() {
+			// A restart rotates the secret (yt-flow start): read it again.
+			if err := w.readSecret(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("cannot read the transport secret; keeping the one read before", log.Error(err))
 			}
 		}
 		if periodic || w.waitingUpstream() {

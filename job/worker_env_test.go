@@ -263,7 +263,11 @@ func (e *wcEnv) pushWords(job, id, word string, payload []byte, born uint64) pus
 		ID: id, Stream: "words", Key: epoch.EncodeKey(key), KeyHash: epoch.KeyHash(key), Payload: payload, Born: born,
 	}}})
 	require.NoError(e.t, err)
-	resp, err := http.Post("http://"+e.worker.Addr()+"/push", "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+e.worker.Addr()+"/push", bytes.NewReader(body))
+	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	signRequest(req, e.worker.signingKey(), body)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)
 	defer func() { _ = resp.Body.Close() }()
 	var pr pushResponse
@@ -271,9 +275,13 @@ func (e *wcEnv) pushWords(job, id, word string, payload []byte, born uint64) pus
 	return pr
 }
 
-func fetchStats(t *testing.T, addr string) map[string]JobStats {
+// fetchStats reads /stats of worker w over HTTP.
+func fetchStats(t *testing.T, w *Worker) map[string]JobStats {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/stats")
+	req, err := http.NewRequest(http.MethodGet, "http://"+w.Addr()+"/stats", nil)
+	require.NoError(t, err)
+	signRequest(req, w.signingKey(), nil)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
 	var out map[string]JobStats

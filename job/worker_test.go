@@ -147,7 +147,7 @@ func TestWorkerDropsDuplicates(t *testing.T) {
 	e.write("dup2")
 	e.waitCounts(map[string]int64{"dup": 1, "dup2": 1})
 
-	stats := fetchStats(t, e.worker.Addr())
+	stats := fetchStats(t, e.worker)
 	assert.GreaterOrEqual(t, stats["count-0"].Duplicates, int64(1), "the duplicate counter is served on /stats")
 }
 
@@ -398,11 +398,11 @@ func TestCommittedPayloadMismatchReported(t *testing.T) {
 	}
 	assert.Equal(t, []string{id}, push(flow.Row{"word": "same"}).Acked, "an identical copy is a plain duplicate")
 	e.eventually("the identical copy to be dropped", func() bool { return e.worker.Stats()["count-0"].Duplicates >= 1 })
-	assert.Zero(t, fetchStats(t, e.worker.Addr())["count-0"].PayloadMismatches, "an identical copy is no mismatch")
+	assert.Zero(t, fetchStats(t, e.worker)["count-0"].PayloadMismatches, "an identical copy is no mismatch")
 
 	assert.Equal(t, []string{id}, push(flow.Row{"word": "same", "recomputed": int64(2)}).Acked, "a differing copy is dropped too")
 	e.eventually("the differing copy to be reported", func() bool {
-		return fetchStats(t, e.worker.Addr())["count-0"].PayloadMismatches == 1
+		return fetchStats(t, e.worker)["count-0"].PayloadMismatches == 1
 	})
 	e.write("next")
 	e.waitCounts(map[string]int64{"same": 1, "next": 1})

@@ -52,7 +52,7 @@ func (s *Server) executeSub(parent *call, name string, params map[string]any, in
 	if !ok || name == "execute_batch" {
 		return nil, ytErr(yterrors.CodeGeneric, "Command %q is not supported in execute_batch", name)
 	}
-	sub := &call{s: s, name: name, params: params, now: parent.now, mutates: cmd.opts.Mutating, inFmt: "yson"}
+	sub := &call{s: s, name: name, params: params, now: parent.now, mutates: cmd.opts.Mutating, inFmt: "yson", user: parent.user}
 	if b, ok := input.(string); ok {
 		sub.input = []byte(b)
 	} else if input != nil {

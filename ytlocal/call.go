@@ -33,6 +33,7 @@ type call struct {
 	inFmt   string // input format name: "yson" (default) or "json"
 	now     time.Time
 	mutates bool
+	user    string // the authenticated user (root without authentication)
 	logSeq  uint64 // last log record written when the handler finished (dispatcher)
 	// volatile is set by a handler whose answer carries nothing a crash could take back:
 	// rows buffered in a tablet transaction, a started tablet transaction, a fresh

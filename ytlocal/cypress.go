@@ -240,10 +240,17 @@ func (s *Server) systemAttr(n *node, tx *masterTx, name string) (any, bool) {
 			out = append(out, m)
 		}
 		return out, true
-	case "inherit_acl":
-		return true, true
-	case "acl", "effective_acl":
+	case "inherit_acl", "acl":
+		// Set at creation or later, as any attribute; YTsaurus's defaults otherwise.
+		if v, ok := t.attrOf(n, tx, name); ok {
+			return v, true
+		}
+		if name == "inherit_acl" {
+			return true, true
+		}
 		return []any{}, true
+	case "effective_acl":
+		return s.effectiveACL(n, tx), true
 	case "builtin":
 		return false, true
 	case "count":

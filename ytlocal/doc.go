@@ -2,9 +2,14 @@
 // (/hosts, /api/v4/<command>, /auth/whoami) well enough for the unmodified Go SDK
 // (yt/ythttp) and for yt-flow's own tests.
 //
-// ytlocal has no authentication and no ACLs: every request acts as root (/auth/whoami),
+// By default ytlocal has no authentication: every request acts as root (/auth/whoami),
 // whatever token it carries, and check_permission allows every user every permission on an
-// existing node (permission.go).
+// existing node (permission.go). With Config.Users (`yt-flow local --auth`) every request
+// needs "Authorization: OAuth <token>" of a known token (HTTP 401, code 900 otherwise) and
+// acts as its user; reads and writes of Cypress nodes check the @acl entries in force
+// (a node's own, then its ancestors' while @inherit_acl holds; root is bound by none) and
+// check_permission answers by them (auth.go, acl.go; code 901 when denied). A node without
+// any ACL in force is open to every authenticated user. Tokens appear in no log or error.
 //
 // Start one with Start(ctx, Config{}) (random loopback port, memory only) or with
 // Config.DataDir for durability; tests use ytlocaltest.New(t). Server.Addr is the proxy

@@ -211,7 +211,35 @@ func (d *dynExt) ensureTable(id guid.GUID) error {
 	if err != nil {
 		return fmt.Errorf("schema of dynamic table %s: %w", info.Path, err)
 	}
-	return d.eng.CreateTable(id.String(), info.Path, sc, tablet.StateUnmounted)
+	if err := d.eng.CreateTable(id.String(), info.Path, sc, tablet.StateUnmounted); err != nil {
+		return err
+	}
+	// tablet_count or pivot_keys given at creation shape the new table's tablets, as on
+	// YTsaurus (validated by prepareNodeAttrs before the node was created).
+	count, pivots := creationTablets(info.Attrs)
+	if count == 0 && len(pivots) == 0 {
+		return nil
+	}
+	return d.eng.Reshard(id.String(), count, pivots)
+}
+
+// creationTablets reads the tablet_count and pivot_keys creation attributes of a dynamic
+// table (0 and nil when absent).
+func creationTablets(attrs map[string]any) (int, [][]any) {
+	var count int
+	switch v := yson.ValueOf(attrs["tablet_count"]).(type) {
+	case int64:
+		count = int(v)
+	case uint64:
+		count = int(v)
+	}
+	var pivots [][]any
+	list, _ := yson.ValueOf(attrs["pivot_keys"]).([]any)
+	for _, item := range list {
+		key, _ := yson.ValueOf(item).([]any)
+		pivots = append(pivots, key)
+	}
+	return count, pivots
 }
 
 // MountCreatedTable mounts a queue consumer or producer table right after creation.
@@ -239,7 +267,7 @@ func (d *dynExt) ReadDynamicTable(id guid.GUID) ([]any, bool) {
 	return rows, true
 }
 
-var dynAttrNames = []string{"row_count", "tablet_state", "expected_tablet_state", "tablet_count", "tablets"}
+var dynAttrNames = []string{"row_count", "tablet_state", "expected_tablet_state", "tablet_count", "tablets", "pivot_keys"}
 
 // NodeAttribute reports tablet attributes of dynamic tables; sorted dynamic tables
 // always have unique keys.
@@ -261,6 +289,24 @@ func (d *dynExt) NodeAttribute(id guid.GUID, typ, name string) (any, bool) {
 	case "tablet_count":
 		tablets, err := d.eng.Tablets(tid)
 		return int64(len(tablets)), err == nil
+	case "pivot_keys":
+		// Of sorted tables only; it hides the creation attribute of the same name.
+		sc, err := d.eng.Schema(tid)
+		if err != nil || len(sc.KeyColumns()) == 0 {
+			return nil, false
+		}
+		tablets, err := d.eng.Tablets(tid)
+		if err != nil {
+			return nil, false
+		}
+		out := make([]any, len(tablets))
+		for i, t := range tablets {
+			out[i] = t.PivotKey
+			if t.PivotKey == nil {
+				out[i] = []any{}
+			}
+		}
+		return out, true
 	case "tablets":
 		tablets, err := d.eng.Tablets(tid)
 		if err != nil {

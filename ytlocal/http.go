@@ -47,11 +47,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/api/v4" || p == "/api/v4/":
 		writeJSON(w, commandDescriptors())
 	case p == "/auth/whoami":
-		writeJSON(w, map[string]string{"login": "root", "realm": "ytlocal", "csrf_token": ""})
+		user, aerr := s.authenticate(r)
+		if aerr != nil {
+			writeError(w, http.StatusUnauthorized, aerr)
+			return
+		}
+		writeJSON(w, map[string]string{"login": user, "realm": "ytlocal", "csrf_token": ""})
 	case p == "/ping":
 		w.WriteHeader(http.StatusOK)
 	case strings.HasPrefix(p, "/api/v4/"):
-		rsp := s.serveCommand(r, strings.TrimPrefix(p, "/api/v4/"))
+		user, aerr := s.authenticate(r)
+		if aerr != nil {
+			writeError(w, http.StatusUnauthorized, aerr)
+			return
+		}
+		rsp := s.serveCommand(r, strings.TrimPrefix(p, "/api/v4/"), user)
 		for k, v := range rsp.headers {
 			w.Header().Set(k, v)
 		}
@@ -257,7 +267,7 @@ func readBody(r *http.Request, limit int64, buf *bytes.Buffer) ([]byte, *yterror
 	return body, nil, 0
 }
 
-func (s *Server) serveCommand(r *http.Request, name string) response {
+func (s *Server) serveCommand(r *http.Request, name, user string) response {
 	cmd, ok := commands[name]
 	if !ok {
 		return errorResponse(http.StatusNotFound, ytErr(yterrors.CodeGeneric, "Command %q is not registered", name))
@@ -291,7 +301,7 @@ func (s *Server) serveCommand(r *http.Request, name string) response {
 		return errorResponse(http.StatusUnsupportedMediaType, ytErr(yterrors.CodeGeneric, "Unsupported Accept-Encoding %q", accept))
 	}
 	outFmt := formatName(r.Header.Get("X-YT-Output-Format"))
-	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating}
+	c := &call{s: s, name: name, params: req.params, input: req.input, inFmt: req.inFmt, mutates: cmd.opts.Mutating, user: user}
 	started := time.Now()
 	c.preparse()
 	defer c.releaseRows()
@@ -391,6 +401,9 @@ func (s *Server) executeLocked(cmd *command, c *call) (any, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := s.authorize(c); err != nil {
+		return nil, err
 	}
 	return cmd.h(c)
 }

@@ -4,12 +4,13 @@ import (
 	"go.ytsaurus.tech/yt/go/yterrors"
 )
 
-// ytlocal has no authentication and no ACLs: every request acts as "root" (/auth/whoami says
-// so) and may do anything. check_permission answers accordingly — "allow" for every user and
+// Without authentication (the default) every request acts as "root" (/auth/whoami says so)
+// and may do anything. check_permission answers accordingly — "allow" for every user and
 // permission on every existing node — so that a client that checks permissions before acting
 // (the status page of a controller) works against it as against a cluster where the user
-// holds the permission. The path must resolve and the permission be one YTsaurus knows, as
-// on a cluster.
+// holds the permission. With authentication (Config.Users) it answers by the ACLs in force
+// (acl.go), as the commands check them (auth.go). The path must resolve and the permission be
+// one YTsaurus knows, as on a cluster.
 
 // permissions are the permission names YTsaurus accepts in check_permission.
 var permissions = map[string]bool{
@@ -24,7 +25,8 @@ func init() {
 
 func cmdCheckPermission(c *call) (any, error) {
 	s := c.s
-	if _, err := c.requiredStr("user"); err != nil {
+	user, err := c.requiredStr("user")
+	if err != nil {
 		return nil, err
 	}
 	perm, err := c.requiredStr("permission")
@@ -42,8 +44,12 @@ func cmdCheckPermission(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.resolve(p, tx, true); err != nil {
+	obj, err := s.resolve(p, tx, true)
+	if err != nil {
 		return nil, err
+	}
+	if s.authOn() && obj.n != nil && !s.allowed(user, perm, obj.n, tx) {
+		return map[string]any{"action": "deny"}, nil
 	}
 	return map[string]any{"action": "allow"}, nil
 }

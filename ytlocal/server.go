@@ -45,6 +45,10 @@ type Config struct {
 	// requests run the server's handler as calls. It serves on Listen as well. `yt-flow
 	// run`, whose controller and workers share the process with the server, sets it.
 	InProcess bool
+	// Users, when not empty, turns authentication on (auth.go): it maps each accepted OAuth
+	// token to its user, and Cypress ACLs bind every user but root. Empty (the default): no
+	// authentication, every request acts as root.
+	Users map[string]string
 }
 
 // EnvInProcess is the environment variable that, set to 1, makes every server of the

@@ -108,6 +108,9 @@ func (s *Server) prepareNodeAttrs(typ string, attrs map[string]any) error {
 		attrs["treat_as_queue_producer"] = true
 		attrs["schema"] = producerSchema()
 	}
+	if err := checkCreationTablets(typ, attrs); err != nil {
+		return err
+	}
 	if v, ok := attrs["schema"]; ok && storedType(typ) == "table" {
 		dyn, _ := attrs["dynamic"].(bool)
 		norm, err := normalizeSchemaAttr(v, dyn)
@@ -740,4 +743,49 @@ func init() {
 	registerCommand("read_table", commandOpts{Heavy: true}, cmdReadTable)
 	registerCommand("write_file", commandOpts{Mutating: true, Heavy: true}, cmdWriteFile)
 	registerCommand("read_file", commandOpts{Heavy: true}, cmdReadFile)
+}
+
+// checkCreationTablets validates the tablet_count and pivot_keys attributes of a table
+// being created: a positive integer, a list of keys whose first is empty, not both, and only
+// on dynamic tables (dynExt.ensureTable reshards the new table by them; the engine checks
+// the keys against the schema).
+func checkCreationTablets(typ string, attrs map[string]any) error {
+	count, hasCount := attrs["tablet_count"]
+	pivots, hasPivots := attrs["pivot_keys"]
+	if !hasCount && !hasPivots {
+		return nil
+	}
+	if dyn, _ := attrs["dynamic"].(bool); storedType(typ) != "table" || !dyn {
+		return ytErr(yterrors.CodeGeneric, "Attributes \"tablet_count\" and \"pivot_keys\" are valid only for dynamic tables")
+	}
+	if hasCount && hasPivots {
+		return ytErr(yterrors.CodeGeneric, "Cannot specify both \"tablet_count\" and \"pivot_keys\"")
+	}
+	if hasCount {
+		switch v := yson.ValueOf(count).(type) {
+		case int64:
+			if v >= 1 {
+				return nil
+			}
+		case uint64:
+			if v >= 1 {
+				return nil
+			}
+		}
+		return ytErr(yterrors.CodeGeneric, "Error parsing attribute \"tablet_count\": %v is not a positive integer", count)
+	}
+	list, ok := yson.ValueOf(pivots).([]any)
+	if !ok || len(list) == 0 {
+		return ytErr(yterrors.CodeGeneric, "Error parsing attribute \"pivot_keys\": not a non-empty list of keys")
+	}
+	for i, item := range list {
+		key, ok := yson.ValueOf(item).([]any)
+		if !ok {
+			return ytErr(yterrors.CodeGeneric, "Error parsing attribute \"pivot_keys\": pivot key %d is %s, not a list", i, ysonTypeName(item))
+		}
+		if i == 0 && len(key) != 0 {
+			return ytErr(yterrors.CodeGeneric, "First pivot key must be empty")
+		}
+	}
+	return nil
 }

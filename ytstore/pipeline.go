@@ -2,6 +2,7 @@ package ytstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,7 +64,8 @@ func (s *Store) Exists(ctx context.Context) (bool, error) {
 }
 
 // CreatePipeline creates the pipeline map node (with
-// @pipeline_format_version), the leader lock node and all internal tables, and
+// @pipeline_format_version), the leader lock node, the transport secret
+// (TransportSecretNode; an existing one is kept) and all internal tables, and
 // mounts the tables, waiting until they are mounted. It is idempotent: what
 // already exists is kept (a table with another schema is an error), what is
 // missing is created, unmounted tables are mounted.
@@ -98,6 +100,9 @@ func (s *Store) CreatePipeline(ctx context.Context) error {
 	_, err = s.yc.CreateNode(ctx, s.child(LeaderLockNode), yt.NodeMap, &yt.CreateNodeOptions{IgnoreExisting: true})
 	if err != nil {
 		return fmt.Errorf("ytstore: create %s: %w", s.child(LeaderLockNode), classify(err))
+	}
+	if err := s.ensureTransportSecret(ctx, rand.Reader); err != nil {
+		return err
 	}
 	for _, t := range tables() {
 		if err := s.createTable(ctx, t); err != nil {
