@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,7 +251,40 @@ func pageState(t *testing.T, ctx context.Context, url, state, target string) {
 // file to copy it to).
 func TestStatusPageInChromium(t *testing.T) {
 	chrome := chromium(t)
-	c := NewCluster(t)
+	statusPageRun(t, chrome, NewCluster(t))
+}
+
+// TestStatusPageUnderLocalAuth runs the same against `yt-flow local --auth`: the CLI and the
+// browser send the user's token (YT_TOKEN), and the page refuses a request without one.
+func TestStatusPageUnderLocalAuth(t *testing.T) {
+	chrome := chromium(t)
+	if os.Getenv("YT_PROXY") != "" {
+		t.Skip("runs its own yt-flow local --auth")
+	}
+	alice := randomToken(t)
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte("alice "+alice+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("YT_TOKEN", alice)
+	url := statusPageRun(t, chrome, NewAuthCluster(t, users))
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the page without a token: HTTP %d, want 401 or 403", resp.StatusCode)
+	}
+	if strings.Contains(string(body), alice) {
+		t.Errorf("the page shows the token")
+	}
+}
+
+// statusPageRun is TestStatusPageInChromium on cluster c; it returns the page's URL (the
+// controller still serves it).
+func statusPageRun(t *testing.T, chrome string, c *Cluster) string {
 	wc := NewWordCount(t, c, "statuspage", WordCountOptions{Messages: 60000, Words: 300, Tablets: 2, CountPartitions: 2, MaxRowsPerBatch: 200})
 	wc.StartPipeline(t)
 	// The pipeline starts paused: its first numbers are read at rest.
@@ -335,4 +370,5 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("disabled buttons of a completed pipeline: %v", disabled)
 	}
 	wc.CheckExactlyOnce(t)
+	return url
 }
