@@ -15,20 +15,21 @@ import (
 
 const flowPipeline = "//home/cli/pipe"
 
-// flowSpec is a runner config: a random source feeding a keyed computation.
+// flowSpec is a runner config: a random source feeding a keyed computation, with functions
+// of the binary (the word count's; no worker runs them: start refuses unregistered ones).
 const flowSpec = `{
     path = "` + flowPipeline + `";
     spec = {
         computations = {
             gen = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
-                processing_function = "Gen";
+                processing_function = "SplitWords";
                 source_streams = {r = {source_class_name = "random"; parameters = {partition_count = 1}}};
                 output_stream_ids = ["x"];
             };
             agg = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
-                processing_function = "Agg";
+                processing_function = "CountWords";
                 group_by_schema = [{name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(k)"}; {name = "k"; type = "string"; required = %true}];
                 input_stream_ids = ["x"];
             };
@@ -129,7 +130,7 @@ func TestFlowCommandsThroughTheBinary(t *testing.T) {
 	oneLine("static change while working", code, out, errs, 1, "is working: the static spec changes only while it is stopped")
 	v, fn := specVersion()
 	require.Equal(t, int64(1), v)
-	require.Equal(t, "Gen", fn)
+	require.Equal(t, "SplitWords", fn)
 
 	// The dynamic spec changes live; the controller repartitions.
 	code, out, errs = run("3", "set-pipeline-dynamic-spec", "--expected-version", "1", "--spec-path", "/computations/agg/parameters/desired_partition_count", flowPipeline)
@@ -170,7 +171,7 @@ func TestFlowCommandsThroughTheBinary(t *testing.T) {
 	oneLine("wrong expected version", code, out, errs, 1, "spec version is 1, not the expected 7")
 	v, fn = specVersion()
 	require.Equal(t, int64(1), v)
-	require.Equal(t, "Gen", fn)
+	require.Equal(t, "SplitWords", fn)
 	code, out, errs = run(`"GenV2"`, "set-pipeline-spec", "--force", "--expected-version", "1", "--spec-path", "/computations/gen/processing_function", flowPipeline)
 	require.Equal(t, 0, code, "set-pipeline-spec --force while paused: %s %s", out, errs)
 	v, fn = specVersion()
