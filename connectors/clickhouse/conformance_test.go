@@ -1,0 +1,119 @@
+package clickhouse_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver"
+	"github.com/ytflow/yt-flow/connectors/connectortest"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// chTarget is one ClickHouse server shared by the runs of a conformance test, a table per
+// run (named after the run's root).
+type chTarget struct {
+	srv  *chserver.Server
+	conn clickhouse.Conn
+	mu   sync.Mutex
+}
+
+func newCHTarget(t *testing.T) *chTarget {
+	srv := chserver.Start(t)
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.TCPAddr}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return &chTarget{srv: srv, conn: conn}
+}
+
+// table is the table of the run under root.
+func table(root string) string {
+	return "t_" + strings.NewReplacer("/", "_", "-", "_").Replace(strings.TrimLeft(root, "/"))
+}
+
+// setup creates the run's table with engine and returns the sink's parameters.
+func (c *chTarget) setup(ctx context.Context, root, engine string) (string, error) {
+	if err := c.conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (id UInt64, body String) ENGINE = %s", table(root), engine)); err != nil {
+		return "", err
+	}
+	host, port, _ := strings.Cut(c.srv.TCPAddr, ":")
+	return fmt.Sprintf("{host = %q; port = %s; table = %q}", host, port, table(root)), nil
+}
+
+// ids reads back the ids the run's table holds.
+func (c *chTarget) ids(ctx context.Context, root string) ([]uint64, error) {
+	rows, err := c.conn.Query(ctx, "SELECT id FROM "+table(root))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []uint64
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// TestClickHouseBatchingConformance: TClickHouseBatchingSink into a MergeTree table with
+// non_replicated_deduplication_window, while workers are killed between an insert and its
+// acknowledgement and deliveries fail, partly succeed or are slow: the table holds every id
+// exactly once (count() = uniqExact(id) = rows; a replayed block carries its first token).
+func TestClickHouseBatchingConformance(t *testing.T) {
+	const rows = 2000
+	ch := newCHTarget(t)
+	connectortest.RunSink(t, connectortest.Sink{
+		Class:   "clickhouse_batching",
+		Rows:    rows,
+		Payload: "body",
+		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
+			return ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000")
+		},
+		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			var count, unique uint64
+			if err := ch.conn.QueryRow(ctx, "SELECT count(), uniqExact(id) FROM "+table(root)).Scan(&count, &unique); err != nil {
+				return nil, err
+			}
+			// A server-wide counter: the blocks dropped as repeats so far, this run's and the
+			// runs' before it.
+			var dropped uint64
+			_ = ch.conn.QueryRow(ctx, "SELECT sum(value) FROM system.events WHERE event = 'DuplicatedInsertedBlocks'").Scan(&dropped)
+			t.Logf("%s: count() = %d, uniqExact(id) = %d; repeated blocks dropped by the server so far: %d", table(root), count, unique, dropped)
+			return ch.ids(ctx, root)
+		},
+	})
+}
+
+// TestClickHouseAtLeastOnceConformance: TAtLeastOnceClickHouseSink, with workers killed
+// between its insert and the epoch's commit, loses no id (repeats are allowed, and counted in
+// the log).
+func TestClickHouseAtLeastOnceConformance(t *testing.T) {
+	ch := newCHTarget(t)
+	connectortest.RunSink(t, connectortest.Sink{
+		Class:   "clickhouse_at_least_once",
+		Payload: "body",
+		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
+			return ch.setup(ctx, root, "MergeTree ORDER BY id")
+		},
+		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
+			ids, err := ch.ids(ctx, root)
+			seen := map[uint64]bool{}
+			for _, id := range ids {
+				seen[id] = true
+			}
+			t.Logf("%s: %d rows, %d duplicates", table(root), len(ids), len(ids)-len(seen))
+			return ids, err
+		},
+	})
+}
