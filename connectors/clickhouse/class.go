@@ -2,7 +2,8 @@
 // committed outputs of the output store in batches cut deterministically at message-id
 // boundaries, each with insert_deduplication_token = its maximum message id, strictly in
 // order, into a table whose engine deduplicates blocks; TAtLeastOnceClickHouseSink inserts an
-// epoch's messages before the epoch commits, without a token. Each sink instance opens its
+// epoch's messages before the epoch commits, without a token; TAtMostOnceClickHouseSink
+// sends one INSERT per message and never retries one that started. Each sink instance opens its
 // session (a clickhouse-go native client) lazily on its first write and validates the target
 // table then: the engine from system.tables, the columns from system.columns against the
 // sink's input stream schemas.
@@ -18,6 +19,7 @@ import (
 const (
 	Class            = "clickhouse_batching"
 	AtLeastOnceClass = "clickhouse_at_least_once"
+	AtMostOnceClass  = "clickhouse_at_most_once"
 )
 
 // Host selection policies (host_selection_policy).
@@ -88,6 +90,28 @@ func init() {
 		AtLeastOnceSyncSink: func(env connector.Env, params any) (connector.AtLeastOnceSyncSink, error) {
 			dyn, _ := env.Dynamic.(*Dynamic)
 			return newAtLeastOnce(newTarget(AtLeastOnceClass, env.SinkID, params.(*Params), dyn, nil)), nil
+		},
+	})
+}
+
+func init() {
+	registry.Register(registry.Class{
+		Name: AtMostOnceClass, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TAtMostOnceClickHouseSink"},
+		Guarantee: registry.AtMostOnce, Kind: registry.AsyncSink, AtMostOnce: true, Runs: true,
+		Summary:      "inserts each committed output once, acknowledging a failed insert instead of retrying it",
+		Parse:        parse,
+		ParseDynamic: parseDynamic,
+		Validate:     validate,
+		Columns:      columns,
+	})
+	connector.RegisterSink(AtMostOnceClass, connector.Constructors{
+		AsyncSink: func(env connector.Env, params any) (connector.AsyncSink, error) {
+			dyn, _ := env.Dynamic.(*Dynamic)
+			return newAtMostOnce(newTarget(AtMostOnceClass, env.SinkID, params.(*Params), dyn, nil)), nil
+		},
+		BestEffort: func(env connector.Env, params any) (connector.BestEffortWriter, error) {
+			dyn, _ := env.Dynamic.(*Dynamic)
+			return newAtMostOnce(newTarget(AtMostOnceClass, env.SinkID, params.(*Params), dyn, nil)), nil
 		},
 	})
 }

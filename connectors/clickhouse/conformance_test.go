@@ -117,3 +117,24 @@ func TestClickHouseAtLeastOnceConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestClickHouseAtMostOnceConformance: TAtMostOnceClickHouseSink (over the output store),
+// with workers killed between an INSERT and its acknowledgement and deliveries failing,
+// partly succeeding or slow: no id is held twice (losses are allowed). The table
+// deduplicates: a message offered again carries its id as its token.
+func TestClickHouseAtMostOnceConformance(t *testing.T) {
+	ch := newCHTarget(t)
+	connectortest.RunSink(t, connectortest.Sink{
+		Class:   "clickhouse_at_most_once",
+		Rows:    400,
+		Payload: "body",
+		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
+			return ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000")
+		},
+		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
+			ids, err := ch.ids(ctx, root)
+			t.Logf("%s: %d of 400 ids held", table(root), len(ids))
+			return ids, err
+		},
+	})
+}

@@ -276,7 +276,9 @@ func (t *target) breakWith(err error) error {
 
 // fail describes the failure of op with err, without the password.
 func (t *target) fail(op string, err error) error {
-	return &opError{msg: t.redact(fmt.Sprintf("%s: %s %s: %v", t.name, op, t.where(), err)), class: classify(err)}
+	var dial *net.OpError
+	notStarted := errors.Is(err, clickhouse.ErrAcquireConnTimeout) || (errors.As(err, &dial) && dial.Op == "dial")
+	return &opError{msg: t.redact(fmt.Sprintf("%s: %s %s: %v", t.name, op, t.where(), err)), class: classify(err), notStarted: notStarted}
 }
 
 func (t *target) where() string {
@@ -303,6 +305,14 @@ const (
 type opError struct {
 	msg   string
 	class errClass
+	// notStarted: no connection could be made, so nothing reached the server.
+	notStarted bool
+}
+
+// notStarted tells whether err is a failure to reach the server, before a query started.
+func notStarted(err error) bool {
+	var oe *opError
+	return errors.As(err, &oe) && oe.notStarted
 }
 
 func (e *opError) Error() string { return e.msg }
@@ -310,7 +320,7 @@ func (e *opError) Error() string { return e.msg }
 // ClickHouse error codes by class.
 var (
 	transientCodes = map[int32]bool{
-		159: true, 164: false, 202: true, 203: true, 209: true, 210: true, 241: true, 242: true,
+		159: true, 202: true, 203: true, 209: true, 210: true, 241: true, 242: true,
 		252: true, 285: true, 319: true, 425: true, 999: true, 225: true, 236: true, 394: true,
 	}
 	permanentCodes = map[int32]bool{

@@ -234,3 +234,32 @@ func TestUnreachableAndBadPassword(t *testing.T) {
 	_, err = b.Deliver(s.ctx, batchesOf(0, 10, 10))
 	assert.ErrorContains(t, err, "password_env_var: environment variable CH_TEST_PASSWORD_UNSET is not set")
 }
+
+// TestAtMostOnceDropsFailedInsert: the at-most-once sink acknowledges a message whose
+// INSERT failed (a value the column cannot hold) and goes on with the next; its best-effort
+// writer inserts rows without a token and reports the failed one.
+func TestAtMostOnceDropsFailedInsert(t *testing.T) {
+	s := startServer(t)
+	s.exec(t, `CREATE TABLE t (id UInt64, s String, CONSTRAINT not_bad CHECK s != 'bad') ENGINE = MergeTree ORDER BY id`)
+	logger, logs := observed()
+	tg := newTarget(AtMostOnceClass, "out", s.params("t"), nil, nil)
+	tg.log = logger
+	a := newAtMostOnce(tg)
+	defer a.Close()
+	batches := batchesOf(0, 6, 3)
+	batches[0].Rows[1].Row["s"] = "bad"
+	n, err := a.Deliver(s.ctx, batches)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "both batches are held")
+	assert.Equal(t, int64(1), a.Dropped())
+	assert.Equal(t, 1, logs.Len())
+	rows, unique := s.counts(t, "t")
+	assert.Equal(t, [2]uint64{5, 5}, [2]uint64{rows, unique})
+
+	err = a.WriteBestEffort(s.ctx, []map[string]any{{"id": uint64(10), "s": "x"}, {"id": uint64(11), "s": "bad"}, {"id": uint64(12), "s": "y"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "1 of 3 rows not inserted")
+	assert.Equal(t, int64(2), a.Dropped())
+	rows, _ = s.counts(t, "t")
+	assert.Equal(t, uint64(7), rows)
+}
