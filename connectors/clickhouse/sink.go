@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,7 +52,7 @@ type target struct {
 	// call's own (the at-least-once sink fails the epoch, which is retried).
 	sticky bool
 
-	conn     driver.Conn
+	conn     *connBox
 	plan     *plan
 	dedup    Dedup
 	password string // read when the session opens; never logged
@@ -64,7 +65,21 @@ func newTarget(class, sinkID string, p *Params, dyn *Dynamic, tlsConfig *tls.Con
 	if dyn != nil {
 		d = *dyn
 	}
-	return &target{class: class, name: fmt.Sprintf("%s sink %s", class, sinkID), params: p, dyn: d, tlsConfig: tlsConfig, log: Log}
+	t := &target{class: class, name: fmt.Sprintf("%s sink %s", class, sinkID), params: p, dyn: d, tlsConfig: tlsConfig, log: Log, conn: &connBox{}}
+	// The runtime does not close sinks when their job ends: the session's client (its
+	// connections and its goroutine) is closed once the instance is garbage.
+	runtime.AddCleanup(t, (*connBox).close, t.conn)
+	return t
+}
+
+// connBox holds a target's client apart from the target, for the cleanup that closes it.
+type connBox struct{ c driver.Conn }
+
+func (b *connBox) close() {
+	if b.c != nil {
+		_ = b.c.Close()
+		b.c = nil
+	}
 }
 
 // tableName is the table's quoted name.
@@ -76,11 +91,11 @@ func quote(id string) string {
 
 // Close closes the session.
 func (t *target) Close() error {
-	if t.conn == nil {
+	if t.conn.c == nil {
 		return nil
 	}
-	err := t.conn.Close()
-	t.conn = nil
+	err := t.conn.c.Close()
+	t.conn.c = nil
 	return err
 }
 
@@ -90,7 +105,7 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 	if t.broken != nil {
 		return t.broken
 	}
-	if t.conn != nil {
+	if t.conn.c != nil {
 		return nil
 	}
 	if env := t.params.PasswordEnvVar; env != "" {
@@ -121,7 +136,7 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 		}
 		return err
 	}
-	t.conn = conn
+	t.conn.c = conn
 	return nil
 }
 
@@ -373,7 +388,7 @@ func (t *target) insert(ctx context.Context, rows [][]any, token string) error {
 	for i, c := range t.plan.cols {
 		cols[i] = quote(c)
 	}
-	b, err := t.conn.PrepareBatch(ictx, "INSERT INTO "+t.tableName()+" ("+strings.Join(cols, ", ")+")")
+	b, err := t.conn.c.PrepareBatch(ictx, "INSERT INTO "+t.tableName()+" ("+strings.Join(cols, ", ")+")")
 	if err != nil {
 		return t.fail("insert into", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +263,28 @@ func TestAtMostOnceDropsFailedInsert(t *testing.T) {
 	assert.Equal(t, int64(2), a.Dropped())
 	rows, _ = s.counts(t, "t")
 	assert.Equal(t, uint64(7), rows)
+}
+
+// TestSessionClosedWhenGarbage: the runtime drops sink instances without closing them; the
+// session's native connection closes once the instance is garbage.
+func TestSessionClosedWhenGarbage(t *testing.T) {
+	s := startServer(t)
+	s.exec(t, `CREATE TABLE t (id UInt64, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 10`)
+	conns := func() (n int64) {
+		require.NoError(t, s.conn.QueryRow(s.ctx, "SELECT value FROM system.metrics WHERE metric = 'TCPConnection'").Scan(&n))
+		return n
+	}
+	before := conns()
+	func() {
+		b := newBatching(newTarget(Class, "out", s.params("t"), nil, nil))
+		_, err := b.Deliver(s.ctx, batchesOf(0, 10, 10))
+		require.NoError(t, err)
+	}()
+	require.Greater(t, conns(), before)
+	deadline := time.Now().Add(30 * time.Second)
+	for conns() > before {
+		require.True(t, time.Now().Before(deadline), "the dropped sink's connection is still open")
+		runtime.GC()
+		time.Sleep(50 * time.Millisecond)
+	}
 }

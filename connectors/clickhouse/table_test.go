@@ -140,3 +140,25 @@ func TestSplitDeterministic(t *testing.T) {
 	assert.Equal(t, []span{{0, 2}, {2, 3}, {3, 4}, {4, 6}, {6, 8}}, split(len(sizes), size, 2, 30))
 	assert.Nil(t, split(0, size, 1, 1))
 }
+
+// TestWarnWindow: a known deduplication window shorter than replay_horizon draws one
+// structured warning with the attributes Flow names; a longer one draws none.
+func TestWarnWindow(t *testing.T) {
+	logger, logs := observed()
+	dyn := DefaultDynamic()
+	tg := newTarget(Class, "out", &Params{Database: "db", Table: "t"}, &dyn, nil)
+	tg.log = logger
+	tg.dedup = Dedup{Deduplicates: true, Setting: "replicated_deduplication_window_seconds", Window: time.Hour}
+	tg.warnWindow()
+	require.Equal(t, 1, logs.Len())
+	fields := logs.All()[0].ContextMap()
+	assert.Equal(t, "db", fields["Database"])
+	assert.Equal(t, "t", fields["Table"])
+	assert.Equal(t, "replicated_deduplication_window_seconds", fields["DedupWindowSetting"])
+	assert.Equal(t, 24*time.Hour, fields["ReplayHorizon"])
+	assert.Equal(t, time.Hour, fields["DedupWindow"])
+
+	tg.dedup.Window = 48 * time.Hour
+	tg.warnWindow()
+	assert.Equal(t, 1, logs.Len())
+}
