@@ -236,6 +236,9 @@ func (t *target) check(ctx context.Context, conn driver.Conn, dedup bool) error 
 		return fmt.Errorf("%s: table %s.%s: %w", t.name, p.Database, p.Table, err)
 	}
 	if dedup {
+		if err := CheckHosts(e, p.Hosts); err != nil {
+			return fmt.Errorf("%s: table %s.%s: %w", t.name, p.Database, p.Table, err)
+		}
 		t.dedup = d
 		if warn != "" {
 			t.log.Warn("ClickHouse table does not deduplicate: exactly-once degrades to at-least-once",

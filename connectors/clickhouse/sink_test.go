@@ -288,3 +288,42 @@ func TestSessionClosedWhenGarbage(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestBatchingRefusesDistributed: a Distributed table is rejected at session start with one
+// error naming the sink and the table.
+func TestBatchingRefusesDistributed(t *testing.T) {
+	srv := chserver.StartCluster(t, "local")
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.TCPAddr}})
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := &server{srv: srv, conn: conn, ctx: ctx}
+	s.exec(t, `CREATE TABLE local (id UInt64, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 10`)
+	s.exec(t, `CREATE TABLE dist AS local ENGINE = Distributed('local', 'default', 'local')`)
+	b := newBatching(newTarget(Class, "out", s.params("dist"), nil, nil))
+	defer b.Close()
+	_, err = b.Deliver(ctx, batchesOf(0, 10, 10))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrBroken))
+	assert.ErrorContains(t, err, "clickhouse_batching sink out: table default.dist: unsuitable ClickHouse table: engine Distributed is not accepted")
+}
+
+// TestBatchingRefusesIndependentHosts: hosts listing two independent servers, each with a
+// non-replicated table, is rejected at session start, naming both.
+func TestBatchingRefusesIndependentHosts(t *testing.T) {
+	a, b := startServer(t), startServer(t)
+	for _, s := range []*server{a, b} {
+		s.exec(t, `CREATE TABLE t (id UInt64, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 10`)
+	}
+	p := a.params("t")
+	p.Hosts = []string{a.srv.TCPAddr, b.srv.TCPAddr}
+	sink := newBatching(newTarget(Class, "out", p, nil, nil))
+	defer sink.Close()
+	_, err := sink.Deliver(a.ctx, batchesOf(0, 10, 10))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrBroken))
+	assert.ErrorContains(t, err, "clickhouse_batching sink out: table default.t: unsuitable ClickHouse table: hosts lists 2 servers ("+a.srv.TCPAddr+", "+b.srv.TCPAddr+")")
+	rows, _ := a.counts(t, "t")
+	assert.Zero(t, rows)
+}

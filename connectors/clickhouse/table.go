@@ -46,6 +46,16 @@ type Dedup struct {
 
 var windowSetting = regexp.MustCompile(`\b(non_replicated_deduplication_window|replicated_deduplication_window_seconds)\s*=\s*'?(\d+)`)
 
+// CheckHosts refuses a failover list of several hosts in front of a table that is not
+// replicated: each server's table would be another table, whose deduplication does not know
+// the tokens the others got, so a failover could insert a block twice. Pure.
+func CheckHosts(e Engine, hosts []string) error {
+	if len(hosts) < 2 || strings.HasPrefix(e.Name, "Replicated") || strings.HasPrefix(e.Name, "Shared") {
+		return nil
+	}
+	return fmt.Errorf("%w: hosts lists %d servers (%s) but engine %s is not replicated: a failover would insert into an independent table that cannot deduplicate what the others hold", ErrTarget, len(hosts), strings.Join(hosts, ", "), e.Name)
+}
+
 // CheckEngine decides whether the batching sink may write exactly once into a table of
 // engine e: Replicated*MergeTree and Shared*MergeTree deduplicate; a non-replicated
 // *MergeTree deduplicates when its non_replicated_deduplication_window (its own or the

@@ -162,3 +162,13 @@ func TestWarnWindow(t *testing.T) {
 	tg.warnWindow()
 	assert.Equal(t, 1, logs.Len())
 }
+
+// TestCheckHosts: several hosts are accepted only in front of a replicated table.
+func TestCheckHosts(t *testing.T) {
+	assert.NoError(t, CheckHosts(Engine{Name: "MergeTree"}, []string{"a"}))
+	assert.NoError(t, CheckHosts(Engine{Name: "ReplicatedMergeTree"}, []string{"a", "b"}))
+	assert.NoError(t, CheckHosts(Engine{Name: "SharedMergeTree"}, []string{"a", "b"}))
+	err := CheckHosts(Engine{Name: "MergeTree"}, []string{"a", "b"})
+	assert.True(t, errors.Is(err, ErrTarget))
+	assert.ErrorContains(t, err, "hosts lists 2 servers (a, b) but engine MergeTree is not replicated")
+}

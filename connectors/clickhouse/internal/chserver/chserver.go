@@ -59,10 +59,11 @@ type Server struct {
 	// the server with its tables.
 	Dir string
 
-	lib  string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	lib     string
+	cluster string // a cluster of this one server the configuration defines, or ""
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
 }
 
 var (
@@ -102,10 +103,22 @@ func Start(t testing.TB) *Server {
 	return StartDir(t, t.TempDir())
 }
 
+// StartCluster starts a server as Start does whose configuration defines cluster, one shard
+// of the server itself (for Distributed tables).
+func StartCluster(t testing.TB, cluster string) *Server {
+	t.Helper()
+	return start(t, &Server{Dir: t.TempDir(), cluster: cluster})
+}
+
 // StartDir starts a server on data directory dir (a restart when a server ran on it before).
 func StartDir(t testing.TB, dir string) *Server {
 	t.Helper()
-	s := &Server{Dir: dir, lib: Lib(t)}
+	return start(t, &Server{Dir: dir})
+}
+
+func start(t testing.TB, s *Server) *Server {
+	t.Helper()
+	s.lib = Lib(t)
 	t.Cleanup(s.Kill)
 	var err error
 	for range 3 { // a port taken between picking and binding: pick again
@@ -142,8 +155,16 @@ func (s *Server) start() error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(bin, "-lib", s.lib, "-path", s.Dir,
-		"-tcp-port", fmt.Sprint(ports[0]), "-http-port", fmt.Sprint(ports[1]))
+	args := []string{"-lib", s.lib, "-path", s.Dir, "-tcp-port", fmt.Sprint(ports[0]), "-http-port", fmt.Sprint(ports[1])}
+	if s.cluster != "" {
+		config := filepath.Join(s.Dir, "chserver-config.xml")
+		xml := fmt.Sprintf("<clickhouse><remote_servers><%s><shard><replica><host>127.0.0.1</host><port>%d</port></replica></shard></%s></remote_servers></clickhouse>\n", s.cluster, ports[0], s.cluster)
+		if err := os.WriteFile(config, []byte(xml), 0o644); err != nil {
+			return err
+		}
+		args = append(args, "-config", config)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = log, log
 	// The server dies with the test process even when the test process is killed.

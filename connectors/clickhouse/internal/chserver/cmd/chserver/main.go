@@ -25,6 +25,7 @@ func main() {
 	path := flag.String("path", "", "data directory")
 	tcp := flag.Int("tcp-port", 0, "native protocol port")
 	http := flag.Int("http-port", 0, "HTTP port")
+	config := flag.String("config", "", "a server configuration file to load (optional)")
 	flag.Parse()
 	if *lib == "" || *path == "" || *tcp == 0 || *http == 0 {
 		fmt.Fprintln(os.Stderr, "chserver: -lib, -path, -tcp-port and -http-port are required")
@@ -44,6 +45,9 @@ func main() {
 		"--tcp_port", fmt.Sprint(*tcp),
 		"--http_port", fmt.Sprint(*http),
 		"--query", keepAlive,
+	}
+	if *config != "" {
+		args = append(args[:1], append([]string{"--config-file", *config}, args[1:]...)...)
 	}
 	argv := cStrings(args)
 	queryCmdline(int32(len(args)), argv)
