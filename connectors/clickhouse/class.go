@@ -1,12 +1,13 @@
-// Package clickhouse is the ClickHouse sinks: TClickHouseBatchingSink (exactly-once) inserts
+// Package clickhouse is the ClickHouse sinks. TClickHouseBatchingSink (exactly-once) inserts
 // committed outputs of the output store in batches cut deterministically at message-id
 // boundaries, each with insert_deduplication_token = its maximum message id, strictly in
-// order, into a table whose engine deduplicates blocks; TAtLeastOnceClickHouseSink inserts an
-// epoch's messages before the epoch commits, without a token; TAtMostOnceClickHouseSink
-// sends one INSERT per message and never retries one that started. Each sink instance opens its
-// session (a clickhouse-go native client) lazily on its first write and validates the target
-// table then: the engine from system.tables, the columns from system.columns against the
-// sink's input stream schemas.
+// order, into a table whose engine deduplicates blocks; TShardedClickHouseBatchingSink does
+// the same over several shards (rendezvous hashing, the token suffixed with ":<shard>").
+// TAtLeastOnceClickHouseSink inserts an epoch's messages before the epoch commits, without a
+// token; TAtMostOnceClickHouseSink sends one INSERT per message and never retries one that
+// started. Each sink instance opens its session (a clickhouse-go native client) lazily on its
+// first write and validates the target table then: the engine from system.tables, the
+// columns from system.columns against the sink's input stream schemas.
 package clickhouse
 
 import (
@@ -122,6 +123,13 @@ func columns(params any) map[string][]string {
 
 func parse(f *yson.Fields) any {
 	c := &Params{}
+	parseHosts(f, c)
+	parseCommon(f, c)
+	return c
+}
+
+// parseHosts reads host or hosts.
+func parseHosts(f *yson.Fields, c *Params) {
 	host := f.String("host", "")
 	c.Hosts = f.Strings("hosts", true)
 	switch {
@@ -142,6 +150,10 @@ func parse(f *yson.Fields) any {
 			f.Errorf("hosts", "host %d is empty", i)
 		}
 	}
+}
+
+// parseCommon reads the parameters every ClickHouse class has.
+func parseCommon(f *yson.Fields, c *Params) {
 	c.Port = f.Int("port", 9000, 1, 65535)
 	c.HostSelectionPolicy = f.Enum("host_selection_policy", OrderedRoundRobin, OrderedRoundRobin, RandomStart)
 	c.ShardingKeyColumns = f.Strings("sharding_key_columns", true)
@@ -164,7 +176,6 @@ func parse(f *yson.Fields) any {
 			}
 		}
 	}
-	return c
 }
 
 // validate records the input streams in the parameters, for the session's column mapping,

@@ -138,3 +138,41 @@ func TestClickHouseAtMostOnceConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestClickHouseShardedConformance: TShardedClickHouseBatchingSink over two servers (one
+// shard each, rendezvous hashing over id), under every async fault: the two tables together
+// hold every id exactly once, and each server holds some.
+func TestClickHouseShardedConformance(t *testing.T) {
+	const rows = 2000
+	shards := []*chTarget{newCHTarget(t), newCHTarget(t)}
+	connectortest.RunSink(t, connectortest.Sink{
+		Class:   "clickhouse_sharded_batching",
+		Rows:    rows,
+		Payload: "body",
+		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
+			var hosts []string
+			for _, ch := range shards {
+				if _, err := ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000"); err != nil {
+					return "", err
+				}
+				hosts = append(hosts, ch.srv.TCPAddr)
+			}
+			return fmt.Sprintf("{shard_hosts = {s1 = [%q]; s2 = [%q]}; sharding_key_columns = [id]; table = %q}", hosts[0], hosts[1], table(root)), nil
+		},
+		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
+			var all []uint64
+			for i, ch := range shards {
+				ids, err := ch.ids(ctx, root)
+				if err != nil {
+					return nil, err
+				}
+				if len(ids) == 0 {
+					return nil, fmt.Errorf("shard s%d holds no row", i+1)
+				}
+				t.Logf("%s: shard s%d holds %d rows", table(root), i+1, len(ids))
+				all = append(all, ids...)
+			}
+			return all, nil
+		},
+	})
+}
