@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -44,6 +45,8 @@ type command struct {
 	setup setupFunc
 	// run executes a command without setup with the arguments after its name.
 	run func(ctx context.Context, env *environ, args []string) int
+	// examples are command lines shown by --help after the flags.
+	examples []string
 }
 
 // setupFunc defines a command's flags in fs and returns the function that runs the command
@@ -161,13 +164,33 @@ func runMain(ctx context.Context, env *environ, args []string) int {
 		return 2
 	}
 	if c.setup == nil {
-		return c.run(ctx, env, args[1:])
+		code := c.run(ctx, env, args[1:])
+		if len(c.examples) > 0 && slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "--h" }) {
+			printExamples(env, c)
+		}
+		return code
 	}
 	fs := newFlagSet(c.name, env)
 	run := c.setup(fs, env)
+	if len(c.examples) > 0 {
+		flags := fs.Usage
+		fs.Usage = func() {
+			flags()
+			printExamples(env, c)
+		}
+	}
 	s, code := parseSettings(c.name, fs, env, args[1:])
 	if code >= 0 {
 		return code
 	}
 	return run(ctx, s)
+}
+
+// printExamples prints a command's summary and example command lines (after its flags in
+// --help).
+func printExamples(env *environ, c *command) {
+	fmt.Fprintf(env.stderr, "\n%s\n\nexamples:\n", c.summary)
+	for _, e := range c.examples {
+		fmt.Fprintf(env.stderr, "  %s\n", e)
+	}
 }

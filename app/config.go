@@ -348,9 +348,10 @@ func (s *settings) write(w io.Writer) {
 
 func init() {
 	register(&command{
-		name:    "config",
-		summary: "print the effective settings of a command, or of all (flags > environment > config file > defaults), secrets masked",
-		run:     runConfig,
+		name:     "config",
+		examples: []string{"yt-flow config run --config yt-flow.yaml"},
+		summary:  "print the effective settings of a command, or of all (flags > environment > config file > defaults), secrets masked",
+		run:      runConfig,
 	})
 }
 

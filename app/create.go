@@ -73,8 +73,9 @@ func failf(w io.Writer, format string, args ...any) int {
 
 func init() {
 	register(&command{
-		name:    "create",
-		summary: "create a pipeline node with its internal tables (idempotent)",
+		name:     "create",
+		examples: []string{"yt-flow create --proxy localhost:8000 --path //home/me/pipe"},
+		summary:  "create a pipeline node with its internal tables (idempotent)",
 		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var pf pipelineFlags
 			pf.define(fs)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -162,18 +163,6 @@ func init() {
 	})
 }
 
-// jobMessage is what describe-pipeline says about a job's status, "" for nothing.
-func jobMessage(j ytstore.Job, st ytstore.JobStatus) string {
-	where := fmt.Sprintf("(JobId: %s, PartitionId: %s, WorkerId: %s)", j.JobID, j.PartitionID, st.WorkerID)
-	switch {
-	case st.State == ytstore.JobFailed:
-		return fmt.Sprintf("Job failed (JobFinishReason: Failed): %s %s", orDash(st.Error), where)
-	case st.Error != "":
-		return fmt.Sprintf("Job error: %s %s", st.Error, where)
-	}
-	return ""
-}
-
 func describePipeline(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes) (map[string]any, error) {
 	parts, err := st.Partitions(ctx)
 	if err != nil {
@@ -223,7 +212,7 @@ func describePipeline(ctx context.Context, st *ytstore.Store, attrs *ytstore.Att
 		if ok && s.State == ytstore.JobRunning {
 			c["running_job_count"] = c["running_job_count"].(int) + 1
 		}
-		if m := jobMessage(j, s); ok && m != "" {
+		if m := status.JobMessage(j, s); ok && m != "" {
 			c["messages"] = append(c["messages"].([]any), m)
 		}
 	}
@@ -382,14 +371,14 @@ func flowView(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes)
 	}
 	jobOf := map[string]ytstore.Job{}
 	jobs := map[string]any{}
-	for _, j := range s.jobs {
+	for _, j := range s.Jobs {
 		jobOf[j.PartitionID] = j
 		job := map[string]any{
 			"computation_id": j.ComputationID, "partition_id": j.PartitionID, "worker_id": j.WorkerID,
-			"lease_id": j.LeaseID, "lease_alive": s.leases[j.LeaseID], "draining": j.Draining, "retiring": j.Retiring,
+			"lease_id": j.LeaseID, "lease_alive": s.Leases[j.LeaseID], "draining": j.Draining, "retiring": j.Retiring,
 			"created_at": micros(j.CreatedAt),
 		}
-		if x, ok := s.statuses[j.JobID]; ok {
+		if x, ok := s.Statuses[j.JobID]; ok {
 			job["status"] = map[string]any{
 				"state": x.State, "error": orNil(x.Error), "epoch": x.Epoch, "last_commit_time": micros(x.LastCommitTS),
 				"input_lag": x.InputLag, "in_flight": x.InFlight, "draining": x.Draining,
@@ -415,7 +404,7 @@ func flowView(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes)
 	for id := range counts {
 		get(id)
 	}
-	for _, p := range s.partitions {
+	for _, p := range s.Partitions {
 		part := map[string]any{"state": p.State, "states": statesOf[p.PartitionID]}
 		if p.SourceID != "" {
 			part["source_id"], part["source_partition"] = p.SourceID, p.SourcePartition
@@ -431,8 +420,8 @@ func flowView(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes)
 		get(p.ComputationID)["partitions"].(map[string]any)[p.PartitionID] = part
 	}
 	workers := map[string]any{}
-	for _, w := range s.workers {
-		workers[w.WorkerID] = map[string]any{"address": w.Address, "alive": s.alive[w.WorkerID], "start_time": micros(w.StartTime), "heartbeat_time": micros(w.HeartbeatTime)}
+	for _, w := range s.Workers {
+		workers[w.WorkerID] = map[string]any{"address": w.Address, "alive": s.Alive[w.WorkerID], "start_time": micros(w.StartTime), "heartbeat_time": micros(w.HeartbeatTime)}
 	}
 	pipeline := map[string]any{
 		"path":                      st.Path(),

@@ -27,7 +27,7 @@ func lifecycleConfig(tag string, count int) string {
             gen = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
                 processing_function = "Gen` + tag + `";
-                source_streams = {r = {source_class_name = "random"}};
+                source_streams = {r = {source_class_name = "random"; parameters = {partition_count = 1}}};
                 output_stream_ids = ["x"];
             };
             agg = {

@@ -17,9 +17,10 @@ import (
 
 func init() {
 	register(&command{
-		name:    "local",
-		summary: "run ytlocal, a local YTsaurus-compatible server (HTTP proxy API)",
-		setup:   setupLocal,
+		name:     "local",
+		examples: []string{"yt-flow local --port 8000 --data-dir ./ytlocal-data"},
+		summary:  "run ytlocal, a local YTsaurus-compatible server (HTTP proxy API)",
+		setup:    setupLocal,
 	})
 }
 

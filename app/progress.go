@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -23,7 +24,7 @@ func readSourceProgress(ctx context.Context, st *ytstore.Store, attrs *ytstore.A
 	if err != nil {
 		return sourceProgress{}
 	}
-	backlog := readBacklog(ctx, st, attrs, parts)
+	backlog := status.ReadBacklog(ctx, st, attrs, parts)
 	var p sourceProgress
 	for _, n := range backlog {
 		p.unread += n
@@ -72,7 +73,7 @@ func (r *progressRate) line(p sourceProgress, now time.Time) string {
 	if r.rate > 0 {
 		s += fmt.Sprintf(", %.0f rows/s", r.rate)
 		if p.unread > 0 {
-			s += ", ETA " + (time.Duration(float64(p.unread)/r.rate*float64(time.Second))).Round(time.Second).String()
+			s += ", ETA " + (time.Duration(float64(p.unread) / r.rate * float64(time.Second))).Round(time.Second).String()
 		}
 	}
 	return s

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ytflow/yt-flow/controller"
 	"github.com/ytflow/yt-flow/job"
+	"github.com/ytflow/yt-flow/monitoring"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -23,9 +24,10 @@ import (
 
 func init() {
 	register(&command{
-		name:    "run",
-		summary: "run a pipeline end to end: embedded YTsaurus (or --proxy), controller and workers in one process",
-		setup:   setupRun,
+		name:     "run",
+		examples: []string{"yt-flow run --spec examples/word_count/pipeline.yson", "yt-flow run --spec pipeline.yson --proxy my-cluster --workers 4 --status-listen 127.0.0.1:0"},
+		summary:  "run a pipeline end to end: embedded YTsaurus (or --proxy), controller and workers in one process",
+		setup:    setupRun,
 	})
 }
 
@@ -41,6 +43,9 @@ type runOptions struct {
 	setup    string
 	logFile  string
 	progress time.Duration
+	// statusListen is --status-listen: where the controller serves the status page ("" none).
+	statusListen string
+	monitor      monitoringFlags
 }
 
 func setupRun(fs *flag.FlagSet, env *environ) runFunc {
@@ -52,9 +57,15 @@ func setupRun(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&o.setup, "setup", "", "setup file with user tables and input (default: local.yson next to the spec, embedded server only)")
 	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
 	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
+	fs.StringVar(&o.statusListen, "status-listen", "", statusListenUsage)
+	o.monitor.define(fs)
 	return func(ctx context.Context, s *settings) int {
 		if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
-			fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE]")
+			fmt.Fprintln(env.stderr, "usage: yt-flow run --spec FILE [--proxy P] [--workers N] [--data-dir DIR] [--setup FILE] [--monitoring-port N]")
+			return 2
+		}
+		if err := o.monitor.check(); err != nil {
+			fmt.Fprintf(env.stderr, "yt-flow run: %v\n", err)
 			return 2
 		}
 		token, err := s.token()
@@ -150,11 +161,23 @@ func (r *runner) run(ctx context.Context) int {
 	}
 	r.say("%s", summary)
 
+	// One monitoring endpoint serves the controller's and every worker's metrics.
+	controllerMetrics, workerMetrics := monitoring.NewController(nil), monitoring.NewWorker(nil)
+	reportBacklog(controllerMetrics, st)
+	mon, err := r.o.monitor.start(ctx, controllerMetrics, workerMetrics)
+	if err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	defer mon.stop()
+	if mon != nil {
+		r.say("monitoring at %s", mon.url())
+	}
+
 	// Controller and workers run until the pipeline completes or the user interrupts.
 	runCtx, stopAll := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAll()
 	var wg sync.WaitGroup
-	errs := make(chan error, r.o.workers+1)
+	errs := make(chan error, r.o.workers+2)
 	for i := range r.o.workers {
 		w := job.NewWorker(job.Config{
 			Proxy: proxy, Token: r.token, Path: cfg.Path,
@@ -162,6 +185,7 @@ func (r *runner) run(ctx context.Context) int {
 			// The workers share this process: pushes between them are handed over in memory.
 			InProcessPeers: true,
 		})
+		workerMetrics.Add(w)
 		stopped := make(chan struct{})
 		wg.Go(func() {
 			defer close(stopped)
@@ -178,8 +202,24 @@ func (r *runner) run(ctx context.Context) int {
 		case <-ctx.Done(): // interrupted: watch below reports it
 		}
 	}
+	ccfg := controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger, Observe: controllerMetrics.Observe}
+	if r.o.statusListen != "" {
+		page, err := openStatusPage(ctx, r.o.statusListen, proxy, r.token, cfg.Path, "", r.logger)
+		if err != nil {
+			stopAll()
+			wg.Wait()
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		ccfg.Address = page.url
+		r.say("status page at %s", page.url)
+		wg.Go(func() {
+			if err := page.Run(runCtx); err != nil {
+				errs <- fmt.Errorf("status page: %w", err)
+			}
+		})
+	}
 	wg.Go(func() {
-		if err := controller.Run(runCtx, controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger}); err != nil {
+		if err := controller.Run(runCtx, ccfg); err != nil {
 			errs <- fmt.Errorf("controller: %w", err)
 		}
 	})

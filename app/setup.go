@@ -30,8 +30,11 @@ type setupFile struct {
 }
 
 type setupInput struct {
-	// Queue is the ordered table the rows go to (round-robin over its tablets).
+	// Queue is the ordered table the rows go to (round-robin over its tablets), unless Table
+	// is set.
 	Queue string
+	// Table is the static table (a static_table of Tables) the rows are written to.
+	Table string
 	// File holds the rows; relative to the setup file's folder.
 	File string
 	// Format is "lines" (one row per non-empty line, in Column) or "yson" (a list fragment of maps).
@@ -67,12 +70,12 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 			f := w.Fields(n, p)
 			t := ytstore.UserTable{
 				Path:        f.RequiredString("path"),
-				Kind:        f.Enum("kind", "", ytstore.UserQueue, ytstore.UserConsumer, ytstore.UserProducer, ytstore.UserSortedTable),
+				Kind:        f.Enum("kind", "", ytstore.UserQueue, ytstore.UserConsumer, ytstore.UserProducer, ytstore.UserSortedTable, ytstore.UserStaticTable),
 				TabletCount: int(f.Int("tablet_count", 1, 1, 1024)),
 				Queue:       f.String("queue", ""),
 			}
 			if t.Kind == "" {
-				w.Errorf(f.Path("kind"), "required: one of queue, consumer, producer, sorted_table")
+				w.Errorf(f.Path("kind"), "required: one of queue, consumer, producer, sorted_table, static_table")
 			}
 			if sn := f.Node("schema"); sn != nil {
 				sc, err := decodeSchema(sn)
@@ -80,7 +83,7 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 					w.Errorf(f.Path("schema"), "%v", err)
 				}
 				t.Schema = sc
-			} else if t.Kind == ytstore.UserQueue || t.Kind == ytstore.UserSortedTable {
+			} else if t.Kind == ytstore.UserQueue || t.Kind == ytstore.UserSortedTable || t.Kind == ytstore.UserStaticTable {
 				w.Errorf(f.Path("schema"), "required for a %s", t.Kind)
 			}
 			if t.Kind == ytstore.UserConsumer && t.Queue == "" {
@@ -94,10 +97,19 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 		eachList(&w, n, "inputs", func(i int, n *yson.Node, p string) {
 			f := w.Fields(n, p)
 			in := setupInput{
-				Queue:  f.RequiredString("queue"),
+				Queue:  f.String("queue", ""),
+				Table:  f.String("table", ""),
 				File:   f.RequiredString("file"),
 				Format: f.Enum("format", "lines", "lines", "yson"),
 				Column: f.String("column", ""),
+			}
+			switch {
+			case in.Queue == "" && in.Table == "":
+				w.Errorf(f.Path("queue"), "required (or table)")
+			case in.Queue != "" && in.Table != "":
+				w.Errorf(f.Path("table"), "set either queue or table, not both")
+			case in.Table != "" && s.staticTable(in.Table) == nil:
+				w.Errorf(f.Path("table"), "%s is not a static_table of tables", in.Table)
 			}
 			if in.Format == "lines" && in.Column == "" {
 				w.Errorf(f.Path("column"), "required for the lines format")
@@ -122,6 +134,16 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 		return nil, fmt.Errorf("setup:\n%s", strings.Join(lines, "\n"))
 	}
 	return s, nil
+}
+
+// staticTable returns the static_table entry of Tables at path, or nil.
+func (s *setupFile) staticTable(path string) *ytstore.UserTable {
+	for i, t := range s.Tables {
+		if t.Path == path && t.Kind == ytstore.UserStaticTable {
+			return &s.Tables[i]
+		}
+	}
+	return nil
 }
 
 func eachList(w *yson.Walker, n *yson.Node, path string, fn func(i int, n *yson.Node, p string)) {
@@ -173,33 +195,48 @@ func (s *setupFile) apply(ctx context.Context, st *ytstore.Store, progress func(
 		}
 	}
 	for _, in := range s.Inputs {
+		target := in.Queue
+		if in.Table != "" {
+			target = in.Table
+		}
 		path := in.File
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(s.dir, path)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return fmt.Errorf("setup: input for %s: %w", in.Queue, err)
+			return fmt.Errorf("setup: input for %s: %w", target, err)
 		}
 		sum := sha256.Sum256(data)
 		digest := hex.EncodeToString(sum[:])
 		var loaded string
-		err = st.GetAttribute(ctx, in.Queue, "yt_flow_loaded_input", &loaded)
+		err = st.GetAttribute(ctx, target, "yt_flow_loaded_input", &loaded)
 		if err != nil && !errors.Is(err, ytstore.ErrNotFound) {
 			return err
 		}
 		if loaded == digest {
-			progress("input %s already loaded into %s", in.File, in.Queue)
+			progress("input %s already loaded into %s", in.File, target)
 			continue
 		}
 		if loaded != "" {
-			return fmt.Errorf("setup: %s was loaded from another version of %s; remove the data folder to start over", in.Queue, in.File)
+			return fmt.Errorf("setup: %s was loaded from another version of %s; remove the data folder to start over", target, in.File)
 		}
 		rows, err := readInputRows(data, in)
 		if err != nil {
 			return fmt.Errorf("setup: %s: %w", path, err)
 		}
-		tablets, err := st.TabletCount(ctx, in.Queue)
+		if in.Table != "" {
+			// A static table is written whole, in one transaction, then marked loaded.
+			if err := st.WriteStaticTable(ctx, in.Table, s.staticTable(in.Table).Schema, rows); err != nil {
+				return err
+			}
+			if err := st.SetAttribute(ctx, in.Table, "yt_flow_loaded_input", digest); err != nil {
+				return err
+			}
+			progress("loaded %d rows from %s into %s", len(rows), in.File, in.Table)
+			continue
+		}
+		tablets, err := st.TabletCount(ctx, target)
 		if err != nil {
 			return err
 		}
@@ -207,14 +244,14 @@ func (s *setupFile) apply(ctx context.Context, st *ytstore.Store, progress func(
 			rows[i]["$tablet_index"] = int64(i % max(tablets, 1))
 		}
 		for start := 0; start < len(rows); start += 1000 {
-			if err := st.InsertRows(ctx, in.Queue, rows[start:min(start+1000, len(rows))]); err != nil {
+			if err := st.InsertRows(ctx, target, rows[start:min(start+1000, len(rows))]); err != nil {
 				return err
 			}
 		}
-		if err := st.SetAttribute(ctx, in.Queue, "yt_flow_loaded_input", digest); err != nil {
+		if err := st.SetAttribute(ctx, target, "yt_flow_loaded_input", digest); err != nil {
 			return err
 		}
-		progress("loaded %d rows from %s into %s (%d tablets)", len(rows), in.File, in.Queue, tablets)
+		progress("loaded %d rows from %s into %s (%d tablets)", len(rows), in.File, target, tablets)
 	}
 	return nil
 }

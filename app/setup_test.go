@@ -28,6 +28,11 @@ func TestSetupParseErrors(t *testing.T) {
 		{"input bad format", `{inputs = [{queue = "//q"; file = "in.txt"; format = csv}]}`, []string{"inputs/0/format"}},
 		{"input missing file", `{inputs = [{queue = "//q"; column = text}]}`, []string{"inputs/0/file"}},
 		{"result without query", `{results = [{title = "x"}]}`, []string{"results/0/query"}},
+		{"static table without schema", `{tables = [{path = "//t"; kind = static_table}]}`, []string{"tables/0/schema", "required for a static_table"}},
+		{"input without target", `{inputs = [{file = "in.txt"; column = text}]}`, []string{"inputs/0/queue", "required (or table)"}},
+		{"input to queue and table", `{inputs = [{queue = "//q"; table = "//t"; file = "in.txt"; column = text}]}`, []string{"inputs/0/table", "not both"}},
+		{"input to an undeclared table", `{tables = [{path = "//t"; kind = sorted_table; schema = [{name = a; type = string}]}];
+			inputs = [{table = "//t"; file = "in.txt"; column = a}]}`, []string{"inputs/0/table", "//t is not a static_table of tables"}},
 		{"unknown key", `{tables = []; tabels = []}`, []string{"tabels"}},
 		{"every problem at once", `{tables = [{kind = queue}; {path = "//c"; kind = consumer}]; results = [{}]}`,
 			[]string{"tables/0/path", "tables/0/schema", "tables/1/queue", "results/0/query"}},
@@ -61,7 +66,7 @@ func TestSetupUnknownColumnType(t *testing.T) {
 // TestSetupExamplesParse checks that the setup files shipped with the examples parse and
 // name their input files, which exist.
 func TestSetupExamplesParse(t *testing.T) {
-	for _, ex := range []string{"word_count", "sessions"} {
+	for _, ex := range []string{"word_count", "sessions", "static_count"} {
 		path := filepath.Join("..", "examples", ex, "local.yson")
 		s, err := loadSetup(path)
 		if err != nil {
@@ -123,7 +128,7 @@ func TestSetupMissingInputFile(t *testing.T) {
 // every table has a path and a kind (a consumer its queue), every input a queue, a file
 // and a known format, every result a query; and that every rejection says it is the setup.
 func FuzzParseSetup(f *testing.F) {
-	for _, ex := range []string{"word_count", "sessions"} {
+	for _, ex := range []string{"word_count", "sessions", "static_count"} {
 		if b, err := os.ReadFile(filepath.Join("..", "examples", ex, "local.yson")); err == nil {
 			f.Add(b)
 		}
@@ -164,7 +169,7 @@ func FuzzParseSetup(f *testing.F) {
 			}
 		}
 		for i, in := range s.Inputs {
-			if in.Queue == "" || in.File == "" || (in.Format != "lines" && in.Format != "yson") || (in.Format == "lines" && in.Column == "") {
+			if (in.Queue == "") == (in.Table == "") || in.File == "" || (in.Format != "lines" && in.Format != "yson") || (in.Format == "lines" && in.Column == "") {
 				t.Fatalf("input %d accepted incomplete: %+v", i, in)
 			}
 		}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
@@ -226,5 +228,20 @@ func TestStopWaitNamesLastState(t *testing.T) {
 	code, _, errs := f.cmd("", "stop", "--path", lifecyclePath, "--wait", "--timeout", "300ms")
 	if code != 1 || !strings.Contains(errs, "to be [stopped] (state draining;") {
 		t.Fatalf("stop --wait without a controller: %d %q", code, errs)
+	}
+}
+
+// TestEveryCommandHelp: every command's --help exits 0, names its flags and shows an example
+// command line of that command.
+func TestEveryCommandHelp(t *testing.T) {
+	for _, name := range sortedKeysOf(commands) {
+		code, out, errs := runCommand(t, time.Minute, name, "--help")
+		text := out + errs
+		if code != 0 || !regexp.MustCompile(`(?m)^examples?:\n  yt-flow `+regexp.QuoteMeta(name)+`\b`).MatchString(text) {
+			t.Errorf("%s --help: exit %d, no example of the command:\n%s", name, code, text)
+		}
+		if commands[name].setup != nil && !strings.Contains(text, "-config") {
+			t.Errorf("%s --help names no flags:\n%s", name, text)
+		}
 	}
 }

@@ -88,8 +88,9 @@ func startPipeline(ctx context.Context, st *ytstore.Store, static, dynamic []byt
 
 func init() {
 	register(&command{
-		name:    "start",
-		summary: "store a pipeline's specs (creating it if needed) and set its target state to working",
+		name:     "start",
+		examples: []string{"yt-flow start --proxy localhost:8000 --spec pipeline.yson"},
+		summary:  "store a pipeline's specs (creating it if needed) and set its target state to working",
 		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			proxy := new(string)
 			addConnFlags(fs, proxy, "YTsaurus HTTP proxy (default $YT_PROXY, then the config's proxy)")

@@ -2,15 +2,10 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"go.ytsaurus.tech/yt/go/schema"
-
-	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
-
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -46,27 +41,27 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	const now = uint64(1_800_000_000_000_000)
 	const sec = uint64(1_000_000)
 	eventWM := now - 3600*sec
-	s := &pipelineStatus{
-		attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
+	s := &pipelineStatus{&status.Snapshot{
+		Attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
 			EventWatermark: &eventWM},
-		partitions: []ytstore.Partition{
+		Partitions: []ytstore.Partition{
 			{PartitionID: "count/0of2", ComputationID: "count", State: ytstore.PartitionActive},
 			{PartitionID: "count/1of2", ComputationID: "count", State: ytstore.PartitionActive},
 			{PartitionID: "count/0of1", ComputationID: "count", State: ytstore.PartitionDraining},
 			{PartitionID: "split/src/lines/0", ComputationID: "split", SourceID: "lines", State: ytstore.PartitionActive},
 		},
-		jobs: []ytstore.Job{
+		Jobs: []ytstore.Job{
 			{JobID: "c0", ComputationID: "count", PartitionID: "count/0of2"},
 			{JobID: "c1", ComputationID: "count", PartitionID: "count/1of2"},
 			{JobID: "s0", ComputationID: "split", PartitionID: "split/src/lines/0"},
 		},
-		statuses: map[string]ytstore.JobStatus{
+		Statuses: map[string]ytstore.JobStatus{
 			"c0": {JobID: "c0", State: "running", InputLag: 7, InFlight: 12, SystemWatermark: now - 65*sec, LastCommitTS: now - 2*sec},
 			"c1": {JobID: "c1", State: "running", InputLag: 3, InFlight: 3, SystemWatermark: now - 5*sec, LastCommitTS: now - sec},
 			"s0": {JobID: "s0", State: "running", InFlight: 40, SystemWatermark: now - 12*sec, LastCommitTS: now - 3*sec},
 		},
-		alive: map[string]bool{}, leases: map[string]bool{}, now: now, backlog: map[string]int64{"lines": 123},
-	}
+		Alive: map[string]bool{}, Leases: map[string]bool{}, Now: now, Backlog: map[string]int64{"lines": 123},
+	}}
 	var buf bytes.Buffer
 	if err := s.write(&buf, "//p"); err != nil {
 		t.Fatal(err)
@@ -88,57 +83,5 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("status lacks line %q:\n%s", want, out)
 		}
-	}
-}
-
-// TestReadBacklog computes the unread rows of a queue source stream on
-// ytlocal from the queue's tablets and the offsets committed in
-// partition_states.
-func TestReadBacklog(t *testing.T) {
-	ctx := context.Background()
-	proxy := ytlocaltest.New(t)
-	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: "//home/s/pipe"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.CreatePipeline(ctx); err != nil {
-		t.Fatal(err)
-	}
-	err = st.EnsureUserTable(ctx, ytstore.UserTable{Path: "//q/in", Kind: ytstore.UserQueue, TabletCount: 2,
-		Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]any
-	for i := range 8 {
-		rows = append(rows, map[string]any{"text": "x", "$tablet_index": int64(i / 6)}) // 6 rows in tablet 0, 2 in tablet 1
-	}
-	if err := st.InsertRows(ctx, "//q/in", rows); err != nil {
-		t.Fatal(err)
-	}
-	parts := []ytstore.Partition{
-		{PartitionID: "split/src/lines/0", ComputationID: "split", SourceID: "lines", SourcePartition: 0},
-		{PartitionID: "split/src/lines/1", ComputationID: "split", SourceID: "lines", SourcePartition: 1},
-	}
-	lease, err := st.StartLease(ctx, "j", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.AbortLease(context.Background(), lease) })
-	off := ytstore.SourcePosition{NextSeq: 4, Position: []byte{0, 0, 0, 0, 0, 0, 0, 4}}.Encode()
-	token, err := st.GenerateTimestamp(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.CommitEpoch(ctx, &ytstore.EpochWrite{PartitionID: parts[0].PartitionID, Lease: lease, Token: token, PartitionStates: map[string][]byte{ytstore.SourceStatePrefix + "lines": off}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attrs := &ytstore.Attributes{Spec: []byte(statusTestSpec)}
-	got := readBacklog(ctx, st, attrs, parts)
-	// tablet 0: 6 rows, offset 4 -> 2 unread; tablet 1: 2 rows, nothing read -> 2.
-	if len(got) != 1 || got["lines"] != 4 {
-		t.Fatalf("readBacklog = %v, want lines: 4", got)
 	}
 }

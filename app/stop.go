@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -32,15 +33,8 @@ func setTargetState(ctx context.Context, env *environ, s *settings, name, target
 		return failf(env.stderr, "%s: %v", name, err)
 	}
 	defer st.Close()
-	attrs, err := st.Attributes(ctx)
-	if err != nil {
+	if _, err := status.SetTarget(ctx, st, target); err != nil {
 		return failf(env.stderr, "%s: %v", name, explain(err, pf.path))
-	}
-	if attrs.PipelineState == ytstore.StateCompleted {
-		return failf(env.stderr, "%s: pipeline %s is completed (terminal); nothing to %s", name, pf.path, name)
-	}
-	if err := st.SetTargetState(ctx, target); err != nil {
-		return failf(env.stderr, "%s: %v", name, err)
 	}
 	fmt.Fprintf(env.stdout, "pipeline %s: target state %s\n", pf.path, target)
 	if !wait {
@@ -72,8 +66,9 @@ func setTargetState(ctx context.Context, env *environ, s *settings, name, target
 
 func init() {
 	register(&command{
-		name:    "stop",
-		summary: "drain and stop a pipeline (target state stopped)",
-		setup:   setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
+		name:     "stop",
+		examples: []string{"yt-flow stop --proxy localhost:8000 --path //home/me/pipe --wait --timeout 1m"},
+		summary:  "drain and stop a pipeline (target state stopped)",
+		setup:    setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
 	})
 }

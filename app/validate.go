@@ -12,9 +12,10 @@ import (
 
 func init() {
 	register(&command{
-		name:    "validate",
-		summary: "check pipeline specs strictly and print every problem with its YSON path",
-		setup:   setupValidate,
+		name:     "validate",
+		examples: []string{"yt-flow validate examples/word_count/pipeline.yson", "yt-flow validate --kind spec spec.yson"},
+		summary:  "check pipeline specs strictly and print every problem with its YSON path",
+		setup:    setupValidate,
 	})
 }
 

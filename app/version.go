@@ -12,9 +12,14 @@ var Version = "0.1.0-dev"
 
 func init() {
 	register(&command{
-		name:    "version",
-		summary: "print the yt-flow version",
+		name:     "version",
+		examples: []string{"yt-flow version"},
+		summary:  "print the yt-flow version",
 		run: func(_ context.Context, env *environ, args []string) int {
+			if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+				fmt.Fprintln(env.stderr, "usage: yt-flow version")
+				return 0
+			}
 			if len(args) != 0 {
 				fmt.Fprintln(env.stderr, "usage: yt-flow version")
 				return 2

@@ -12,13 +12,15 @@ import (
 	ytzap "go.ytsaurus.tech/library/go/core/log/zap"
 
 	"github.com/ytflow/yt-flow/job"
+	"github.com/ytflow/yt-flow/monitoring"
 )
 
 func init() {
 	register(&command{
-		name:    "worker",
-		summary: "run a worker: register in a pipeline, run the jobs the controller assigns",
-		setup:   setupWorker,
+		name:     "worker",
+		examples: []string{"yt-flow worker --proxy localhost:8000 --path //home/me/pipe"},
+		summary:  "run a worker: register in a pipeline, run the jobs the controller assigns",
+		setup:    setupWorker,
 	})
 }
 
@@ -31,8 +33,10 @@ func setupWorker(fs *flag.FlagSet, env *environ) runFunc {
 	poll := fs.Duration("poll-period", 200*time.Millisecond, "how often the layout is read")
 	verbose := fs.Bool("v", false, "debug logs")
 	ackDelay := fs.Duration("test-ack-delay", 0, "TESTING AID for fault tests: hold every push reply that acknowledges messages this long after they commit (a slow network; never needed in production)")
+	var mf monitoringFlags
+	mf.define(fs)
 	return func(ctx context.Context, s *settings) int {
-		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay})
+		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay, mf})
 	}
 }
 
@@ -42,6 +46,7 @@ type workerFlags struct {
 	poll                    time.Duration
 	verbose                 bool
 	ackDelay                time.Duration
+	monitoring              monitoringFlags
 }
 
 func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, f workerFlags) int {
@@ -55,6 +60,10 @@ func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	}
 	if f.path == "" {
 		fmt.Fprintln(env.stderr, "yt-flow worker: --path is required")
+		return 2
+	}
+	if err := f.monitoring.check(); err != nil {
+		fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
 		return 2
 	}
 	level := zapcore.InfoLevel
@@ -76,6 +85,15 @@ func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 		Proxy: f.proxy, Token: token, Path: f.path, Listen: f.listen, WorkerID: f.id,
 		Logger: logger.Structured(), PollPeriod: f.poll, TestAckDelay: f.ackDelay,
 	})
+	mon, err := f.monitoring.start(ctx, monitoring.NewWorker(nil, w))
+	if err != nil {
+		fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
+		return 1
+	}
+	defer mon.stop()
+	if mon != nil {
+		logger.Info("monitoring at "+mon.url(), log.String("address", mon.srv.Addr()))
+	}
 	if f.ackDelay > 0 {
 		logger.Warn("testing aid on: push acknowledgements are held back", log.Duration("test_ack_delay", f.ackDelay))
 	}

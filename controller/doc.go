@@ -3,7 +3,7 @@
 //
 // The decisions are pure: Scheduler.Step takes a snapshot of everything the
 // controller observed (specs, target state, workers and their liveness,
-// partitions, jobs, job statuses, lease liveness, source tablet counts, the
+// partitions, jobs, job statuses, lease liveness, source partitions (listed by their connectors), the
 // time) and returns a Decision (partitions and jobs to write or delete, leases
 // to abort, the pipeline state to publish). Run is the driver: it elects a
 // leader through ytstore, gathers the snapshot every cycle, pings and checks

@@ -64,6 +64,25 @@ type Config struct {
 	// after one appeared that the leader's first cycle did not see (at most five times as
 	// long in all; see Scheduler). Default 1s; negative: no wait.
 	WorkerSettle time.Duration
+	// Observe, when set, is called after every scheduling cycle that completed with what
+	// the cycle saw and published, and with a Snapshot whose Leading is false when this
+	// instance stops leading. It is called on the controller's goroutine and must return at
+	// once; the Snapshot is never changed after the call (metrics read it at scrape time).
+	Observe func(*Snapshot)
+}
+
+// Snapshot is one scheduling cycle of the leader as Config.Observe sees it.
+type Snapshot struct {
+	// Leading is false in the Snapshot that ends a leadership term (then nothing else is
+	// set).
+	Leading bool
+	// Cycle counts the completed scheduling cycles of this leadership term, from 1.
+	Cycle int64
+	// Input is what the cycle observed: workers, partitions, jobs, statuses, topology.
+	Input *Input
+	// Attributes are the pipeline's attributes as the cycle left them: PipelineState,
+	// SystemWatermark and EventWatermark are the values it published.
+	Attributes ytstore.Attributes
 }
 
 // dedupMergePeriod bounds the time between two publications of the dedup watermark to tables
@@ -157,6 +176,9 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		return err
 	}
 	lg.Info("became leader", log.String("session", sess.ID()), log.String("address", cfg.Address))
+	if cfg.Observe != nil {
+		defer cfg.Observe(&Snapshot{})
+	}
 	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg)}
 	defer func() {
 		cancel() // ends the notifications in flight at once
@@ -280,6 +302,8 @@ type cycler struct {
 	layoutJobs    map[string]bool
 	// notify tells the workers about layout and state changes (nil: no notifications).
 	notify *notifier
+	// cycles counts the completed cycles (Snapshot.Cycle).
+	cycles int64
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -311,7 +335,33 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 	if err := c.advanceWatermark(ctx, in, attrs); err != nil {
 		return d.Transition, err
 	}
-	return d.Transition, c.advanceEventWatermark(ctx, in, attrs)
+	if err := c.advanceEventWatermark(ctx, in, attrs); err != nil {
+		return d.Transition, err
+	}
+	c.observed(in, attrs, d)
+	return d.Transition, nil
+}
+
+// observed hands a completed cycle to Config.Observe.
+func (c *cycler) observed(in *Input, attrs *ytstore.Attributes, d *Decision) {
+	c.cycles++
+	if c.cfg.Observe == nil {
+		return
+	}
+	s := &Snapshot{Leading: true, Cycle: c.cycles, Input: in, Attributes: *attrs}
+	if d.PipelineState != "" {
+		s.Attributes.PipelineState = d.PipelineState
+	}
+	if c.wm != nil {
+		s.Attributes.SystemWatermark = max(s.Attributes.SystemWatermark, c.wm.Value())
+	}
+	if c.ew != nil {
+		ew := c.ew.Value()
+		if ew > 0 && (s.Attributes.EventWatermark == nil || ew > *s.Attributes.EventWatermark) {
+			s.Attributes.EventWatermark = &ew
+		}
+	}
+	c.cfg.Observe(s)
 }
 
 // notifyWorkers tells the live workers of the observation in that the layout or the

@@ -13,7 +13,7 @@ const testSpec = `{
         gen = {
             computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
             processing_function = "Gen";
-            source_streams = {r = {source_class_name = "random"}};
+            source_streams = {r = {source_class_name = "random"; parameters = {partition_count = 1}}};
             output_stream_ids = ["x"];
         };
         agg = {
@@ -45,10 +45,10 @@ func TestTopologyOf(t *testing.T) {
 	if agg.ID != "agg" || len(agg.Sources) != 0 || agg.PartitionCount != 2 {
 		t.Errorf("agg: %+v", agg)
 	}
-	if gen.ID != "gen" || len(gen.Sources) != 1 || gen.Sources[0].ID != "r" || gen.Sources[0].ListKey != "" {
+	if gen.ID != "gen" || len(gen.Sources) != 1 || gen.Sources[0].ID != "r" || gen.Sources[0].ListKey != "gen/src/r/" {
 		t.Errorf("gen: %+v", gen)
 	}
-	want, _ := desiredPartitions(topo, nil)
+	want, _ := desiredPartitions(topo, map[string][]int64{"gen/src/r/": {0}})
 	if got := sortedKeys(want); !slices.Equal(got, []string{"agg/0of2", "agg/1of2", "gen/src/r/0"}) {
 		t.Errorf("partitions %v", got)
 	}

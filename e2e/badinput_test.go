@@ -217,7 +217,7 @@ func TestMissingInputQueue(t *testing.T) {
 	queue := wc.Root + "/input"
 	ctrl, _ := runBad(t, wc)
 	Eventually(t, time.Minute, func() (bool, string) {
-		return strings.Count(ctrl.Log(), "cannot read source queue tablet count") >= 2,
+		return strings.Count(ctrl.Log(), "cannot list source partitions") >= 2,
 			"the controller has not reported the missing queue twice"
 	})
 	requireIn(t, "controller log", ctrl.Log(), queue)

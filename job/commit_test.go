@@ -88,13 +88,17 @@ func TestCommitUnknownRecheck(t *testing.T) {
 			assert.Equal(t, 1, f.commits, "the commit is never sent twice")
 			stored, found, rerr := st.PartitionToken(ctx, tc.partition)
 			require.NoError(t, rerr)
+			assert.Equal(t, int64(1), r.stats.unknown.Load(), "the unknown outcome is counted")
+			assert.Zero(t, r.stats.fenced.Load())
 			if tc.apply {
 				require.NoError(t, err, "an applied epoch is a success")
 				assert.True(t, found)
 				assert.Equal(t, token, stored)
+				assert.Zero(t, r.stats.notApplied.Load())
 			} else {
 				require.ErrorIs(t, err, errNotApplied, "an epoch that did not apply is recomputed")
 				assert.False(t, found, "nothing applied")
+				assert.Equal(t, int64(1), r.stats.notApplied.Load(), "the epoch that did not apply is counted")
 			}
 		})
 	}
@@ -108,6 +112,7 @@ func TestCommitLeaseLostStops(t *testing.T) {
 	r := testRunner(st, st, "p", lease)
 	err = r.commit(ctx, countWrite("p", lease, 5))
 	require.ErrorIs(t, err, ErrZombie)
+	assert.Equal(t, int64(1), r.stats.fenced.Load(), "the fenced commit is counted")
 	_, found, err := st.PartitionToken(ctx, "p")
 	require.NoError(t, err)
 	assert.False(t, found, "nothing written")
@@ -130,4 +135,6 @@ func TestCommitLeaseAliveRechecks(t *testing.T) {
 	require.NoError(t, err)
 	r := testRunner(st, noSuchTx{st}, "p-alive", lease)
 	require.NoError(t, r.commit(ctx, countWrite("p-alive", lease, 77)), "the lease is alive: the applied epoch is a success, not a zombie")
+	assert.Zero(t, r.stats.fenced.Load(), "not fenced")
+	assert.Equal(t, int64(1), r.stats.unknown.Load(), "resolved as an unknown outcome")
 }

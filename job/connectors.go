@@ -143,8 +143,10 @@ var errSinkWrite = errors.New("at-least-once sink write failed")
 func (r *runner) writeBeforeCommit(ctx context.Context) error {
 	for _, w := range r.beforeCommit {
 		if err := w.sink.WriteBeforeCommit(ctx, w.msgs); err != nil {
+			r.stats.sink(w.dest).failures.Add(1)
 			return fmt.Errorf("%w: job %s: %s: %w", errNotApplied, r.job.JobID, w.dest, errors.Join(errSinkWrite, err))
 		}
+		r.stats.sink(w.dest).delivered.Add(1)
 	}
 	return nil
 }

@@ -277,6 +277,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	r.failures = 0
 	r.problem.Store(nil)
+	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates) + len(b.Sources)))
 	r.outbox.committed()
 	if r.fresh != nil && r.cfg.Dedup {
 		r.fresh.committed(plan.Fresh)
@@ -377,6 +378,7 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 	}
 	r.inbox.ack(r.outbox.addSwift(c.Acks, rows, parents))
 	r.stats.epochs.Add(1)
+	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates)))
 	r.problem.Store(nil)
 	return now, false, nil
 }

@@ -203,6 +203,9 @@ func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
 		}
 	}
 	next := epoch.AfterCommit(outcome)
+	if next == epoch.Recheck {
+		r.stats.unknown.Add(1)
+	}
 	backoff := 100 * time.Millisecond
 	for next == epoch.Recheck {
 		stored, found, rerr := r.commits.PartitionToken(ctx, r.job.PartitionID)
@@ -226,11 +229,13 @@ func (r *runner) commit(ctx context.Context, w *ytstore.EpochWrite) error {
 		// Invariant: a commit rejected by a dead lease stops the job at once; nothing else
 		// is written (TestZombieCommitRejected, TestZombieJobStops).
 		r.log.Warn("lease lost: job stops", log.Error(err))
+		r.stats.fenced.Add(1)
 		return fmt.Errorf("job %s: %w: %w", r.job.JobID, ErrZombie, err)
 	}
 	if err == nil {
 		err = errors.New("the partition token does not match: the commit did not apply")
 	}
+	r.stats.notApplied.Add(1)
 	return fmt.Errorf("job %s: %w: %w", r.job.JobID, errNotApplied, err)
 }
 

@@ -274,6 +274,13 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 			r.swiftSrc = append(r.swiftSrc, &swiftSource{src: s})
 		}
 	}
+	r.stats.sinks = map[string]*sinkStats{}
+	for id := range r.asyncSinks {
+		r.stats.sinks[id] = &sinkStats{}
+	}
+	for id := range r.aloSinks {
+		r.stats.sinks[id] = &sinkStats{}
+	}
 	return r, nil
 }
 

@@ -315,6 +315,11 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 	})
 	n, err := sink.Deliver(ctx, batches)
 	n = min(max(n, 0), len(ids))
+	counters := r.stats.sink(dest)
+	counters.delivered.Add(int64(n))
+	if err != nil {
+		counters.failures.Add(1)
+	}
 	if n == len(ids) && len(ids) == 1 {
 		r.outbox.finish(r.job.PartitionID, dest, ids[0])
 	} else if n > 0 {

@@ -5,6 +5,7 @@ package job
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,31 @@ type runnerStats struct {
 	mismatchesLogged atomic.Int64
 	// phases is where the job's wall time went, in Flow's epoch part names.
 	phases epochPhases
+	// messages counts the messages the job processed: inputs and source rows of applied
+	// epochs, less duplicates (a swift source counts its rows as it reads them).
+	messages atomic.Int64
+	// fenced counts commits rejected because the job's lease was dead (the job stops);
+	// notApplied commits that did not apply (the epoch is recomputed); unknown commits whose
+	// outcome had to be resolved by re-reading the partition token.
+	fenced, notApplied, unknown atomic.Int64
+	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
+	// sink id; built by newRunner and not changed after.
+	sinks map[string]*sinkStats
+}
+
+// sinkStats are the counters of one sink of a job.
+type sinkStats struct {
+	// delivered counts the batches an async sink reported as held, or the epochs an
+	// at-least-once sync sink acknowledged; failures the calls that failed (each is retried).
+	delivered, failures atomic.Int64
+}
+
+// sink returns the counters of sink id (a throwaway when the sink is unknown).
+func (s *runnerStats) sink(id string) *sinkStats {
+	if st, ok := s.sinks[id]; ok {
+		return st
+	}
+	return &sinkStats{}
 }
 
 // epochPhases accumulates the wall time of epoch parts (nanoseconds) and the rows the epochs
@@ -48,6 +74,14 @@ func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
 	now := time.Now()
 	d.Add(int64(now.Sub(start)))
 	return now
+}
+
+// parts returns the accumulated times by epoch part name (EpochPartNames), in nanoseconds.
+func (p *epochPhases) parts() map[string]int64 {
+	return map[string]int64{
+		"input_fetch": p.fetch.Load(), "prepare": p.prepare.Load(), "process": p.process.Load(),
+		"commit": p.commit.Load(), "idle": p.idle.Load(),
+	}
 }
 
 func (p *epochPhases) fields() []log.Field {
@@ -157,6 +191,76 @@ type JobStats struct {
 	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
 	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
 	AlignmentHolds int64 `json:"alignment_holds"`
+	// Messages counts the inputs and source rows of applied epochs, less duplicates (a swift
+	// source job counts its rows as it reads them).
+	Messages int64 `json:"messages"`
+	// FencedCommits counts commits rejected because the job's lease was dead (a zombie; the
+	// job stopped), NotApplied commits that did not apply (the epoch was recomputed), and
+	// CommitsUnknown commits whose outcome was resolved by re-reading the partition token.
+	FencedCommits  int64 `json:"fenced_commits"`
+	NotApplied     int64 `json:"commits_not_applied"`
+	CommitsUnknown int64 `json:"commits_unknown"`
+	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
+	// prepare, process, commit and idle.
+	EpochParts map[string]int64 `json:"epoch_parts_ns"`
+	// Sinks are the delivery counters of the job's async and at-least-once sync sinks.
+	Sinks   map[string]SinkStats `json:"sinks,omitempty"` // Running is set for a job the worker runs now (not for one it ran and stopped).
+	Running bool                 `json:"running"`
+}
+
+// SinkStats are the delivery counters of one sink of a job.
+type SinkStats struct {
+	// Delivered counts the batches an async sink reported as held, or the epochs an
+	// at-least-once sync sink acknowledged.
+	Delivered int64 `json:"delivered"`
+	// Failures counts the deliveries (writes) that failed; each is retried.
+	Failures int64 `json:"failures"`
+}
+
+// EpochPartNames are the keys of JobStats.EpochParts, in the order of an epoch.
+var EpochPartNames = []string{"input_fetch", "prepare", "process", "commit", "idle"}
+
+// plus returns the counters of s added to those of an earlier run of the same job (the
+// worker ran it before); the gauges (inbox, outbox, completed) are s's.
+func (s JobStats) plus(old JobStats) JobStats {
+	s.Epochs += old.Epochs
+	s.Duplicates += old.Duplicates
+	s.BestEffortDropped += old.BestEffortDropped
+	s.PayloadMismatches += old.PayloadMismatches
+	s.PushesLocal += old.PushesLocal
+	s.PushesInProcess += old.PushesInProcess
+	s.PushesHTTP += old.PushesHTTP
+	s.PayloadsTaken += old.PayloadsTaken
+	s.LookupsSkipped += old.LookupsSkipped
+	s.AlignmentHolds += old.AlignmentHolds
+	s.Messages += old.Messages
+	s.FencedCommits += old.FencedCommits
+	s.NotApplied += old.NotApplied
+	s.CommitsUnknown += old.CommitsUnknown
+	if len(old.EpochParts) > 0 {
+		parts := make(map[string]int64, len(EpochPartNames))
+		for k, v := range s.EpochParts {
+			parts[k] = v
+		}
+		for k, v := range old.EpochParts {
+			parts[k] += v
+		}
+		s.EpochParts = parts
+	}
+	if len(old.Sinks) > 0 {
+		sinks := make(map[string]SinkStats, len(s.Sinks)+len(old.Sinks))
+		for k, v := range s.Sinks {
+			sinks[k] = v
+		}
+		for k, v := range old.Sinks {
+			n := sinks[k]
+			n.Delivered += v.Delivered
+			n.Failures += v.Failures
+			sinks[k] = n
+		}
+		s.Sinks = sinks
+	}
+	return s
 }
 
 func (r *runner) jobStats() JobStats {
@@ -165,6 +269,14 @@ func (r *runner) jobStats() JobStats {
 		dropped += be.Dropped()
 	}
 	mismatches, _ := r.inbox.payloadMismatches()
+	var sinks map[string]SinkStats
+	if len(r.stats.sinks) > 0 {
+		sinks = make(map[string]SinkStats, len(r.stats.sinks))
+		for id, st := range r.stats.sinks {
+			// Async sinks are outbox destinations named sinkDestPrefix + sink id.
+			sinks[strings.TrimPrefix(id, sinkDestPrefix)] = SinkStats{Delivered: st.delivered.Load(), Failures: st.failures.Load()}
+		}
+	}
 	return JobStats{
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
@@ -172,5 +284,9 @@ func (r *runner) jobStats() JobStats {
 		AlignmentHolds: r.stats.alignmentHolds.Load(),
 		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
+		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
+		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),
+		EpochParts: r.stats.phases.parts(),
+		Sinks:      sinks,
 	}
 }

@@ -238,6 +238,7 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	}
 	r.stats.phases.since(&r.stats.phases.fetch, phase)
 	r.stats.phases.rows.Add(int64(read))
+	r.stats.messages.Add(int64(read))
 	if readTried { // a read that found rows, or found nothing (not one that was held back)
 		r.noteSourceRead(read, now)
 	}

@@ -104,6 +104,10 @@ type runnerHandle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // set before done is closed
+	// retired is set (under Worker.mu) when the handle leaves Worker.runners, folded once
+	// its final counters are in Worker.retired (foldLocked); until then Stats reads them
+	// from the runner, which may still count (a commit fenced while it winds down).
+	retired, folded bool
 }
 
 // NewWorker returns a worker for cfg; it connects to nothing until Run.
@@ -144,17 +148,51 @@ func (w *Worker) Stats() map[string]JobStats {
 	for id, st := range w.retired {
 		out[id] = st
 	}
+	// The same job may have run before on this worker (it re-registered, or the job came
+	// back): counters accumulate over its runs.
+	for _, h := range w.stopping {
+		if !h.folded {
+			id := h.r.job.JobID
+			out[id] = h.r.jobStats().plus(out[id])
+		}
+	}
 	for id, h := range w.runners {
-		st := h.r.jobStats()
-		if old, ok := w.retired[id]; ok {
-			// The same job ran before (the worker re-registered): counters accumulate.
-			st.Epochs += old.Epochs
-			st.Duplicates += old.Duplicates
-			st.BestEffortDropped += old.BestEffortDropped
+		st := h.r.jobStats().plus(out[id])
+		select {
+		case <-h.done:
+		default:
+			st.Running = true
 		}
 		out[id] = st
 	}
 	return out
+}
+
+// retireLocked takes h, the runner of job id, out of the runners (w.mu held): it joins the
+// stopping runners, whose counters Stats reads until foldLocked moves them to w.retired.
+func (w *Worker) retireLocked(id string, h *runnerHandle) {
+	delete(w.runners, id)
+	h.retired = true
+	w.stopping = append(w.stopping, h)
+	select {
+	case <-h.done:
+		w.foldLocked(h)
+	default:
+	}
+}
+
+// foldLocked adds the counters of a retired runner that has stopped to w.retired, once
+// (w.mu held).
+//
+// Invariant: a job's counters never decrease while the worker runs: those of its earlier
+// runs stay in w.retired (TestWorkerStatsAccumulate).
+func (w *Worker) foldLocked(h *runnerHandle) {
+	if h.folded {
+		return
+	}
+	h.folded = true
+	id := h.r.job.JobID
+	w.retired[id] = h.r.jobStats().plus(w.retired[id])
 }
 
 func (w *Worker) runner(jobID string) *runner {

@@ -44,9 +44,7 @@ func (w *Worker) poll(ctx context.Context) error {
 		}
 		if j, ok := mine[id]; !ok || j.LeaseID != h.lease {
 			h.cancel()
-			delete(w.runners, id)
-			w.stopping = append(w.stopping, h)
-			w.retired[id] = h.r.jobStats()
+			w.retireLocked(id, h)
 		}
 	}
 	var start []ytstore.Job
@@ -119,6 +117,13 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 	w.mu.Unlock()
 	go func() {
 		defer close(h.done)
+		defer func() {
+			w.mu.Lock()
+			if h.retired {
+				w.foldLocked(h)
+			}
+			w.mu.Unlock()
+		}()
 		h.err = r.run(jctx)
 		if h.err != nil {
 			r.log.Error("job stopped", log.Error(h.err))
@@ -137,19 +142,10 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 // assigned to the worker afresh.
 func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	w.mu.Lock()
-	hs := append([]*runnerHandle(nil), w.stopping...)
 	for id, h := range w.runners {
-		hs = append(hs, h)
-		st := h.r.jobStats()
-		if old, ok := w.retired[id]; ok {
-			st.Epochs += old.Epochs
-			st.Duplicates += old.Duplicates
-			st.BestEffortDropped += old.BestEffortDropped
-		}
-		w.retired[id] = st
+		w.retireLocked(id, h)
 	}
-	w.runners = map[string]*runnerHandle{}
-	w.stopping = nil
+	hs := append([]*runnerHandle(nil), w.stopping...)
 	w.mu.Unlock()
 	for _, h := range hs {
 		h.cancel()
@@ -157,5 +153,11 @@ func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	for _, h := range hs {
 		<-h.done
 	}
+	w.mu.Lock()
+	for _, h := range hs {
+		w.foldLocked(h)
+	}
+	w.stopping = nil
+	w.mu.Unlock()
 	return hs
 }

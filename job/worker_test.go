@@ -84,10 +84,49 @@ func TestZombieJobStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, token, after, "no commit of the zombie applied")
 
+	assert.Equal(t, int64(1), e.worker.Stats()["count-0"].FencedCommits, "the fenced commit is counted")
+
 	// A replacement with a new lease takes over and counts the pending message once.
 	e.deleteJob("count-0")
 	e.putJob("count-1", "count", "count-p0", -1)
 	e.waitCounts(map[string]int64{"z": 2})
+	e.eventually("count-0 to leave the runners", func() bool {
+		e.worker.mu.Lock()
+		defer e.worker.mu.Unlock()
+		_, ok := e.worker.runners["count-0"]
+		return !ok
+	})
+	st := e.worker.Stats()["count-0"]
+	assert.Equal(t, int64(1), st.FencedCommits, "the removed zombie's fenced commit is still counted")
+	assert.False(t, st.Running)
+}
+
+// TestWorkerStatsAccumulate: the counters of a job removed from the worker stay in Stats, and
+// when the job comes back (same id, new lease) its new run's counters add to them.
+func TestWorkerStatsAccumulate(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("x y")
+	e.waitCounts(map[string]int64{"x": 1, "y": 1})
+	e.eventually("count-0 to count its two messages", func() bool { return e.worker.Stats()["count-0"].Messages == 2 })
+	epochs := e.worker.Stats()["count-0"].Epochs
+
+	e.deleteJob("count-0")
+	e.eventually("count-0 to stop", func() bool { return e.worker.runner("count-0") == nil })
+	st := e.worker.Stats()["count-0"]
+	assert.Equal(t, int64(2), st.Messages, "a removed job's counters stay")
+	assert.GreaterOrEqual(t, st.Epochs, epochs)
+	assert.False(t, st.Running)
+
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("x")
+	e.waitCounts(map[string]int64{"x": 2, "y": 1})
+	e.eventually("count-0's second run to add its message", func() bool { return e.worker.Stats()["count-0"].Messages == 3 })
+	st = e.worker.Stats()["count-0"]
+	assert.True(t, st.Running)
+	assert.Greater(t, st.Epochs, epochs, "epochs accumulate over the runs")
+	assert.Positive(t, st.EpochParts["commit"], "commit time accumulates")
 }
 
 // TestWorkerDropsDuplicates retransmits messages that were already committed: the reader

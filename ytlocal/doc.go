@@ -2,6 +2,10 @@
 // (/hosts, /api/v4/<command>, /auth/whoami) well enough for the unmodified Go SDK
 // (yt/ythttp) and for yt-flow's own tests.
 //
+// ytlocal has no authentication and no ACLs: every request acts as root (/auth/whoami),
+// whatever token it carries, and check_permission allows every user every permission on an
+// existing node (permission.go).
+//
 // Start one with Start(ctx, Config{}) (random loopback port, memory only) or with
 // Config.DataDir for durability; tests use ytlocaltest.New(t). Server.Addr is the proxy
 // address; Server.Close is idempotent and waits for every goroutine.

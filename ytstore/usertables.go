@@ -16,6 +16,7 @@ const (
 	UserConsumer    = "consumer"     // queue_consumer registered for Queue
 	UserProducer    = "producer"     // queue_producer
 	UserSortedTable = "sorted_table" // sorted dynamic table
+	UserStaticTable = "static_table" // static table (empty; WriteStaticTable fills it)
 )
 
 // UserTable describes a table of the user's (inputs, results) that `yt-flow run` creates
@@ -23,7 +24,7 @@ const (
 type UserTable struct {
 	// Path of the node.
 	Path string
-	// Kind is one of UserQueue, UserConsumer, UserProducer, UserSortedTable.
+	// Kind is one of UserQueue, UserConsumer, UserProducer, UserSortedTable, UserStaticTable.
 	Kind string
 	// Schema of a queue or table (sorted tables have sort_order on key columns).
 	Schema schema.Schema
@@ -74,6 +75,11 @@ func (s *Store) EnsureUserTable(ctx context.Context, t UserTable) error {
 			if err := migrate.MountAndWait(ctx, s.yc, p); err != nil {
 				return fmt.Errorf("ytstore: mount %s: %w", p, classify(err))
 			}
+		}
+	case UserStaticTable:
+		if _, err := s.yc.CreateNode(ctx, p, yt.NodeTable, &yt.CreateNodeOptions{Recursive: true, IgnoreExisting: true,
+			Attributes: map[string]any{"schema": t.Schema}}); err != nil {
+			return fmt.Errorf("ytstore: create static table %s: %w", p, classify(err))
 		}
 	case UserConsumer:
 		if _, err := s.yc.CreateNode(ctx, p, yt.NodeQueueConsumer, &yt.CreateNodeOptions{Recursive: true, IgnoreExisting: true}); err != nil {

@@ -23,7 +23,7 @@ const flowSpec = `{
             gen = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
                 processing_function = "Gen";
-                source_streams = {r = {source_class_name = "random"}};
+                source_streams = {r = {source_class_name = "random"; parameters = {partition_count = 1}}};
                 output_stream_ids = ["x"];
             };
             agg = {

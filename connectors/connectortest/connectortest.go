@@ -88,8 +88,8 @@ func (in *injector) step(name, workerID string) {
 // wrappers holds the injector of each wrapped class, set per run.
 var (
 	wrapMu    sync.Mutex
-	wrapped   = map[string]bool{}
-	injectors sync.Map // wrapper class name -> *injector
+	wrapped   = map[string]bool{} // "<role>/<wrapper class name>", and numbersClass
+	injectors sync.Map            // wrapper class name -> *injector
 )
 
 func injectorOf(class string) *injector {
@@ -99,23 +99,27 @@ func injectorOf(class string) *injector {
 }
 
 // wrapClass registers "conformance_<name>" for the class named name of role once, as a copy
-// of its registry entry.
-func wrapClass(t *testing.T, role registry.Role, name string, runtime func(wrapper string)) string {
+// of its registry entry (that adjust, when set, may change).
+func wrapClass(t *testing.T, role registry.Role, name string, adjust func(*registry.Class), runtime func(wrapper string)) string {
 	t.Helper()
 	c, ok := registry.Lookup(role, name)
 	require.True(t, ok, "%s class %q is not registered", role, name)
 	require.True(t, c.Runs, "%s class %q does not run", role, name)
 	wrapper := "conformance_" + c.Name
+	key := role.String() + "/" + wrapper // a source and a sink class may share a name
 	wrapMu.Lock()
 	defer wrapMu.Unlock()
-	if wrapped[wrapper] {
+	if wrapped[key] {
 		return wrapper
 	}
 	w := *c
 	w.Name, w.FlowNames, w.Aliases = wrapper, nil, nil
+	if adjust != nil {
+		adjust(&w)
+	}
 	registry.Register(w)
 	runtime(wrapper)
-	wrapped[wrapper] = true
+	wrapped[key] = true
 	return wrapper
 }
 

@@ -34,6 +34,9 @@ type Sink struct {
 	Setup func(ctx context.Context, st *ytstore.Store, root string) (params string, err error)
 	// ReadBack returns the ids the target holds, one per row it holds.
 	ReadBack func(ctx context.Context, st *ytstore.Store, root string) ([]uint64, error)
+	// Resources, when set, is the YSON map of the pipeline spec's resources (e.g. the client
+	// resource a class takes its connection from).
+	Resources string
 }
 
 // Sink fault points.
@@ -56,7 +59,7 @@ func RunSink(t *testing.T, s Sink) {
 	registerNumbers()
 	c, ok := registry.Lookup(registry.Sink, s.Class)
 	require.True(t, ok, "sink class %q is not registered", s.Class)
-	wrapper := wrapClass(t, registry.Sink, s.Class, func(wrapper string) {
+	wrapper := wrapClass(t, registry.Sink, s.Class, nil, func(wrapper string) {
 		ctors, ok := connector.SinkOf(c.Name)
 		require.True(t, ok, "sink class %q registered no runtime", c.Name)
 		w := connector.Constructors{BestEffort: ctors.BestEffort}
@@ -93,7 +96,7 @@ func RunSink(t *testing.T, s Sink) {
 			e := newEnv(t, root+"/pipeline")
 			params, err := s.Setup(e.ctx, e.st, root)
 			require.NoError(t, err, "setup of %s", s.Class)
-			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Payload))
+			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Payload, s.Resources))
 			in := &injector{fault: f}
 			injectors.Store(wrapper, in)
 			defer injectors.Delete(wrapper)
@@ -185,13 +188,17 @@ func (s *faultyAsync) Deliver(ctx context.Context, batches []connector.Batch) (i
 
 // sinkPipeline is the static spec of a sink run: the numbers source (with the string column
 // payload, when not ""), a keyed passthrough and the sink under test.
-func sinkPipeline(class, params string, rows int, payload string) string {
+func sinkPipeline(class, params string, rows int, payload, resources string) string {
 	s, src := idSchema(), fmt.Sprintf("{count = %d}", rows)
+	if resources == "" {
+		resources = "{}"
+	}
 	if payload != "" {
 		s = idSchema(schema.Column{Name: payload, Type: schema.TypeString, Required: true})
 		src = fmt.Sprintf("{count = %d; payload = %q}", rows, payload)
 	}
 	return fmt.Sprintf(`{
+    resources = %s;
     computations = {
         read = {
             computation_class_name = "NYT::NFlow::TSwiftPassthroughOrderedSourceComputation";
@@ -210,7 +217,7 @@ func sinkPipeline(class, params string, rows int, payload string) string {
         };
     };
     streams = {rows = {schema = %s}; stored = {schema = %s}};
-}`, numbersClass, src, class, params, s, s)
+}`, resources, numbersClass, src, class, params, s, s)
 }
 
 // numbersClass is the conformance suite's own source: ids 0..count-1 over two partitions,
