@@ -3,8 +3,8 @@ package clickhouse_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,17 +19,42 @@ import (
 // chTarget is one ClickHouse server shared by the runs of a conformance test, a table per
 // run (named after the run's root).
 type chTarget struct {
-	srv  *chserver.Server
+	addr string // native protocol, host:port
 	conn clickhouse.Conn
-	mu   sync.Mutex
+	// engine, when set, replaces the engine the test asks for (CLICKHOUSE_ENGINE).
+	engine string
+	// params are extra sink parameters for an external server (its password variable).
+	params string
 }
 
+// newCHTarget starts a ClickHouse server for t, or, with CLICKHOUSE_ADDR set (host:port of
+// the native protocol), uses that server: the runs then drop and create their tables there,
+// authenticate as CLICKHOUSE_USER with the password in CLICKHOUSE_PASSWORD, and create
+// the exactly-once runs' tables with the engine CLICKHOUSE_ENGINE when it is set (e.g.
+// "ReplicatedMergeTree('/clickhouse/tables/{database}/{table}', '{replica}') ORDER BY id"
+// on a replicated cluster).
 func newCHTarget(t *testing.T) *chTarget {
-	srv := chserver.Start(t)
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.TCPAddr}})
+	c := &chTarget{}
+	opts := &clickhouse.Options{}
+	if addr := os.Getenv("CLICKHOUSE_ADDR"); addr != "" {
+		c.addr, c.engine = addr, os.Getenv("CLICKHOUSE_ENGINE")
+		opts.Auth = clickhouse.Auth{Username: os.Getenv("CLICKHOUSE_USER"), Password: os.Getenv("CLICKHOUSE_PASSWORD")}
+		if u := os.Getenv("CLICKHOUSE_USER"); u != "" {
+			c.params += fmt.Sprintf("user = %q; ", u)
+		}
+		if os.Getenv("CLICKHOUSE_PASSWORD") != "" {
+			c.params += `password_env_var = "CLICKHOUSE_PASSWORD"; `
+		}
+		t.Logf("ClickHouse server %s (CLICKHOUSE_ADDR)", addr)
+	} else {
+		c.addr = chserver.Start(t).TCPAddr
+	}
+	opts.Addr = []string{c.addr}
+	conn, err := clickhouse.Open(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return &chTarget{srv: srv, conn: conn}
+	c.conn = conn
+	return c
 }
 
 // table is the table of the run under root.
@@ -37,13 +62,20 @@ func table(root string) string {
 	return "t_" + strings.NewReplacer("/", "_", "-", "_").Replace(strings.TrimLeft(root, "/"))
 }
 
-// setup creates the run's table with engine and returns the sink's parameters.
-func (c *chTarget) setup(ctx context.Context, root, engine string) (string, error) {
+// setup creates the run's table with engine (or the target's engine, when it has one and
+// dedup asks for a deduplicating table) and returns the sink's parameters.
+func (c *chTarget) setup(ctx context.Context, root, engine string, dedup bool) (string, error) {
+	if c.engine != "" && dedup {
+		engine = c.engine
+	}
+	if err := c.conn.Exec(ctx, "DROP TABLE IF EXISTS "+table(root)+" SYNC"); err != nil {
+		return "", err
+	}
 	if err := c.conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (id UInt64, body String) ENGINE = %s", table(root), engine)); err != nil {
 		return "", err
 	}
-	host, port, _ := strings.Cut(c.srv.TCPAddr, ":")
-	return fmt.Sprintf("{host = %q; port = %s; table = %q}", host, port, table(root)), nil
+	host, port, _ := strings.Cut(c.addr, ":")
+	return fmt.Sprintf("{host = %q; port = %s; table = %q; %s}", host, port, table(root), c.params), nil
 }
 
 // ids reads back the ids the run's table holds.
@@ -76,7 +108,7 @@ func TestClickHouseBatchingConformance(t *testing.T) {
 		Rows:    rows,
 		Payload: "body",
 		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
-			return ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000")
+			return ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000", true)
 		},
 		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
 			ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -104,7 +136,7 @@ func TestClickHouseAtLeastOnceConformance(t *testing.T) {
 		Class:   "clickhouse_at_least_once",
 		Payload: "body",
 		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
-			return ch.setup(ctx, root, "MergeTree ORDER BY id")
+			return ch.setup(ctx, root, "MergeTree ORDER BY id", false)
 		},
 		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
 			ids, err := ch.ids(ctx, root)
@@ -129,7 +161,7 @@ func TestClickHouseAtMostOnceConformance(t *testing.T) {
 		Rows:    400,
 		Payload: "body",
 		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
-			return ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000")
+			return ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000", true)
 		},
 		ReadBack: func(ctx context.Context, _ *ytstore.Store, root string) ([]uint64, error) {
 			ids, err := ch.ids(ctx, root)
@@ -144,6 +176,9 @@ func TestClickHouseAtMostOnceConformance(t *testing.T) {
 // hold every id exactly once, and each server holds some.
 func TestClickHouseShardedConformance(t *testing.T) {
 	const rows = 2000
+	if os.Getenv("CLICKHOUSE_ADDR") != "" {
+		t.Skip("the sharded run needs two independent servers; it runs on local ones only")
+	}
 	shards := []*chTarget{newCHTarget(t), newCHTarget(t)}
 	connectortest.RunSink(t, connectortest.Sink{
 		Class:   "clickhouse_sharded_batching",
@@ -152,10 +187,10 @@ func TestClickHouseShardedConformance(t *testing.T) {
 		Setup: func(ctx context.Context, _ *ytstore.Store, root string) (string, error) {
 			var hosts []string
 			for _, ch := range shards {
-				if _, err := ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000"); err != nil {
+				if _, err := ch.setup(ctx, root, "MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100000", false); err != nil {
 					return "", err
 				}
-				hosts = append(hosts, ch.srv.TCPAddr)
+				hosts = append(hosts, ch.addr)
 			}
 			return fmt.Sprintf("{shard_hosts = {s1 = [%q]; s2 = [%q]}; sharding_key_columns = [id]; table = %q}", hosts[0], hosts[1], table(root)), nil
 		},
