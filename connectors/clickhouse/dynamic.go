@@ -1,0 +1,72 @@
+package clickhouse
+
+import (
+	"time"
+
+	"github.com/ytflow/yt-flow/yson"
+)
+
+// Dynamic are the dynamic parameters of the ClickHouse sinks (flow-docs §4.7). The zero value
+// is not usable: take DefaultDynamic or what parseDynamic returns.
+type Dynamic struct {
+	// WriteTimeout bounds one insert attempt: sending the block and the server's answer
+	// (write_timeout, default 1m, > 0).
+	WriteTimeout time.Duration
+	// RetryBackoff is the wait between insert attempts (retry_backoff, default 1s, ≥ 0).
+	RetryBackoff time.Duration
+	// MaxInsertAttempts is how many attempts an insert gets when its errors are not known
+	// to be transient (max_insert_attempts, default 10, 1–1000).
+	MaxInsertAttempts int64
+	// AsyncInsert inserts with async_insert = 1 and wait_for_async_insert = 1 (async_insert,
+	// default false).
+	AsyncInsert bool
+	// ReplayHorizon is how long after its first send a batch may be sent again; a known
+	// deduplication window shorter than it draws a warning (replay_horizon, default 1d).
+	ReplayHorizon time.Duration
+	// MaxRowsPerBatch and MaxBytesPerBatch bound one insert of the batching sink: a stored
+	// batch over them is cut at message-id boundaries (max_rows_per_batch, default 1000,
+	// 1–2000; max_bytes_per_batch, default 5 MiB, 1 B – 10 MiB).
+	MaxRowsPerBatch, MaxBytesPerBatch int64
+}
+
+// DefaultDynamic returns the dynamic parameters of a sink without a dynamic spec.
+func DefaultDynamic() Dynamic {
+	return Dynamic{
+		WriteTimeout:      time.Minute,
+		RetryBackoff:      time.Second,
+		MaxInsertAttempts: 10,
+		ReplayHorizon:     24 * time.Hour,
+		MaxRowsPerBatch:   1000,
+		MaxBytesPerBatch:  5 << 20,
+	}
+}
+
+// parseDynamic reads the dynamic parameters map: every key Flow defines, with its default.
+func parseDynamic(f *yson.Fields, _ any) any {
+	def := DefaultDynamic()
+	d := &Dynamic{
+		WriteTimeout:      f.Duration("write_timeout", def.WriteTimeout),
+		RetryBackoff:      f.Duration("retry_backoff", def.RetryBackoff),
+		MaxInsertAttempts: f.Int("max_insert_attempts", def.MaxInsertAttempts, 1, 1000),
+		AsyncInsert:       f.Bool("async_insert", def.AsyncInsert),
+		ReplayHorizon:     f.Duration("replay_horizon", def.ReplayHorizon),
+		MaxRowsPerBatch:   f.Int("max_rows_per_batch", def.MaxRowsPerBatch, 1, 2000),
+		MaxBytesPerBatch:  def.MaxBytesPerBatch,
+	}
+	if f.Has("max_bytes_per_batch") {
+		d.MaxBytesPerBatch = f.Size("max_bytes_per_batch", def.MaxBytesPerBatch)
+		if d.MaxBytesPerBatch < 1 || d.MaxBytesPerBatch > 10<<20 {
+			f.Errorf("max_bytes_per_batch", "%d is out of range [1, 10 MiB]", d.MaxBytesPerBatch)
+			d.MaxBytesPerBatch = def.MaxBytesPerBatch
+		}
+	}
+	if d.WriteTimeout <= 0 {
+		f.Errorf("write_timeout", "must be positive, got %v", d.WriteTimeout)
+		d.WriteTimeout = def.WriteTimeout
+	}
+	if d.ReplayHorizon <= 0 {
+		f.Errorf("replay_horizon", "must be positive, got %v", d.ReplayHorizon)
+		d.ReplayHorizon = def.ReplayHorizon
+	}
+	return d
+}

@@ -1,0 +1,283 @@
+// Package chserver starts ClickHouse servers for tests: each is a separate helper process
+// (command chserver, built once per test process) that loads chDB's libchdb.so and serves
+// the native and HTTP protocols on random loopback ports over a data directory of the test.
+// The library comes from the npm package @chdb/lib-linux-x64-gnu; LibEnv names the variable
+// holding its path. Without it a test is skipped, except under CI=true, where it fails.
+package chserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// LibEnv is the environment variable holding the path of libchdb.so.
+const LibEnv = "CHDB_LIB"
+
+// Install is how a developer gets the library, for skip messages and the README.
+const Install = "npm install --no-save --prefix DIR @chdb/lib-linux-x64-gnu@26.7.3-stable.1; " +
+	"export " + LibEnv + "=DIR/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so"
+
+// Lib returns the path of libchdb.so. When it is not set or not there, it skips t with the
+// way to get it, or fails t under CI=true.
+func Lib(t testing.TB) string {
+	t.Helper()
+	lib := os.Getenv(LibEnv)
+	why := ""
+	if lib == "" {
+		why = LibEnv + " is not set"
+	} else if _, err := os.Stat(lib); err != nil {
+		why = fmt.Sprintf("%s=%s: %v", LibEnv, lib, err)
+	}
+	if why == "" {
+		return lib
+	}
+	msg := fmt.Sprintf("no ClickHouse server for this test: %s (get it: %s)", why, Install)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Server is one running helper process.
+type Server struct {
+	// TCPAddr and HTTPAddr are the native and HTTP protocol addresses ("127.0.0.1:port").
+	TCPAddr, HTTPAddr string
+	// Dir is the server's data directory; it outlives Kill, so Start on it again restarts
+	// the server with its tables.
+	Dir string
+
+	lib     string
+	cluster string // a cluster of this one server the configuration defines, or ""
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// build builds command chserver once per test process.
+func build() (string, error) {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chserver-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "chserver")
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver/cmd/chserver").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build chserver: %w\n%s", err, out)
+		}
+	})
+	return binary, buildErr
+}
+
+// RemoveBinary removes the helper binary this process built (call it from TestMain).
+func RemoveBinary() {
+	if binary != "" {
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+}
+
+// Start starts a server on a new data directory of t and stops it (kill -9, by pid) when t
+// ends, whatever its outcome.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartDir(t, t.TempDir())
+}
+
+// StartCluster starts a server as Start does whose configuration defines cluster, one shard
+// of the server itself (for Distributed tables).
+func StartCluster(t testing.TB, cluster string) *Server {
+	t.Helper()
+	return start(t, &Server{Dir: t.TempDir(), cluster: cluster})
+}
+
+// StartDir starts a server on data directory dir (a restart when a server ran on it before).
+func StartDir(t testing.TB, dir string) *Server {
+	t.Helper()
+	return start(t, &Server{Dir: dir})
+}
+
+func start(t testing.TB, s *Server) *Server {
+	t.Helper()
+	s.lib = Lib(t)
+	t.Cleanup(s.Kill)
+	var err error
+	for range 3 { // a port taken between picking and binding: pick again
+		if err = s.start(); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("start a ClickHouse server: %v", err)
+	return nil
+}
+
+// Pid is the helper process's id.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+func (s *Server) start() error {
+	bin, err := build()
+	if err != nil {
+		return err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(s.Dir, "chserver.log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	args := []string{"-lib", s.lib, "-path", s.Dir, "-tcp-port", fmt.Sprint(ports[0]), "-http-port", fmt.Sprint(ports[1])}
+	if s.cluster != "" {
+		config := filepath.Join(s.Dir, "chserver-config.xml")
+		xml := fmt.Sprintf("<clickhouse><remote_servers><%s><shard><replica><host>127.0.0.1</host><port>%d</port></replica></shard></%s></remote_servers></clickhouse>\n", s.cluster, ports[0], s.cluster)
+		if err := os.WriteFile(config, []byte(xml), 0o644); err != nil {
+			return err
+		}
+		args = append(args, "-config", config)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout, cmd.Stderr = log, log
+	// The server dies with the test process even when the test process is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.TCPAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	s.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	s.mu.Unlock()
+	if err := s.waitReady(done, 90*time.Second); err != nil {
+		s.Kill()
+		b, _ := os.ReadFile(logPath)
+		return fmt.Errorf("%w; log %s ends:\n%s", err, logPath, tail(string(b), 2000))
+	}
+	return nil
+}
+
+// waitReady polls the HTTP /ping and the native port until both answer.
+func (s *Server) waitReady(done <-chan struct{}, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		if s.ping(ctx) == nil {
+			c, err := net.DialTimeout("tcp", s.TCPAddr, time.Second)
+			if err == nil {
+				_ = c.Close()
+				return nil
+			}
+		}
+		select {
+		case <-done:
+			return errors.New("the ClickHouse server exited while starting")
+		case <-ctx.Done():
+			return fmt.Errorf("the ClickHouse server did not answer within %v", timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.HTTPAddr+"/ping", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(b), "Ok.") {
+		return fmt.Errorf("ping: %s %q", resp.Status, b)
+	}
+	return nil
+}
+
+// Kill kills the server with SIGKILL, by its pid, and waits for the process to end. It is
+// idempotent; the data directory stays.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// Restart kills the server and starts it again on the same data directory, on new ports.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	var err error
+	for range 3 {
+		if err = s.start(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("restart the ClickHouse server: %v", err)
+}
+
+// freePorts returns n loopback ports free at the time of the call.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
