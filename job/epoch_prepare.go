@@ -5,6 +5,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -200,13 +201,20 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 		res, err := r.fn.Invoke(inv)
 		if err != nil {
 			r.releaseResults(results[:i])
+			ie := &invokeError{Key: g.Key, err: err}
+			if len(g.Messages) > 0 {
+				ie.MessageID = g.Messages[0].MessageID
+				ie.Messages = len(g.Messages)
+			}
 			if row := g.SourceRow(); row != nil {
 				// Invariant: a failing source row is named by queue path, tablet and row
 				// offset (TestSourceRowErrorNamesQueueRow).
-				return nil, fmt.Errorf("job %s: computation %s: source %s: %s row offset %d: process function %s: %w",
-					r.job.JobID, r.comp.ID, row.SourceID, r.sourceName(row.SourceID), row.Offset, r.comp.ProcessingFunction, err)
+				ie.where = fmt.Sprintf("job %s: computation %s: source %s: %s row offset %d: process function %s",
+					r.job.JobID, r.comp.ID, row.SourceID, r.sourceName(row.SourceID), row.Offset, r.comp.ProcessingFunction)
+				return nil, ie
 			}
-			return nil, fmt.Errorf("job %s: computation %s: key %v: process function %s: %w", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction, err)
+			ie.where = fmt.Sprintf("job %s: computation %s: key %v: process function %s", r.job.JobID, r.comp.ID, g.Key, r.comp.ProcessingFunction)
+			return nil, ie
 		}
 		if r.cfg.Source && res != nil && len(res.StateWrites) > 0 {
 			// Copy on write: earlier results keep the state they saw.
@@ -236,4 +244,37 @@ func (r *runner) releaseResults(results []*flow.Result) {
 		results[i] = nil
 	}
 	clear(r.invs[:min(len(results), len(r.invs))])
+}
+
+// invokeError is a failed invocation of the process function: an error it returned or a
+// panic it raised (flow recovers it into a *flow.PanicError carrying the stack).
+type invokeError struct {
+	// Key is the key of the failing group; MessageID the id of its first message ("" for a
+	// group of timers only) and Messages how many messages the group had.
+	Key       flow.Key
+	MessageID string
+	Messages  int
+	where     string // job, computation, source row or key and function, for Error
+	err       error
+}
+
+func (e *invokeError) Error() string { return e.where + ": " + e.err.Error() }
+func (e *invokeError) Unwrap() error { return e.err }
+
+// summary is the error without a panic's stack: what job_status shows (the log has the stack).
+func (e *invokeError) summary() string {
+	var pe *flow.PanicError
+	if errors.As(e.err, &pe) {
+		return fmt.Sprintf("%s: %v: %v", e.where, flow.ErrUserPanic, pe.Value)
+	}
+	return e.Error()
+}
+
+// stack is the stack of a panic, nil for a returned error.
+func (e *invokeError) stack() []byte {
+	var pe *flow.PanicError
+	if errors.As(e.err, &pe) {
+		return pe.Stack
+	}
+	return nil
 }

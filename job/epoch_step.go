@@ -259,8 +259,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	results, err := r.invoke(plan, pre.states, now)
 	if err != nil {
 		abandon()
+		if ie := (*invokeError)(nil); errors.As(err, &ie) {
+			r.invokeFailed(ctx, ie)
+			return 0, true, nil
+		}
 		return 0, false, err
 	}
+	r.invokeAttempts = 0
 	c, err := r.planner.Build(&r.cfg, b, plan, results)
 	r.releaseResults(results)
 	if err != nil {

@@ -112,6 +112,8 @@ type runner struct {
 	upstreamObs     map[string]upstreamMark
 	// failures counts consecutive epochs that did not apply.
 	failures int
+	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
+	invokeAttempts int
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64

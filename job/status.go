@@ -43,6 +43,9 @@ type runnerStats struct {
 	// notApplied commits that did not apply (the epoch is recomputed); unknown commits whose
 	// outcome had to be resolved by re-reading the partition token.
 	fenced, notApplied, unknown atomic.Int64
+	// invokeFailures counts failed invocations of the process function (errors and panics);
+	// each failed its epoch, which was retried (failure.go).
+	invokeFailures atomic.Int64
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
 	sinks map[string]*sinkStats
@@ -200,6 +203,9 @@ type JobStats struct {
 	FencedCommits  int64 `json:"fenced_commits"`
 	NotApplied     int64 `json:"commits_not_applied"`
 	CommitsUnknown int64 `json:"commits_unknown"`
+	// ProcessFailures counts failed invocations of the process function (errors and panics);
+	// each failed its epoch, which was retried.
+	ProcessFailures int64 `json:"process_failures"`
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
@@ -237,6 +243,7 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.FencedCommits += old.FencedCommits
 	s.NotApplied += old.NotApplied
 	s.CommitsUnknown += old.CommitsUnknown
+	s.ProcessFailures += old.ProcessFailures
 	if len(old.EpochParts) > 0 {
 		parts := make(map[string]int64, len(EpochPartNames))
 		for k, v := range s.EpochParts {
@@ -286,7 +293,8 @@ func (r *runner) jobStats() JobStats {
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),
-		EpochParts: r.stats.phases.parts(),
-		Sinks:      sinks,
+		ProcessFailures: r.stats.invokeFailures.Load(),
+		EpochParts:      r.stats.phases.parts(),
+		Sinks:           sinks,
 	}
 }

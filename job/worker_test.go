@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -365,14 +366,78 @@ func TestSourceRowErrorNamesQueueRow(t *testing.T) {
 	e := startWordCountSpec(t, specText, nil, nil)
 	e.write("fine", "bad")
 	e.putJob("split-0", "split", "split-p0", 0)
-	e.eventually("the failed job's error in job_status", func() bool {
+	e.eventually("the failing row's error in job_status", func() bool {
 		sts, err := e.store.JobStatuses(e.ctx)
 		require.NoError(t, err)
 		for _, s := range sts {
-			if s.JobID == "split-0" && s.State == ytstore.JobFailed {
+			if s.JobID == "split-0" && strings.Contains(s.Error, "row offset") {
+				assert.Equal(t, ytstore.JobRunning, s.State, "a failing invocation is retried, the job keeps running")
 				assert.Contains(t, s.Error, "queue //tmp/wc/input tablet 0 row offset 1")
 				assert.Contains(t, s.Error, `text "bad" is bad`)
 				return true
+			}
+		}
+		return false
+	})
+}
+
+// boomFixed makes test.CountOrPanic stop panicking.
+var boomFixed atomic.Bool
+
+// countOrPanic is CountWords, except that it panics on the word "boom" until boomFixed.
+type countOrPanic struct{}
+
+func (countOrPanic) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	for _, m := range inv.Messages {
+		if m.Payload["word"] == "boom" && !boomFixed.Load() {
+			panic("cannot count boom")
+		}
+	}
+	f, err := flow.Lookup("CountWords")
+	if err != nil {
+		return nil, err
+	}
+	return f.Invoke(inv)
+}
+
+func init() { flow.Register("test.CountOrPanic", countOrPanic{}) }
+
+// TestPanickingFunctionReported: a process function that panics on one message fails its
+// epoch, not the worker: the job keeps running and retries the epoch with backoff, job_status
+// names the computation, partition, key, message id, attempt and the panic, the failures
+// counter grows, and once the function accepts the message every word is counted exactly once.
+func TestPanickingFunctionReported(t *testing.T) {
+	boomFixed.Store(false)
+	specText := strings.Replace(wordCountSpec, `processing_function = "CountWords"`, `processing_function = "test.CountOrPanic"`, 1)
+	require.NotEqual(t, wordCountSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("fine boom")
+	boomID := epoch.SourceOutputID(epoch.SourceMessageID("split", epoch.SourcePartition{SourceID: "lines", Partition: 0}, 0), "words", 1)
+	e.eventually("the panic named in job_status after a few attempts", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "count-0" && strings.Contains(s.Error, "process function failed") && e.worker.Stats()["count-0"].ProcessFailures >= 3 {
+				assert.Equal(t, ytstore.JobRunning, s.State)
+				for _, want := range []string{"computation count", "partition count-p0", "boom", boomID, "attempt ", flow.ErrUserPanic.Error(), "cannot count boom"} {
+					assert.Contains(t, s.Error, want)
+				}
+				assert.NotContains(t, s.Error, "goroutine", "the stack goes to the log, not job_status")
+				return true
+			}
+		}
+		return false
+	})
+	boomFixed.Store(true)
+	e.waitCounts(map[string]int64{"boom": 1, "fine": 1})
+	e.eventually("the problem cleared by a commit", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, s := range sts {
+			if s.JobID == "count-0" {
+				return s.Error == ""
 			}
 		}
 		return false

@@ -69,6 +69,8 @@ var (
 		"Epoch commits that did not apply (conflict, rejected, or a token that did not match); the epoch was recomputed.", []string{"computation_id"}, nil)
 	descUnknown = prometheus.NewDesc("yt_flow_commits_unknown_total",
 		"Epoch commits whose outcome was unknown and was resolved by re-reading the partition token.", []string{"computation_id"}, nil)
+	descProcessFailures = prometheus.NewDesc("yt_flow_process_failures_total",
+		"Failed invocations of the process function (an error or a panic); each failed its epoch, which was retried. Keys and message ids are in job_status and the worker log.", []string{"computation_id"}, nil)
 	descAtMostOnceDropped = prometheus.NewDesc("yt_flow_at_most_once_dropped_total",
 		"Rows dropped by at-most-once (best-effort) sinks whose queue was full.", []string{"computation_id"}, nil)
 	descPayloadMismatches = prometheus.NewDesc("yt_flow_payload_mismatches_total",
@@ -87,7 +89,7 @@ var (
 		"Committed outputs of the computation's running jobs not yet acknowledged or delivered.", []string{"computation_id"}, nil)
 
 	workerDescs = []*prometheus.Desc{descJobs, descMessages, descMessageRate, descEpochs, descEpochParts, descDuplicates,
-		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descAtMostOnceDropped, descPayloadMismatches,
+		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descAtMostOnceDropped, descPayloadMismatches,
 		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descInbox, descOutbox}
 )
 
@@ -150,6 +152,7 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 		counter(descFenced, t.FencedCommits, id)
 		counter(descNotApplied, t.NotApplied, id)
 		counter(descUnknown, t.CommitsUnknown, id)
+		counter(descProcessFailures, t.ProcessFailures, id)
 		counter(descAtMostOnceDropped, t.BestEffortDropped, id)
 		counter(descPayloadMismatches, t.PayloadMismatches, id)
 		counter(descAlignmentHolds, t.AlignmentHolds, id)
@@ -174,6 +177,7 @@ func (t *computationTotals) add(st job.JobStats) {
 	t.FencedCommits += st.FencedCommits
 	t.NotApplied += st.NotApplied
 	t.CommitsUnknown += st.CommitsUnknown
+	t.ProcessFailures += st.ProcessFailures
 	t.BestEffortDropped += st.BestEffortDropped
 	t.PayloadMismatches += st.PayloadMismatches
 	t.AlignmentHolds += st.AlignmentHolds
