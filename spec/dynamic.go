@@ -148,12 +148,33 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 			p.ignore(f.Path(key), "yt-flow has no distributed throttler yet: input is not throttled, results are the same")
 		}
 	}
+	if fn := f.Node("failure_policy"); fn != nil {
+		d.FailurePolicy = p.failurePolicy(fn, f.Path("failure_policy"))
+	}
 	d.SkipIfExpression = f.String("skip_if_expression", "")
 	if d.SkipIfExpression != "" {
 		p.unsupported(f.Path("skip_if_expression"), "skip_if_expression (dropping input messages by an expression)")
 	}
 	f.Close()
 	return &d
+}
+
+// failurePolicy parses failure_policy = {mode = "retry" | "dead_letter" | "skip"; max_attempts = N}.
+func (p *parser) failurePolicy(n *yson.Node, path string) FailurePolicy {
+	f := p.w.Fields(n, path)
+	fp := FailurePolicy{Mode: f.Enum("mode", FailureRetry, FailureRetry, FailureDeadLetter, FailureSkip)}
+	if fp.Mode == FailureRetry {
+		if f.Has("max_attempts") {
+			p.errorf(f.Path("max_attempts"), "applies only to mode %q or %q; %q retries for ever", FailureDeadLetter, FailureSkip, FailureRetry)
+		}
+		f.Int("max_attempts", 3, 1, 1000)
+	} else {
+		fp.MaxAttempts = int(f.Int("max_attempts", 3, 1, 1000))
+		// The runtime retries every failing epoch for ever so far (job/failure.go).
+		p.unsupported(f.Path("mode"), "failure_policy mode %q (isolating failing messages after max_attempts)", fp.Mode)
+	}
+	f.Close()
+	return fp
 }
 
 // positive reads a duration that must be greater than zero.

@@ -393,6 +393,29 @@ type DynamicComputation struct {
 	// SourceStreams and Sinks hold per-entity dynamic blocks.
 	SourceStreams map[string]*DynamicSource
 	Sinks         map[string]*DynamicSink
+	// FailurePolicy is what the runtime does with messages the process function keeps
+	// failing on (failure_policy, a yt-flow extension); the zero value retries for ever.
+	FailurePolicy FailurePolicy
+}
+
+// Failure policy modes (FailurePolicy.Mode).
+const (
+	// FailureRetry retries a failing epoch with backoff for ever (the default).
+	FailureRetry = "retry"
+	// FailureDeadLetter sets the failing messages aside in the pipeline's dead_letters table,
+	// in the epoch transaction that acknowledges them, after MaxAttempts failed attempts.
+	FailureDeadLetter = "dead_letter"
+	// FailureSkip drops the failing messages after MaxAttempts failed attempts (counted).
+	FailureSkip = "skip"
+)
+
+// FailurePolicy is a computation's failure_policy (a yt-flow extension of the dynamic spec).
+type FailurePolicy struct {
+	// Mode is FailureRetry (default, also for ""), FailureDeadLetter or FailureSkip.
+	Mode string
+	// MaxAttempts is how many failed attempts of an epoch precede isolating its failing
+	// messages (dead_letter, skip); default 3, from 1 to 1000; not set with retry.
+	MaxAttempts int
 }
 
 // DynamicSource holds a source stream's dynamic settings.
