@@ -190,6 +190,11 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 	invs := r.invs[:len(plan.Groups)]
 	var keyBuf []byte
 	for i, g := range plan.Groups {
+		if g.Empty() {
+			// Isolate set all of it aside: nothing to invoke.
+			results[i] = nil
+			continue
+		}
 		inv := &invs[i]
 		*inv = flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
 		if r.cfg.Source {

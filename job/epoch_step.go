@@ -256,6 +256,14 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.log.Info("duplicates dropped", log.Int("count", len(plan.Duplicates)), log.Int64("duplicates_dropped", total))
 	}
 
+	var letters []ytstore.DeadLetterRow
+	if r.isolating() {
+		var err error
+		if letters, err = r.isolate(plan, pre.states, now, token); err != nil {
+			abandon()
+			return 0, false, err
+		}
+	}
 	results, err := r.invoke(plan, pre.states, now)
 	if err != nil {
 		abandon()
@@ -283,6 +291,12 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	w.OutputsDone = done
 	w.Tx = pre.tx
+	if r.dyn.FailurePolicy.Mode == spec.FailureDeadLetter {
+		// Invariant: a message set aside by failure_policy dead_letter is written to
+		// dead_letters in the commit that acknowledges it, so it is kept exactly once
+		// (TestDeadLettersExactlyOnce).
+		w.DeadLetters = letters
+	}
 	if !epoch.NeedCommit(c, len(done), now, lastCommit, r.leaseCheckPeriod()) {
 		abandon()
 		return 0, true, nil
@@ -318,6 +332,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	r.failures = 0
 	r.problem.Store(nil)
+	r.setAsideCommitted(letters)
 	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates) + len(b.Sources)))
 	r.outbox.committed()
 	if r.fresh != nil && r.cfg.Dedup {

@@ -46,6 +46,9 @@ type runnerStats struct {
 	// invokeFailures counts failed invocations of the process function (errors and panics);
 	// each failed its epoch, which was retried (failure.go).
 	invokeFailures atomic.Int64
+	// deadLettered and skipped count the messages and timers failure_policy set aside
+	// (dead_letter, skip) in applied epochs.
+	deadLettered, skipped atomic.Int64
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
 	sinks map[string]*sinkStats
@@ -206,6 +209,10 @@ type JobStats struct {
 	// ProcessFailures counts failed invocations of the process function (errors and panics);
 	// each failed its epoch, which was retried.
 	ProcessFailures int64 `json:"process_failures"`
+	// DeadLettered and Skipped count the messages and timers failure_policy set aside in
+	// applied epochs: written to dead_letters, or dropped.
+	DeadLettered int64 `json:"dead_lettered"`
+	Skipped      int64 `json:"skipped"`
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
@@ -244,6 +251,8 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.NotApplied += old.NotApplied
 	s.CommitsUnknown += old.CommitsUnknown
 	s.ProcessFailures += old.ProcessFailures
+	s.DeadLettered += old.DeadLettered
+	s.Skipped += old.Skipped
 	if len(old.EpochParts) > 0 {
 		parts := make(map[string]int64, len(EpochPartNames))
 		for k, v := range s.EpochParts {
@@ -293,8 +302,8 @@ func (r *runner) jobStats() JobStats {
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),
-		ProcessFailures: r.stats.invokeFailures.Load(),
-		EpochParts:      r.stats.phases.parts(),
-		Sinks:           sinks,
+		ProcessFailures: r.stats.invokeFailures.Load(), DeadLettered: r.stats.deadLettered.Load(), Skipped: r.stats.skipped.Load(),
+		EpochParts: r.stats.phases.parts(),
+		Sinks:      sinks,
 	}
 }

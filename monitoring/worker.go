@@ -71,6 +71,8 @@ var (
 		"Epoch commits whose outcome was unknown and was resolved by re-reading the partition token.", []string{"computation_id"}, nil)
 	descProcessFailures = prometheus.NewDesc("yt_flow_process_failures_total",
 		"Failed invocations of the process function (an error or a panic); each failed its epoch, which was retried. Keys and message ids are in job_status and the worker log.", []string{"computation_id"}, nil)
+	descSetAside = prometheus.NewDesc("yt_flow_messages_set_aside_total",
+		"Messages and timers failure_policy set aside after max_attempts failed attempts: written to dead_letters (policy dead_letter) or dropped (skip).", []string{"computation_id", "policy"}, nil)
 	descAtMostOnceDropped = prometheus.NewDesc("yt_flow_at_most_once_dropped_total",
 		"Rows dropped by at-most-once (best-effort) sinks whose queue was full.", []string{"computation_id"}, nil)
 	descPayloadMismatches = prometheus.NewDesc("yt_flow_payload_mismatches_total",
@@ -89,7 +91,7 @@ var (
 		"Committed outputs of the computation's running jobs not yet acknowledged or delivered.", []string{"computation_id"}, nil)
 
 	workerDescs = []*prometheus.Desc{descJobs, descMessages, descMessageRate, descEpochs, descEpochParts, descDuplicates,
-		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descAtMostOnceDropped, descPayloadMismatches,
+		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descSetAside, descAtMostOnceDropped, descPayloadMismatches,
 		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descInbox, descOutbox}
 )
 
@@ -153,6 +155,8 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 		counter(descNotApplied, t.NotApplied, id)
 		counter(descUnknown, t.CommitsUnknown, id)
 		counter(descProcessFailures, t.ProcessFailures, id)
+		counter(descSetAside, t.DeadLettered, id, "dead_letter")
+		counter(descSetAside, t.Skipped, id, "skip")
 		counter(descAtMostOnceDropped, t.BestEffortDropped, id)
 		counter(descPayloadMismatches, t.PayloadMismatches, id)
 		counter(descAlignmentHolds, t.AlignmentHolds, id)
@@ -178,6 +182,8 @@ func (t *computationTotals) add(st job.JobStats) {
 	t.NotApplied += st.NotApplied
 	t.CommitsUnknown += st.CommitsUnknown
 	t.ProcessFailures += st.ProcessFailures
+	t.DeadLettered += st.DeadLettered
+	t.Skipped += st.Skipped
 	t.BestEffortDropped += st.BestEffortDropped
 	t.PayloadMismatches += st.PayloadMismatches
 	t.AlignmentHolds += st.AlignmentHolds

@@ -21,6 +21,9 @@ const (
 	// TablePartitionTransactions holds, per partition, the start timestamp of its last
 	// committed epoch transaction; it makes commit retries safe.
 	TablePartitionTransactions = "partition_transactions"
+	// TableDeadLetters holds the messages and timers a computation with failure_policy
+	// dead_letter set aside, written in the epoch transaction that acknowledged them.
+	TableDeadLetters = "dead_letters"
 )
 
 func keyCol(name string, t schema.Type) schema.Column {
@@ -144,6 +147,24 @@ func dataTables() []tableDef {
 			schema: sorted(
 				keyCol("partition_id", schema.TypeBytes),
 				valCol("last_transaction_start_timestamp", schema.TypeUint64),
+			),
+		},
+		{
+			name: TableDeadLetters,
+			schema: sorted(
+				keyCol("computation_id", schema.TypeBytes),
+				keyCol("key_hash", schema.TypeUint64),
+				keyCol("key", schema.TypeBytes),
+				keyCol("message_id", schema.TypeBytes),
+				valCol("stream_id", schema.TypeBytes),
+				valCol("partition_id", schema.TypeBytes),
+				valCol("payload", schema.TypeBytes),
+				valCol("error", schema.TypeString),
+				valCol("attempts", schema.TypeUint64),
+				valCol("timer", schema.TypeBoolean),
+				valCol("system_timestamp", schema.TypeUint64),
+				valCol("event_timestamp", schema.TypeUint64),
+				valCol("dead_at", schema.TypeUint64),
 			),
 		},
 	}

@@ -208,6 +208,30 @@ type partitionTransactionRow struct {
 	Token       uint64 `yson:"last_transaction_start_timestamp"`
 }
 
+// DeadLetterRow is a row of dead_letters: a message (or a due timer) a computation's
+// process function kept failing on, set aside by the epoch that acknowledged it.
+type DeadLetterRow struct {
+	ComputationID string `yson:"computation_id"`
+	KeyHash       uint64 `yson:"key_hash"`
+	// Key is the encoded key (epoch.EncodeKey); MessageID the message id, or a timer's id.
+	Key       []byte `yson:"key"`
+	MessageID string `yson:"message_id"`
+	StreamID  string `yson:"stream_id"`
+	// PartitionID is the partition of the job that set it aside.
+	PartitionID string `yson:"partition_id"`
+	// Payload is the message's payload as YSON (a timer's payload, if any).
+	Payload []byte `yson:"payload"`
+	// Error is the error of its last failed invocation; Attempts how many attempts of its
+	// epoch failed before it was set aside.
+	Error           string `yson:"error"`
+	Attempts        uint64 `yson:"attempts"`
+	Timer           bool   `yson:"timer"`
+	SystemTimestamp uint64 `yson:"system_timestamp"`
+	EventTimestamp  uint64 `yson:"event_timestamp"`
+	// DeadAt is the token (a cluster timestamp) of the epoch that set it aside.
+	DeadAt uint64 `yson:"dead_at"`
+}
+
 // SinkWrite writes rows to a user table inside the epoch transaction: an insert (upsert for
 // sorted tables, append for ordered tables) or, with Delete, a deletion by key.
 type SinkWrite struct {
@@ -239,6 +263,9 @@ type EpochWrite struct {
 	PartitionStates map[string][]byte
 	// Sinks are synchronous sink writes.
 	Sinks []SinkWrite
+	// DeadLetters are inserted into dead_letters: the messages and timers the epoch
+	// acknowledges without processing them (failure_policy dead_letter).
+	DeadLetters []DeadLetterRow
 	// Tx, when set, is the tablet transaction to commit in, begun ahead with BeginEpochTx
 	// (a transaction serves one commit attempt; a used or nil Tx makes CommitEpoch begin
 	// its own).
@@ -521,6 +548,9 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 			return nil
 		})
 	}
+	if len(w.DeadLetters) > 0 {
+		g.run(ctx, func(ctx context.Context) error { return tx.insert(ctx, TableDeadLetters, toAny(w.DeadLetters)) })
+	}
 	g.run(ctx, func(ctx context.Context) error {
 		return tx.insert(ctx, TablePartitionTransactions, []any{partitionTransactionRow{PartitionID: w.PartitionID, Token: w.Token}})
 	})
@@ -784,4 +814,9 @@ func (s *Store) LoadOutputs(ctx context.Context, partitionID string) ([]OutputRo
 		rows = append(rows, msgs...)
 	}
 	return rows, nil
+}
+
+// DeadLetters reads the rows of dead_letters, in key order.
+func (s *Store) DeadLetters(ctx context.Context) ([]DeadLetterRow, error) {
+	return selectAll[DeadLetterRow](ctx, s, TableDeadLetters, "")
 }

@@ -1,0 +1,114 @@
+package job
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// countFailing is CountWords, except that it fails on the words bad1, bad2 and bad3.
+type countFailing struct{}
+
+func (countFailing) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	for _, m := range inv.Messages {
+		if w, _ := m.Payload["word"].(string); strings.HasPrefix(w, "bad") {
+			return nil, fmt.Errorf("word %q is bad", w)
+		}
+	}
+	f, err := flow.Lookup("CountWords")
+	if err != nil {
+		return nil, err
+	}
+	return f.Invoke(inv)
+}
+
+func init() { flow.Register("test.CountFailing", countFailing{}) }
+
+// TestInvokeBackoff: the wait before the next attempt doubles from 50ms up to 10s.
+func TestInvokeBackoff(t *testing.T) {
+	assert.Equal(t, 50*time.Millisecond, invokeBackoff(1))
+	assert.Equal(t, 100*time.Millisecond, invokeBackoff(2))
+	assert.Equal(t, 6400*time.Millisecond, invokeBackoff(8))
+	assert.Equal(t, 10*time.Second, invokeBackoff(9))
+	assert.Equal(t, 10*time.Second, invokeBackoff(1000))
+}
+
+// TestDeadLettersExactlyOnce: with failure_policy dead_letter, a keyed computation whose
+// function fails on three chosen messages retries the epoch max_attempts times, then sets the
+// three aside: every other word is counted exactly once, and dead_letters holds the three
+// exactly once, each with its stream, key, message id, payload, error and attempts.
+func TestDeadLettersExactlyOnce(t *testing.T) {
+	testSetAside(t, "dead_letter")
+}
+
+// TestSkipExactlyOnce: with failure_policy skip, the same pipeline counts every other word
+// exactly once, writes no dead letters and counts the three skipped messages.
+func TestSkipExactlyOnce(t *testing.T) {
+	testSetAside(t, "skip")
+}
+
+func testSetAside(t *testing.T, mode string) {
+	specText := strings.Replace(wordCountSpec, `processing_function = "CountWords"`, `processing_function = "test.CountFailing"`, 1)
+	require.NotEqual(t, wordCountSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	require.NoError(t, e.store.SetSpecs(e.ctx, ytstore.SpecUpdate{Spec: yson.RawValue(specText), SpecVersion: 1,
+		DynamicSpec:        yson.RawValue(`{computations = {count = {failure_policy = {mode = ` + mode + `; max_attempts = 2}}}}`),
+		DynamicSpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	e.write("a bad1 b", "c bad2 a", "bad3 d a")
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.waitCounts(map[string]int64{"a": 3, "b": 1, "c": 1, "d": 1})
+
+	if mode == "skip" {
+		e.eventually("three skipped", func() bool { return e.worker.Stats()["count-0"].Skipped == 3 })
+		e.write("a e")
+		e.waitCounts(map[string]int64{"a": 4, "b": 1, "c": 1, "d": 1, "e": 1})
+		letters, err := e.store.DeadLetters(e.ctx)
+		require.NoError(t, err)
+		assert.Empty(t, letters, "skip keeps nothing")
+		assert.Equal(t, int64(3), e.worker.Stats()["count-0"].Skipped)
+		assert.Zero(t, e.worker.Stats()["count-0"].DeadLettered)
+		return
+	}
+	var letters []ytstore.DeadLetterRow
+	e.eventually("three dead letters", func() bool {
+		var err error
+		letters, err = e.store.DeadLetters(e.ctx)
+		require.NoError(t, err)
+		return len(letters) >= 3
+	})
+	require.Len(t, letters, 3)
+	sort.Slice(letters, func(i, j int) bool { return letters[i].MessageID < letters[j].MessageID })
+	for i, l := range letters {
+		word := fmt.Sprintf("bad%d", i+1)
+		assert.Equal(t, "count", l.ComputationID)
+		assert.Equal(t, "words", l.StreamID)
+		assert.Equal(t, "count-p0", l.PartitionID)
+		assert.Contains(t, string(l.Key), word)
+		assert.Contains(t, l.Error, fmt.Sprintf("word %q is bad", word))
+		assert.GreaterOrEqual(t, l.Attempts, uint64(2))
+		assert.False(t, l.Timer)
+		assert.NotZero(t, l.DeadAt)
+		var payload map[string]any
+		require.NoError(t, yson.Unmarshal(l.Payload, &payload))
+		assert.Equal(t, word, payload["word"])
+	}
+	assert.Equal(t, int64(3), e.worker.Stats()["count-0"].DeadLettered)
+
+	// More input afterwards: processed normally, nothing set aside again.
+	e.write("a e")
+	e.waitCounts(map[string]int64{"a": 4, "b": 1, "c": 1, "d": 1, "e": 1})
+	letters, err := e.store.DeadLetters(e.ctx)
+	require.NoError(t, err)
+	assert.Len(t, letters, 3, "each failing message set aside exactly once")
+	assert.Equal(t, int64(3), e.worker.Stats()["count-0"].DeadLettered)
+}
