@@ -820,3 +820,18 @@ func (s *Store) LoadOutputs(ctx context.Context, partitionID string) ([]OutputRo
 func (s *Store) DeadLetters(ctx context.Context) ([]DeadLetterRow, error) {
 	return selectAll[DeadLetterRow](ctx, s, TableDeadLetters, "")
 }
+
+// DropDeadLetters deletes letters (by their key columns) from dead_letters, in one request.
+func (s *Store) DropDeadLetters(ctx context.Context, letters []DeadLetterRow) error {
+	if len(letters) == 0 {
+		return nil
+	}
+	keys := make([]any, len(letters))
+	for i, l := range letters {
+		keys[i] = map[string]any{"computation_id": l.ComputationID, "key_hash": l.KeyHash, "key": l.Key, "message_id": l.MessageID}
+	}
+	if err := s.yc.DeleteRows(ctx, s.child(TableDeadLetters), keys, nil); err != nil {
+		return fmt.Errorf("ytstore: delete %d rows of %s: %w", len(keys), TableDeadLetters, classify(err))
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package app
+
+// yt-flow dead-letters list | drop: the messages failure_policy dead_letter set aside.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// deadLetterVerbs are the subcommands of dead-letters.
+var deadLetterVerbs = []string{"list", "drop"}
+
+// deadLetterFilter chooses letters: by computation and by message ids (all when empty).
+type deadLetterFilter struct {
+	computation string
+	ids         []string
+}
+
+func (f deadLetterFilter) match(l ytstore.DeadLetterRow) bool {
+	if f.computation != "" && l.ComputationID != f.computation {
+		return false
+	}
+	return len(f.ids) == 0 || slices.Contains(f.ids, l.MessageID)
+}
+
+// deadLettersSetup defines the flags of dead-letters VERB and returns its run function.
+func deadLettersSetup(verb string) setupFunc {
+	return func(fs *flag.FlagSet, env *environ) runFunc {
+		var pf pipelineFlags
+		pf.define(fs)
+		var f deadLetterFilter
+		fs.StringVar(&f.computation, "computation", "", "only the letters of this computation")
+		ids := fs.String("message-id", "", "only these message ids (comma-separated)")
+		all := fs.Bool("all", false, "drop: every letter the other flags choose (without --message-id or --computation, all of them)")
+		return func(ctx context.Context, s *settings) int {
+			if code := pf.check(fs, true); code >= 0 {
+				return code
+			}
+			if *ids != "" {
+				f.ids = strings.Split(*ids, ",")
+			}
+			if verb == "drop" && !*all && f.computation == "" && len(f.ids) == 0 {
+				fmt.Fprintf(env.stderr, "yt-flow dead-letters drop: choose letters with --message-id or --computation, or --all\n")
+				return 2
+			}
+			st, err := openPipelineStore(ctx, s, pf.proxy, pf.path)
+			if err != nil {
+				return failf(env.stderr, "dead-letters %s: %v", verb, err)
+			}
+			defer st.Close()
+			letters, err := st.DeadLetters(ctx)
+			if err != nil {
+				return failf(env.stderr, "dead-letters %s: %v", verb, explain(err, pf.path))
+			}
+			var chosen []ytstore.DeadLetterRow
+			for _, l := range letters {
+				if f.match(l) {
+					chosen = append(chosen, l)
+				}
+			}
+			if verb == "list" {
+				for _, l := range chosen {
+					printDeadLetter(env, l)
+				}
+				fmt.Fprintf(env.stdout, "%d dead letters\n", len(chosen))
+				return 0
+			}
+			if err := st.DropDeadLetters(ctx, chosen); err != nil {
+				return failf(env.stderr, "dead-letters drop: %v", err)
+			}
+			fmt.Fprintf(env.stdout, "dropped %d dead letters\n", len(chosen))
+			return 0
+		}
+	}
+}
+
+// printDeadLetter prints one letter on one line: computation, partition, message id, stream,
+// key, attempts and error (the payload stays in the table).
+func printDeadLetter(env *environ, l ytstore.DeadLetterRow) {
+	key := fmt.Sprintf("%x", l.Key)
+	if k, err := epoch.DecodeKey(l.Key); err == nil {
+		key = fmt.Sprint(k)
+	}
+	kind := "message"
+	if l.Timer {
+		kind = "timer"
+	}
+	fmt.Fprintf(env.stdout, "%s partition %s %s %s stream %s key %s attempts %d: %s\n",
+		l.ComputationID, l.PartitionID, kind, l.MessageID, l.StreamID, key, l.Attempts, strings.ReplaceAll(l.Error, "\n", " "))
+}
+
+// runDeadLetters dispatches dead-letters VERB [flags] to the verb's setup, as runMain does for
+// a command.
+func runDeadLetters(ctx context.Context, env *environ, args []string) int {
+	if len(args) == 0 || !slices.Contains(deadLetterVerbs, args[0]) {
+		fmt.Fprintf(env.stderr, "usage: yt-flow dead-letters list|drop [flags] (replay and show are not implemented yet)\n")
+		return 2
+	}
+	name := "dead-letters " + args[0]
+	fs := newFlagSet(name, env)
+	run := deadLettersSetup(args[0])(fs, env)
+	s, code := parseSettings("dead-letters", fs, env, args[1:])
+	if code >= 0 {
+		return code
+	}
+	return run(ctx, s)
+}
+
+func init() {
+	register(&command{
+		name: "dead-letters",
+		examples: []string{
+			"yt-flow dead-letters list --proxy localhost:8000 --path //home/me/pipe --computation count",
+			"yt-flow dead-letters drop --proxy localhost:8000 --path //home/me/pipe --message-id ID1,ID2",
+		},
+		summary: "list or drop the messages failure_policy dead_letter set aside (dead_letters)",
+		run:     runDeadLetters,
+	})
+}
