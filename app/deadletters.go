@@ -98,8 +98,13 @@ func printDeadLetter(env *environ, l ytstore.DeadLetterRow) {
 // runDeadLetters dispatches dead-letters VERB [flags] to the verb's setup, as runMain does for
 // a command.
 func runDeadLetters(ctx context.Context, env *environ, args []string) int {
+	const usage = "usage: yt-flow dead-letters list|drop [flags] (yt-flow dead-letters list --help for the flags; replay and show are not implemented yet)\n"
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "--h"}, args[0]) {
+		fmt.Fprint(env.stderr, usage) // runMain adds the examples
+		return 0
+	}
 	if len(args) == 0 || !slices.Contains(deadLetterVerbs, args[0]) {
-		fmt.Fprintf(env.stderr, "usage: yt-flow dead-letters list|drop [flags] (replay and show are not implemented yet)\n")
+		fmt.Fprint(env.stderr, usage)
 		return 2
 	}
 	name := "dead-letters " + args[0]
