@@ -146,9 +146,14 @@ func testKafkaUnderFaults(t *testing.T, guarantee string) {
 		p := out.Progress(t)
 		return p >= total, fmt.Sprintf("output counts reach %d of %d", p, total)
 	})
-	// Whatever a zombie or a retry could still write lands within a few epochs.
-	time.Sleep(2 * time.Second) // settle: records written after the totals were reached
-	out.Progress(t)
+	// Whatever a zombie or a retry could still write lands within a few epochs: read on
+	// for a while after the totals were reached.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		out.Progress(t)
+	}
+	if m := leaseLostRE.FindString(zombie.Log()); m != "" {
+		t.Logf("zombie %s after SIGCONT: %s", zname, m)
+	}
 	if guarantee == "exactly_once" {
 		out.CheckExactlyOnce(t, kp.Expected)
 	} else {
@@ -216,7 +221,7 @@ func (k *KafkaCount) Feed(t *testing.T, perSecond int) <-chan error {
 
 // KafkaCountOptions shape the Kafka pipeline.
 type KafkaCountOptions struct {
-	Messages, Words int
+	Messages, Words                                    int
 	InputPartitions, OutputPartitions, CountPartitions int
 	// Guarantee is the sink's delivery_guarantee (exactly_once or at_least_once).
 	Guarantee       string
@@ -389,10 +394,11 @@ func (k *KafkaCount) Consume(t *testing.T) *KafkaOutput {
 	return &KafkaOutput{cl: cl, counts: map[string][]int64{}}
 }
 
-// Progress polls what is there and returns the sum over keys of the highest count seen.
+// Progress polls what is there (for at most a second: records keep coming while the
+// pipeline runs) and returns the sum over keys of the highest count seen.
 func (o *KafkaOutput) Progress(t *testing.T) int {
 	t.Helper()
-	for {
+	for start := time.Now(); time.Since(start) < time.Second; {
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		fs := o.cl.PollFetches(ctx)
 		cancel()
