@@ -123,7 +123,7 @@ func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
 			rf := p.w.Fields(v, path)
 			if cls := rf.RequiredString("resource_class_name"); companionManagerClasses[cls] {
 				p.ignore(path, "%s starts Flow's companion process; Go functions run in the yt-flow worker and need none", cls)
-			} else if cls != "" {
+			} else if cls != "" && !runnableResourceClasses[cls] {
 				p.unsupported(path, "resource class %q", cls)
 			}
 			rf.AnyMap("parameters")
