@@ -46,6 +46,10 @@ type runOptions struct {
 	// statusListen is --status-listen: where the controller serves the status page ("" none).
 	statusListen string
 	monitor      monitoringFlags
+	// kafkaEmbedded is --kafka-embedded: a kfake broker in the process (see embeddedKafka),
+	// loaded from kafkaInput (--kafka-input, default input.txt next to the spec).
+	kafkaEmbedded bool
+	kafkaInput    string
 }
 
 func setupRun(fs *flag.FlagSet, env *environ) runFunc {
@@ -58,6 +62,8 @@ func setupRun(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
 	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
 	fs.StringVar(&o.statusListen, "status-listen", "", statusListenUsage)
+	fs.BoolVar(&o.kafkaEmbedded, "kafka-embedded", false, "start a Kafka broker (kfake) in the process for the spec's Kafka source and sinks, load --kafka-input into the source topic, stop once it is consumed and print the sink topics")
+	fs.StringVar(&o.kafkaInput, "kafka-input", "", "with --kafka-embedded: file whose lines are the source topic's records (default: input.txt next to the spec)")
 	o.monitor.define(fs)
 	return func(ctx context.Context, s *settings) int {
 		if o.specFile == "" || fs.NArg() != 0 || o.workers < 1 {
@@ -83,6 +89,7 @@ type runner struct {
 	token  string
 	start  time.Time
 	logger log.Structured
+	kafka  *embeddedKafka // --kafka-embedded, else nil
 }
 
 func (r *runner) say(format string, args ...any) {
@@ -105,6 +112,14 @@ func (r *runner) run(ctx context.Context) int {
 	static, dynamic, err := specBytes(data)
 	if err != nil {
 		return failf(r.env.stderr, "run: %s: %v", r.o.specFile, err)
+	}
+	if r.o.kafkaEmbedded {
+		input := cmp.Or(r.o.kafkaInput, filepath.Join(filepath.Dir(r.o.specFile), "input.txt"))
+		if r.kafka, static, err = startEmbeddedKafka(ctx, static, input); err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		defer r.kafka.close()
+		r.say("embedded Kafka (kfake) at %s: topic %s loaded from %s", strings.Join(r.kafka.cluster.ListenAddrs(), ","), r.kafka.in, input)
 	}
 	proxy := cmp.Or(r.o.proxy, cfg.Proxy) // --proxy, $YT_PROXY or the config file, then the spec's
 	embedded := proxy == ""
@@ -148,6 +163,11 @@ func (r *runner) run(ctx context.Context) int {
 		return failf(r.env.stderr, "run: %v", err)
 	}
 	defer st.Close()
+	if r.kafka != nil {
+		if err := r.kafka.fresh(ctx, st, cfg.Path, r.o.dataDir); err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+	}
 
 	setup, err := r.loadSetup(embedded)
 	if err != nil {
@@ -231,7 +251,14 @@ func (r *runner) run(ctx context.Context) int {
 	wg.Wait()
 	switch code {
 	case 0:
-		r.say("pipeline %s completed in %.1fs", cfg.Path, time.Since(r.start).Seconds())
+		if r.kafka != nil {
+			r.say("pipeline %s consumed topic %s and stopped in %.1fs", cfg.Path, r.kafka.in, time.Since(r.start).Seconds())
+			if err := r.kafka.report(context.WithoutCancel(ctx), r.say); err != nil {
+				return failf(r.env.stderr, "run: read the Kafka output: %v", err)
+			}
+		} else {
+			r.say("pipeline %s completed in %.1fs", cfg.Path, time.Since(r.start).Seconds())
+		}
 		r.report(context.WithoutCancel(ctx), st, setup)
 	case exitInterrupted:
 		// An unbounded pipeline ends with Ctrl-C: show what it has produced so far.
@@ -296,6 +323,10 @@ func (r *runner) watch(ctx context.Context, st *ytstore.Store, errs <-chan error
 		}
 		if attrs.PipelineState == ytstore.StateCompleted {
 			return 0
+		}
+		// A Kafka source never ends: an embedded-Kafka run stops once its input is consumed.
+		if r.kafka != nil && r.kafka.drained(ctx, time.Now()) {
+			return r.stopDrained(st)
 		}
 		if r.o.progress > 0 && time.Since(lastPrint) >= r.o.progress {
 			line := progressLine(attrs.PipelineState, statuses)

@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // restartRE matches the controller event of a failed job: the backoff before its restart.
@@ -181,8 +187,11 @@ func TestUserFunctionError(t *testing.T) {
 	}
 }
 
-// TestUnknownProcessFunction names a processing_function the binary does not have: the
-// job fails naming the computation and the function, and is restarted with backoff.
+// TestUnknownProcessFunction names a processing_function the binary does not have: `start`
+// refuses the spec with one line naming the computation and the function, and creates
+// nothing. A spec stored by other means (another binary, an older version) meets the same
+// function at run time: the job fails naming the computation and the function, and is
+// restarted with backoff.
 func TestUnknownProcessFunction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e test")
@@ -192,7 +201,17 @@ func TestUnknownProcessFunction(t *testing.T) {
 	wc := NewBadWordCount(t, c, "nofunction", BadWordCount{Rows: rows, Edit: func(s string) string {
 		return strings.Replace(s, `"CountWords"`, `"NoSuchFunction"`, 1)
 	}})
-	runBad(t, wc)
+	start := Start(t, "start", "start", "--proxy", c.Proxy, "--spec", wc.SpecFile)
+	if err, ok := start.Wait(time.Minute); !ok || err == nil {
+		t.Fatalf("yt-flow start of a spec with an unknown function: %v (exited %v)\n%s", err, ok, start.Log())
+	}
+	requireIn(t, "yt-flow start", start.Log(), "spec/computations/count/processing_function", `"NoSuchFunction" is not registered`)
+	if _, err := wc.Store.Attributes(context.Background()); err == nil {
+		t.Fatalf("start created the pipeline it refused")
+	}
+	storeSpecs(t, wc)
+	wc.Controller(t, "controller")
+	wc.Worker(t, "worker-0")
 	events := wc.WaitEvents(t, 2, "partition count/0of2", "failed (restart in")
 	for _, e := range events {
 		requireIn(t, "controller event", e, "computation count", `"NoSuchFunction"`, "unknown process function")
@@ -279,5 +298,45 @@ func TestMissingConsumer(t *testing.T) {
 	})
 	if got := fmt.Sprint(wc.Counts(t)); got != "map[alpha:2 beta:1]" {
 		t.Errorf("counts %s, want map[alpha:2 beta:1]", got)
+	}
+}
+
+// storeSpecs creates wc's pipeline and stores its spec and dynamic spec with target state
+// working through the store, as another binary's start would: no check of this binary's
+// functions.
+func storeSpecs(t *testing.T, wc *WordCount) {
+	t.Helper()
+	text, err := os.ReadFile(wc.SpecFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := spec.ParseConfig(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Spec        any `yson:"spec"`
+		DynamicSpec any `yson:"dynamic_spec"`
+	}
+	if err := yson.Unmarshal(text, &doc); err != nil {
+		t.Fatal(err)
+	}
+	static, err := yson.Marshal(doc.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dynamic, err := yson.Marshal(doc.DynamicSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if cfg.Path != wc.Path {
+		t.Fatalf("spec path %s, want %s", cfg.Path, wc.Path)
+	}
+	if err := wc.Store.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Store.SetSpecs(ctx, ytstore.SpecUpdate{Spec: static, SpecVersion: 1, DynamicSpec: dynamic, DynamicSpecVersion: 1, TargetState: ytstore.TargetWorking}); err != nil {
+		t.Fatal(err)
 	}
 }

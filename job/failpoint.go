@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// holdAck is the TestAckDelay knob. acceptPush calls it right before it answers a push (over
+// holdAck is the knob Config.TestAckDelay sets. acceptPush calls it right before it answers a push (over
 // /push or from a job of this worker): when
 // the reply acknowledges at least one message (so those messages are committed, or known
 // duplicates) and Config.TestAckDelay is positive, it waits that long, or until the request is

@@ -90,6 +90,14 @@ var nodeConfigKeys = []string{
 	"monitoring_port", "path", "proxy_role", "rpc_port", "rpc_server", "solomon_proxy", "tvm", "worker",
 }
 
+// runnableResourceClasses are the resource classes a connector of yt-flow reads: the Kafka
+// source and sinks take their client from the static resource KafkaClient
+// (connectors/kafka.ResolveClient).
+var runnableResourceClasses = map[string]bool{
+	"NYT::NFlow::TKafkaClient": true,
+	"TKafkaClient":             true,
+}
+
 // companionManagerClasses are Flow's resources that start a companion process (Go, Python,
 // Java functions out of process). yt-flow runs Go functions in the worker process and needs
 // none: the resources are accepted and ignored.

@@ -3,7 +3,6 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -102,137 +101,6 @@ type resourceUse struct{ path, id string }
 
 func (p *parser) errorf(path, format string, args ...any) { p.w.Errorf(path, format, args...) }
 
-func (p *parser) config(root *yson.Node) *Config {
-	f := p.w.Fields(root, "")
-	cfg := &Config{}
-	cfg.Path = f.RequiredString("path")
-	p.cypressPath(cfg.Path, "path")
-	cfg.Proxy = f.String("proxy", "")
-	cfg.ClusterURL = f.String("cluster_url", "")
-	cfg.ProxyRole = f.String("proxy_role", "")
-	if n := f.Required("spec"); n != nil {
-		cfg.Spec = p.pipeline(n, "spec")
-	}
-	cfg.Dynamic = p.dynamic(f.Node("dynamic_spec"), "dynamic_spec")
-	cfg.AbortOnUnrecognizedOptions = f.Bool("abort_on_unrecognized_options", false)
-	cfg.AbortOnSpecsParseabilityError = f.Bool("abort_on_specs_parseability_error", false)
-	for _, k := range []string{"abort_on_unrecognized_options", "abort_on_specs_parseability_error"} {
-		if f.Has(k) {
-			p.ignore(k, "yt-flow is always strict: unknown keys and unparseable specs are errors")
-		}
-	}
-	cfg.SetFlowCoreTarget = f.Bool("set_flow_core_target", true)
-	if n := f.Node("set_flow_core_target"); n != nil && n.Kind == yson.KindBool {
-		if cfg.SetFlowCoreTarget {
-			p.unsupported("set_flow_core_target", "FlowCoreTarget (the version fence of Flow's processes; yt-flow fences jobs by Leases: remove the key or set %%false)")
-		} else {
-			p.ignore("set_flow_core_target", "yt-flow sets no FlowCoreTarget; its jobs are fenced by Leases")
-		}
-	}
-	if n := f.Node("vanilla"); n != nil {
-		cfg.Vanilla = p.vanilla(n, "vanilla")
-		p.ignore("vanilla", "yt-flow starts no vanilla operation: run `yt-flow controller` and `yt-flow worker` processes, or `yt-flow run`")
-	}
-	if n := f.Node("direct_controller_commands"); n != nil {
-		dc := p.w.Fields(n, "direct_controller_commands")
-		dc.Bool("enabled", false)
-		dc.Duration("rpc_timeout", 0)
-		dc.Close()
-		cfg.DirectControllerCommands, _ = n.Any().(map[string]any)
-		p.ignore("direct_controller_commands", "yt-flow commands go through the pipeline's Cypress node, not to the controller by RPC")
-	}
-	cfg.Logging = f.AnyMap("logging")
-	if cfg.Logging != nil {
-		p.ignore("logging", "yt-flow's processes log as their --log flag and config say")
-	}
-	cfg.ClientsCache = f.AnyMap("clients_cache")
-	if cfg.ClientsCache != nil {
-		p.ignore("clients_cache", "yt-flow's processes open one client to the proxy they are given")
-	}
-	p.singletons(f)
-	f.Close()
-	if cfg.Spec != nil && cfg.Dynamic != nil {
-		p.crossDynamic(cfg.Spec, cfg.Dynamic, "dynamic_spec")
-	}
-	return cfg
-}
-
-// singletons accepts the process singleton settings of Flow's runner (address_resolver …)
-// at the top level of a runner config and notes each as ignored.
-func (p *parser) singletons(f *yson.Fields) {
-	f.Skip(singletonKeys...) // known also when absent, for did-you-mean suggestions
-	for _, k := range singletonKeys {
-		if f.Has(k) {
-			p.ignore(f.Path(k), "configures a process singleton of Flow's runner; yt-flow's processes do not read it")
-		}
-	}
-}
-
-// optString consumes an optional string key of f that may also be # (absent).
-func optString(p *parser, f *yson.Fields, key string) string {
-	n := f.Node(key)
-	if n == nil || n.Kind == yson.KindEntity && n.Attrs == nil {
-		return ""
-	}
-	v, _ := p.w.String(n, f.Path(key))
-	return v
-}
-
-func (p *parser) cypressPath(s, path string) {
-	if s != "" && !strings.HasPrefix(s, "//") {
-		p.errorf(path, "%q is not an absolute Cypress path (want //…)", s)
-	}
-}
-
-// vanilla checks the keys of Flow's vanilla-operation block, which yt-flow accepts but does
-// not act on. Optional strings may be # (an entity), which Flow reads as absent; node_config
-// may name the keys of Flow's node config (TFlowNodeConfig and the process singletons), whose
-// values are not checked.
-func (p *parser) vanilla(n *yson.Node, path string) map[string]any {
-	f := p.w.Fields(n, path)
-	if f.Bool("enable", false) {
-		f.RequiredString("pool")
-		f.Required("worker")
-	} else {
-		f.String("pool", "")
-	}
-	for _, task := range []string{"worker", "controller"} {
-		if tn := f.Node(task); tn != nil {
-			tf := p.w.Fields(tn, f.Path(task))
-			if task == "worker" {
-				tf.Required("count")
-			}
-			tf.Int("count", 0, 0, math.MaxInt32)
-			tf.Size("memory_limit", 0)
-			tf.Float("cpu_limit", 0)
-			tf.Int("port_count", 0, 0, math.MaxInt32)
-			tf.AnyMap("local_files")
-			tf.AnyMap("cypress_files")
-			tf.Strings("layers", false)
-			optString(p, tf, "system_layer_path")
-			optString(p, tf, "docker_image")
-			tf.AnyMap("environment")
-			tf.Close()
-		}
-	}
-	for _, k := range []string{"runtime_cluster", "runtime_proxy_role", "cache_path", "solomon_resolver_tag", "alias", "title", "network_project"} {
-		optString(p, f, k)
-	}
-	f.Int("max_failed_job_count", 0, 0, math.MaxInt64)
-	f.Duration("wait_timeout", 0)
-	f.AnyMap("proxy_url_aliasing_rules")
-	if nn := f.Node("node_config"); nn != nil {
-		nf := p.w.Fields(nn, f.Path("node_config"))
-		nf.Skip(nodeConfigKeys...)
-		nf.Skip(singletonKeys...)
-		nf.Close()
-	}
-	f.Skip("secret_env")
-	f.Close()
-	m, _ := n.Any().(map[string]any)
-	return m
-}
-
 func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
 	pl := &Pipeline{Computations: map[string]*Computation{}, Streams: map[string]*Stream{}}
 	f := p.w.Fields(n, path)
@@ -255,7 +123,7 @@ func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
 			rf := p.w.Fields(v, path)
 			if cls := rf.RequiredString("resource_class_name"); companionManagerClasses[cls] {
 				p.ignore(path, "%s starts Flow's companion process; Go functions run in the yt-flow worker and need none", cls)
-			} else if cls != "" {
+			} else if cls != "" && !runnableResourceClasses[cls] {
 				p.unsupported(path, "resource class %q", cls)
 			}
 			rf.AnyMap("parameters")
@@ -585,106 +453,7 @@ func (p *parser) externalStateName(name, path string) {
 	}
 }
 
-// watermarkStrategy reads the keys of watermark_strategy the runtime interprets; the others
-// Flow documents are accepted as they are.
-func (p *parser) watermarkStrategy(n *yson.Node, path string) *WatermarkStrategy {
-	ws := &WatermarkStrategy{}
-	f := p.w.Fields(n, path)
-	if an := f.Node("event_timestamp_assigner"); an != nil {
-		af := p.w.Fields(an, f.Path("event_timestamp_assigner"))
-		ws.AssignerColumn = af.String("column", "")
-		ws.AssignerFormat = af.Enum("format", "seconds", "seconds", "milliseconds")
-		ws.LimitBySystemTimestamp = af.Bool("limit_by_system_timestamp", false)
-		af.Close()
-	}
-	if gn := f.Node("watermark_generator"); gn != nil {
-		gf := p.w.Fields(gn, f.Path("watermark_generator"))
-		ws.Generator = true
-		ws.OutOfOrderness = gf.Duration("out_of_orderness_bound", time.Minute)
-		if in := gf.Node("idle_partitions"); in != nil {
-			path := gf.Path("idle_partitions")
-			inf := p.w.Fields(in, path)
-			ws.IdlePartitions = &IdlePartitions{
-				Duration: inf.Duration("duration", time.Minute),
-				MaxRatio: inf.Float("max_ratio", 0.4),
-			}
-			inf.Close()
-			if ws.IdlePartitions.Duration <= 0 {
-				p.errorf(path+"/duration", "must be positive, got %v", ws.IdlePartitions.Duration)
-			}
-			if r := ws.IdlePartitions.MaxRatio; !(r > 0 && r <= 1) {
-				p.errorf(path+"/max_ratio", "must be in (0, 1], got %v", r)
-			}
-		}
-		if ln := gf.Node("late_data_partitions"); ln != nil {
-			v, d := p.percentileDelay(ln, gf.Path("late_data_partitions"))
-			ws.LateDataPartitions = &LateDataPartitions{Percentile: v, Delay: d}
-		}
-		gf.Skip("use_source_watermark", "unavailable_partition_groups")
-		gf.Close()
-	}
-	if pn := f.Node("watermark_percentile"); pn != nil {
-		v, d := p.percentileDelay(pn, f.Path("watermark_percentile"))
-		ws.Percentile = &WatermarkPercentile{Value: v, Delay: d}
-	}
-	if an := f.Node("watermark_alignment"); an != nil {
-		path := f.Path("watermark_alignment")
-		af := p.w.Fields(an, path)
-		ws.Alignment = &WatermarkAlignment{
-			GroupName:  af.String("group_name", "default-alignment-group"),
-			DriftBound: af.Duration("drift_bound", 20*time.Minute),
-		}
-		if rn := af.Node("read_delays"); rn != nil {
-			ws.Alignment.ReadDelays = map[string]time.Duration{}
-			p.w.Each(rn, af.Path("read_delays"), func(sid string, v *yson.Node, path string) {
-				d, ok := p.w.Duration(v, path)
-				if ok && d < 0 {
-					p.errorf(path, "must not be negative, got %v", d)
-				}
-				ws.Alignment.ReadDelays[sid] = d
-			})
-		}
-		af.Close()
-		if ws.Alignment.DriftBound <= 0 {
-			p.errorf(path+"/drift_bound", "must be positive, got %v", ws.Alignment.DriftBound)
-		}
-	}
-	f.Close()
-	return ws
-}
-
-// percentileDelay reads a {value = 100.0; delay = 1m} block (late_data_partitions,
-// watermark_percentile; defaults as shown, value in (0, 100]).
-func (p *parser) percentileDelay(n *yson.Node, path string) (value float64, delay time.Duration) {
-	f := p.w.Fields(n, path)
-	value, delay = f.Float("value", 100), f.Duration("delay", time.Minute)
-	f.Close()
-	if !(value > 0 && value <= 100) {
-		p.errorf(path+"/value", "must be in (0, 100], got %v", value)
-	}
-	return value, delay
-}
-
 var timerIDPattern = regexp.MustCompile(`^[0-9A-Za-z_-]+$`)
-
-func (p *parser) timer(id string, n *yson.Node, path string) *Timer {
-	t := &Timer{ID: id}
-	if !timerIDPattern.MatchString(id) {
-		p.errorf(path, "timer stream id %q must match [0-9A-Za-z_-]+", id)
-	}
-	f := p.w.Fields(n, path)
-	t.TimeType = f.Enum("time_type", "event_time", "event_time", "system_time", "current_time")
-	t.Streams = f.Strings("streams", true)
-	if sn := f.Node("streams_with_delays"); sn != nil {
-		t.StreamsWithDelays = map[string]time.Duration{}
-		p.w.Each(sn, f.Path("streams_with_delays"), func(sid string, v *yson.Node, path string) {
-			t.StreamsWithDelays[sid], _ = p.w.Duration(v, path)
-		})
-	}
-	t.DeduplicateEqualTimestamps = f.Bool("deduplicate_equal_timestamps", true)
-	f.Close()
-	return t
-}
 
 func (p *parser) source(id string, n *yson.Node, path string) *Source {
 	s := &Source{ID: id}
