@@ -58,8 +58,9 @@ func requireIn(t *testing.T, where, text string, want ...string) {
 // TestMalformedSourceRow writes a row whose text column holds an int64 (the queue column
 // is of type any) into tablet 0, between good rows; tablet 1 holds only good rows. The
 // split job of tablet 0 fails on the row, the error names the computation, the function,
-// the message (source lines, tablet 0, offset 5) and the column; the controller restarts
-// the job with a growing backoff; nothing of the epoch holding the bad row is committed:
+// the message (source lines, tablet 0, offset 5) and the column; the job retries the epoch
+// with a growing backoff (failure_policy retry, the default); nothing of the epoch holding
+// the bad row is committed:
 // the rows are written before the pipeline starts, so the first read of tablet 0 (up to
 // 1000 rows) takes all eleven into one epoch, and neither the words before the bad row
 // nor those after it are ever counted, while tablet 1 is counted exactly.
@@ -83,12 +84,8 @@ func TestMalformedSourceRow(t *testing.T) {
 		InputColumns: []schema.Column{{Name: "text", Type: schema.TypeAny}}})
 	_, worker := runBad(t, wc)
 
-	events := wc.WaitEvents(t, 2, "split/src/lines/0", "failed (restart in")
-	for _, e := range events {
-		requireIn(t, "controller event", e, "computation split", `"SplitWords"`, "lines:00:05", "column text", "want a string, got int64")
-	}
-	checkBackoff(t, events)
-	requireIn(t, "yt-flow status", wc.Status(t), "split/src/lines/0", "SplitWords", "lines:00:05", "want a string, got int64")
+	status := waitRetried(t, wc, "split/src/lines/0")
+	requireIn(t, "yt-flow status", status, "split/src/lines/0", "SplitWords", "lines:00:05", "want a string, got int64")
 	requireIn(t, "worker log", worker.Log(), "split/src/lines/0", "SplitWords", "lines:00:05", "want a string, got int64")
 
 	Eventually(t, time.Minute, func() (bool, string) {
@@ -113,7 +110,7 @@ func TestMalformedSourceRow(t *testing.T) {
 	if s := wc.State(); s == "completed" {
 		t.Errorf("pipeline completed past a row that always fails")
 	}
-	requireIn(t, "controller event", events[0], "queue "+wc.Root+"/input tablet 0 row offset 5")
+	requireIn(t, "yt-flow status", wc.Status(t), "queue "+wc.Root+"/input tablet 0 row offset 5")
 }
 
 // TestMissingSourceColumn reads a queue whose rows lack the text column SplitWords reads.
@@ -127,15 +124,10 @@ func TestMissingSourceColumn(t *testing.T) {
 	wc := NewBadWordCount(t, c, "nocolumn", BadWordCount{Rows: rows,
 		InputColumns: []schema.Column{{Name: "line", Type: schema.TypeString}}})
 	runBad(t, wc)
-	var events []string
+	var status string
 	Eventually(t, time.Minute, func() (bool, string) {
-		events = wc.ControllerEvents(t)
-		for _, e := range events {
-			if strings.Contains(e, "failed (restart in") {
-				return true, ""
-			}
-		}
-		return wc.State() == "completed", "neither a failed job nor completion yet"
+		status = wc.Status(t)
+		return retriedRE.MatchString(status) || wc.State() == "completed", "neither a retried epoch nor completion yet"
 	})
 	if n := len(wc.Counts(t)); n != 0 {
 		t.Errorf("%d words counted from rows without a text column", n)
@@ -143,7 +135,7 @@ func TestMissingSourceColumn(t *testing.T) {
 	if wc.State() == "completed" {
 		t.Fatal("the pipeline completed although no source row has the text column SplitWords reads: the rows were processed as empty")
 	}
-	requireIn(t, "controller events", strings.Join(events, "\n"), "computation split", "text")
+	requireIn(t, "yt-flow status", status, "split", "text")
 }
 
 // countWithExtraKey adds a third group_by column to the count computation: CountWords,
@@ -156,7 +148,7 @@ func countWithExtraKey(s string) string {
 
 // TestUserFunctionError makes CountWords return an error for every key (its key has an
 // unexpected third column). The error names the computation, the function and the key;
-// the job is restarted with a growing backoff; nothing is committed by the failing
+// the job retries the epoch with a growing backoff; nothing is committed by the failing
 // computation: the table and the output queue stay empty.
 func TestUserFunctionError(t *testing.T) {
 	if testing.Short() {
@@ -169,12 +161,8 @@ func TestUserFunctionError(t *testing.T) {
 		t.Fatal("the spec edit did not apply")
 	}
 	_, worker := runBad(t, wc)
-	events := wc.WaitEvents(t, 2, "computation count", "failed (restart in")
-	for _, e := range events {
-		requireIn(t, "controller event", e, `"CountWords"`, "alpha", "key [", "want [hash, word]")
-	}
-	checkBackoff(t, events)
-	requireIn(t, "yt-flow status", wc.Status(t), "CountWords", "alpha", "want [hash, word]")
+	status := waitRetried(t, wc, "count")
+	requireIn(t, "yt-flow status", status, "CountWords", "alpha", "want [hash, word]")
 	requireIn(t, "worker log", worker.Log(), "CountWords", "alpha", "want [hash, word]")
 	if n := len(wc.Counts(t)); n != 0 {
 		t.Errorf("the failing computation committed %d table rows", n)
@@ -339,4 +327,24 @@ func storeSpecs(t *testing.T, wc *WordCount) {
 	if err := wc.Store.SetSpecs(ctx, ytstore.SpecUpdate{Spec: static, SpecVersion: 1, DynamicSpec: dynamic, DynamicSpecVersion: 1, TargetState: ytstore.TargetWorking}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// retriedRE matches a job's problem once its failing epoch was retried at least once.
+var retriedRE = regexp.MustCompile(`process function failed .* attempt ([2-9]|[1-9][0-9]+):`)
+
+// waitRetried waits until `yt-flow status` shows a job of what (a partition or computation
+// id) retrying a failing epoch (attempt 2 or later) and returns the status text.
+func waitRetried(t *testing.T, wc *WordCount, what string) string {
+	t.Helper()
+	var status string
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		status = wc.Status(t)
+		for _, line := range strings.Split(status, "\n") {
+			if strings.Contains(line, what) && retriedRE.MatchString(line) {
+				return true, ""
+			}
+		}
+		return false, "no retried epoch of " + what + " in yt-flow status"
+	})
+	return status
 }
