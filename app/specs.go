@@ -36,15 +36,9 @@ func init() {
 				if code := c.check(fs, s); code >= 0 {
 					return code
 				}
-				st, attrs, err := c.open(ctx, s)
-				if err != nil {
-					return c.failf(env, "%v", err)
-				}
-				st.Close()
-				if err := c.emit(env.stdout, stateOf(attrs)); err != nil {
-					return c.failf(env, "%v", err)
-				}
-				return 0
+				return c.view(ctx, env, s, func(_ context.Context, _ *ytstore.Store, attrs *ytstore.Attributes) (any, error) {
+					return stateOf(attrs), nil
+				})
 			}
 		},
 	})
