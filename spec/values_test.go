@@ -11,6 +11,7 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	ytyson "go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/arrivalorder"
 	"github.com/ytflow/yt-flow/connectors/clickhouse"
 	"github.com/ytflow/yt-flow/connectors/httpsink"
 	"github.com/ytflow/yt-flow/connectors/kafka"
@@ -92,7 +93,7 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, "sorted_table", c.Sinks["table"].Class.Name)
 	assert.Equal(t, "//t", c.Sinks["table"].Params.(*sortedtable.Params).TablePath)
 	assert.True(t, c.Sinks["table"].Params.(*sortedtable.Params).RequireSyncReplica)
-	ao := c.Sinks["arrival"].Params.(*statictable.ArrivalOrderParams)
+	ao := c.Sinks["arrival"].Params.(*arrivalorder.Params)
 	assert.Equal(t, 24*time.Hour, ao.TableTTL)
 	assert.Equal(t, 5*time.Minute, ao.TablePeriod)
 	web := c.Sinks["web"]
