@@ -456,7 +456,7 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	}
 	for _, src := range in.Topology.Listed() {
 		ctors, _ := connector.SourceOf(src.Class)
-		ix, err := ctors.Partitions(ctx, connector.Env{Store: c.st, PipelinePath: c.cfg.Path, SourceID: src.ID, SourcePartition: -1}, src.Params)
+		ix, err := ctors.Partitions(ctx, connector.Env{Store: c.st, PipelinePath: c.cfg.Path, SourceID: src.ID, SourcePartition: -1, Dynamic: src.Dynamic}, src.Params)
 		if err != nil {
 			c.lg.Warn("cannot list source partitions", log.String("source", src.ID), log.String("class", src.Class), log.Error(err))
 			continue

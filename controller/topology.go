@@ -72,6 +72,9 @@ type Source struct {
 	// for the driver that lists the partitions.
 	Class  string
 	Params any
+	// Dynamic are the source's dynamic parameters as its class parsed them (nil: none, or
+	// they do not parse; the job reports that).
+	Dynamic any
 }
 
 // Listed returns the sources whose partitions the driver lists, one per ListKey.

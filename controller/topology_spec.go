@@ -34,6 +34,11 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 				src := Source{ID: sid, Params: s.Params}
 				if s.Class != nil {
 					src.Class = s.Class.Name
+					var dp map[string]any
+					if ds := d.SourceStreams[sid]; ds != nil {
+						dp = ds.Parameters
+					}
+					src.Dynamic, _ = spec.DynamicParams(s.Class, s.Params, dp, "")
 					if ctors, ok := connector.SourceOf(s.Class.Name); ok && ctors.Partitions != nil {
 						src.ListKey = sourcePrefix(id, sid)
 					}

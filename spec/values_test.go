@@ -49,7 +49,7 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, [][2]int64{{0, 4}}, qp.PartitionFilter)
 	assert.Equal(t, "static_table", pl.Computations["table_in"].Sources["t"].Class.Name)
 	assert.Equal(t, time.Hour, pl.Computations["table_in"].Sources["t"].Params.(*statictable.SourceParams).WatermarkDelay)
-	assert.Equal(t, []string{"//state"}, pl.Computations["servicelog_in"].Sources["s"].Params.(*servicelog.Params).TablePaths)
+	assert.Equal(t, "//state", pl.Computations["servicelog_in"].Sources["s"].Params.(*servicelog.Params).Fetchers[0].TablePath)
 	assert.True(t, pl.Computations["random_in"].Passthrough)
 	assert.Equal(t, KindSwiftSource, pl.Computations["random_in"].Kind)
 	assert.Equal(t, int64(64<<20), pl.Computations["kafka_in"].Sources["k"].Params.(*kafka.SourceParams).MaxBufferBytes)
