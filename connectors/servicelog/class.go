@@ -68,6 +68,7 @@ func init() {
 		Summary:      "emits every row of sorted dynamic tables joined by key once per cycle; dedup by read range within a cycle",
 		Parse:        parse,
 		ParseDynamic: parseDynamic,
+		CheckTables:  checkTables,
 	})
 }
 

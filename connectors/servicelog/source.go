@@ -2,6 +2,7 @@ package servicelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -48,29 +50,16 @@ func dynamicOf(env connector.Env) *Dynamic {
 
 // keyColumns reads the fetchers' schemas and returns their common key columns. The first key
 // column must be a uint64 and every table must have the same key columns.
-func keyColumns(ctx context.Context, st scanner, p *Params) ([]string, error) {
+func keyColumns(ctx context.Context, st registry.Cluster, p *Params) ([]string, error) {
 	var keys []string
 	for i, f := range p.Fetchers {
 		sc, err := st.TableSchema(ctx, f.TablePath)
 		if err != nil {
 			return nil, fmt.Errorf("%s: fetcher %d: %w", p, i, err)
 		}
-		var k []string
-		var first schema.Column
-		for _, c := range sc.Columns {
-			if c.SortOrder != schema.SortNone {
-				if k == nil {
-					first = c
-				}
-				k = append(k, c.Name)
-			}
-		}
-		if len(k) == 0 {
-			return nil, fmt.Errorf("%s: %w: %s (table_joiner/fetchers/%d/table_path) is not sorted", p, ErrKeySchema, f.TablePath, i)
-		}
-		if t := first.Type; t != schema.TypeUint64 {
-			return nil, fmt.Errorf("%s: %w: %s (table_joiner/fetchers/%d/table_path): first key column %s is %s, want uint64 (partitions are ranges of it)",
-				p, ErrKeySchema, f.TablePath, i, first.Name, t)
+		k, err := checkKey(sc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %s (table_joiner/fetchers/%d/table_path): %w", p, ErrKeySchema, f.TablePath, i, err)
 		}
 		if i == 0 {
 			keys = k
@@ -80,6 +69,51 @@ func keyColumns(ctx context.Context, st scanner, p *Params) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// checkKey returns the key columns of a service log table, or why it cannot be one.
+func checkKey(sc schema.Schema) ([]string, error) {
+	var k []string
+	var first schema.Column
+	for _, c := range sc.Columns {
+		if c.SortOrder != schema.SortNone {
+			if k == nil {
+				first = c
+			}
+			k = append(k, c.Name)
+		}
+	}
+	if len(k) == 0 {
+		return nil, errors.New("not a sorted table")
+	}
+	if first.Type != schema.TypeUint64 {
+		return nil, fmt.Errorf("first key column %s is %s, want uint64 (partitions are ranges of it)", first.Name, first.Type)
+	}
+	return k, nil
+}
+
+// checkTables is the class's CheckTables: every fetcher's table has a uint64 first key
+// column, and all have the same key columns.
+func checkTables(ctx context.Context, c registry.Cluster, params any, report func(key, format string, args ...any)) {
+	p := params.(*Params)
+	var keys []string
+	for i, f := range p.Fetchers {
+		key := fmt.Sprintf("table_joiner/fetchers/%d/table_path", i)
+		sc, err := c.TableSchema(ctx, f.TablePath)
+		if err != nil {
+			report(key, "%v", err)
+			continue
+		}
+		k, err := checkKey(sc)
+		switch {
+		case err != nil:
+			report(key, "%s: %v", f.TablePath, err)
+		case keys == nil:
+			keys = k
+		case !slices.Equal(k, keys):
+			report(key, "%s has key columns %v, %s has %v: joined tables need the same key", f.TablePath, k, p.Fetchers[0].TablePath, keys)
+		}
+	}
 }
 
 // reader reads one hash range: every cycle, the joined rows of the range in key order.
