@@ -55,7 +55,7 @@ type Sink struct {
 //
 // Invariant: the rows of a batch and the frontier past them commit in one master
 // transaction, so every row is in exactly one output table however often a delivery is
-// repeated (TestArrivalOrderSinkConformance).
+// repeated (TestArrivalOrderSinkConformance, TestArrivalOrderEndToEnd).
 func (s *Sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
 	done := 0
 	for done < len(batches) {

@@ -58,6 +58,7 @@ func TestCycleEveryKeyOnce(t *testing.T) {
 	var pos connector.Position
 	lastOffset := int64(-1)
 	for cycle := range int64(3) {
+		cycleStart := now
 		seen := map[uint64]int{}
 		restarted := false
 		for {
@@ -75,6 +76,7 @@ func TestCycleEveryKeyOnce(t *testing.T) {
 				require.Greater(t, row.Offset, lastOffset, "offsets increase")
 				lastOffset = row.Offset
 				require.Equal(t, cycle, row.Offset>>32, "the offset's cycle")
+				require.Equal(t, uint64(cycleStart.UnixMicro()), row.Timestamp, "a row's time is its cycle's start")
 				h := row.Columns["hash"].(uint64)
 				require.GreaterOrEqual(t, h, uint64(1)<<63, "key out of range")
 				require.Equal(t, cycle, row.Columns["v"], "cycle %d reads the values written before it", cycle)

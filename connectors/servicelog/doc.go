@@ -21,7 +21,8 @@
 // list ispresent of booleans saying which fetchers had the key. A fetcher's read is tried
 // attempts times, retry_timeout apart. The position, committed with the epoch, is the cycle,
 // its start, the last key emitted and the number of rows emitted in the cycle; a row's offset
-// (hence its message id) is cycle<<32 | ordinal. When a cycle is over, the next starts once
+// (hence its message id) is cycle<<32 | ordinal, and its timestamp (system and event time) is
+// the start of its cycle, the same for every row of the cycle. When a cycle is over, the next starts once
 // desired_cycle_time (dynamic, default 12h) has passed since it started; a finite source
 // reads one cycle and completes.
 //

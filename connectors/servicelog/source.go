@@ -181,7 +181,7 @@ func (r *reader) page(ctx context.Context, pos position, max int64) ([]connector
 	out := make([]connector.Row, len(joined))
 	for i, row := range joined {
 		after := keyOf(row, r.keys)
-		out[i] = connector.Row{Offset: pos.offset(), Columns: row}
+		out[i] = connector.Row{Offset: pos.offset(), Timestamp: uint64(pos.Started), Columns: row}
 		pos.After, pos.Count = after, pos.Count+1
 		out[i].Next = pos.encode()
 	}
