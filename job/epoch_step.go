@@ -247,6 +247,11 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load states: %w", r.job.JobID, pre.statesErr)
 	}
+	if pre.externalErr != nil {
+		abandon()
+		return 0, false, fmt.Errorf("job %s: load external state: %w", r.job.JobID, pre.externalErr)
+	}
+	r.extLoaded = pre.external
 	plan := r.planner.Plan(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
 		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped
@@ -274,6 +279,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		return 0, false, err
 	}
 	r.invokeAttempts = 0
+	r.extLoaded = nil
+	extWrites, err := r.externalWrites(plan, results)
+	if err != nil {
+		r.releaseResults(results)
+		abandon()
+		return 0, false, err
+	}
 	c, err := r.planner.Build(&r.cfg, b, plan, results)
 	r.releaseResults(results)
 	if err != nil {
@@ -291,6 +303,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	w.OutputsDone = done
 	w.Tx = pre.tx
+	w.Sinks = append(w.Sinks, extWrites...)
 	if r.dyn.FailurePolicy.Mode == spec.FailureDeadLetter {
 		// Invariant: a message set aside by failure_policy dead_letter is written to
 		// dead_letters in the commit that acknowledges it, so it is kept exactly once

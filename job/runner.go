@@ -45,12 +45,17 @@ type runner struct {
 	job                   ytstore.Job
 	// loads, reads and commits are the store as the job's start, an epoch's reads and its
 	// commit see it (*ytstore.Store; tests wrap it).
-	loads   stateLoader
-	reads   epochReads
-	commits committer
-	comp    *spec.Computation
-	dyn     spec.DynamicComputation
-	fn      flow.Function
+	loads stateLoader
+	reads epochReads
+	// extStore reads the external states' tables; ext are those tables once opened and
+	// extLoaded their rows for the current epoch (state name -> encoded key -> row).
+	extStore  externalStore
+	ext       []*extTable
+	extLoaded map[string]map[string]flow.Row
+	commits   committer
+	comp      *spec.Computation
+	dyn       spec.DynamicComputation
+	fn        flow.Function
 	// shareStates lets invocations read the state cache's maps instead of copies
 	// (flow.LeavesStateAlone).
 	shareStates bool
@@ -194,7 +199,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
 	}
 	r := &runner{
-		w: w, job: j, loads: w.store, reads: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		w: w, job: j, loads: w.store, reads: w.store, commits: w.store, extStore: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),

@@ -345,6 +345,9 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 			p.w.Each(sn, f.Path(key), func(name string, _ *yson.Node, path string) { p.externalStateName(name, path) })
 		}
 	}
+	if en := f.Node("external_state_managers"); en != nil {
+		c.ExternalStates = p.externalStates(en, f.Path("external_state_managers"))
+	}
 	c.ExternalStateManagers = f.AnyMap("external_state_managers")
 	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
 	c.StateJoiners = f.AnyMap("state_joiners")
@@ -392,8 +395,7 @@ func (p *parser) computationNotes(c *Computation, path string) {
 		p.unsupported(at("key_visitor_streams"), "key_visitor_streams (visits of every stored key)")
 	}
 	for key, m := range map[string]map[string]any{
-		"external_state_managers": c.ExternalStateManagers, "external_state_joiners": c.ExternalStateJoiners,
-		"state_joiners": c.StateJoiners,
+		"external_state_joiners": c.ExternalStateJoiners, "state_joiners": c.StateJoiners,
 	} {
 		if len(m) > 0 {
 			p.unsupported(at(key), "%s (state kept outside the pipeline or joined from another computation)", key)

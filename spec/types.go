@@ -180,6 +180,9 @@ type Computation struct {
 	// Watermark is the part of watermark_strategy the runtime interprets (nil when absent;
 	// the whole block is also kept in WatermarkStrategy).
 	Watermark *WatermarkStrategy
+	// ExternalStates are the parsed external_state_managers, by state name ("/totals"); the
+	// block as written is also kept in ExternalStateManagers.
+	ExternalStates map[string]*ExternalState
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
 	KeyVisitorStreams     map[string]any

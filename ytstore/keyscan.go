@@ -7,6 +7,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
 )
 
 // TableSchema reads the @schema of the table at path.
@@ -62,4 +63,36 @@ func (s *Store) ScanKeys(ctx context.Context, k KeyScan) ([]map[string]any, erro
 		return nil, err
 	}
 	return rows, nil
+}
+
+// LookupUserRows looks keys (maps of a user table's key columns) up in the sorted dynamic
+// table at path: one result per key, in the order of keys, nil for a key without a row.
+func (s *Store) LookupUserRows(ctx context.Context, path string, keys []map[string]any) ([]map[string]any, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	anyKeys := make([]any, len(keys))
+	for i, k := range keys {
+		anyKeys[i] = k
+	}
+	r, err := s.yc.LookupRows(ctx, ypath.Path(path), anyKeys, &yt.LookupRowsOptions{KeepMissingRows: true})
+	if err != nil {
+		return nil, fmt.Errorf("ytstore: lookup in %s: %w", path, classify(err))
+	}
+	defer func() { _ = r.Close() }()
+	out := make([]map[string]any, 0, len(keys))
+	for r.Next() {
+		var row map[string]any
+		if err := r.Scan(&row); err != nil {
+			return nil, fmt.Errorf("ytstore: lookup in %s: decode row: %w", path, err)
+		}
+		out = append(out, row)
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("ytstore: lookup in %s: %w", path, classify(err))
+	}
+	if len(out) != len(keys) {
+		return nil, fmt.Errorf("ytstore: lookup in %s: %d rows for %d keys", path, len(out), len(keys))
+	}
+	return out, nil
 }

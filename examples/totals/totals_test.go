@@ -1,0 +1,89 @@
+package totals_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdkyson "go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/app"
+	_ "github.com/ytflow/yt-flow/examples/totals"
+)
+
+// Model is the totals table that events produce: user -> "total events", users whose
+// account a negative amount closed (and who had no event since) absent.
+func Model(events []map[string]any) map[string]string {
+	type acc struct{ total, events int64 }
+	m := map[string]*acc{}
+	for _, e := range events {
+		u, a := e["user"].(string), e["amount"].(int64)
+		if a < 0 {
+			delete(m, u)
+			continue
+		}
+		if m[u] == nil {
+			m[u] = &acc{}
+		}
+		m[u].total += a
+		m[u].events++
+	}
+	out := map[string]string{}
+	for u, a := range m {
+		out[u] = fmt.Sprintf("%d %d", a.total, a.events)
+	}
+	return out
+}
+
+func readEvents(t *testing.T) []map[string]any {
+	data, err := os.ReadFile("events.yson")
+	require.NoError(t, err)
+	var rows []map[string]any
+	require.NoError(t, sdkyson.Unmarshal(append(append([]byte("["), data...), ']'), &rows))
+	return rows
+}
+
+// TestExternalStateFollowsModel runs `yt-flow run --spec examples/totals/pipeline.yson` in
+// process on a fresh embedded server: KeepTotals keeps each user's total in the external
+// state table, deleting closed accounts, and the table the run prints equals the model the
+// test computes from events.yson (every user, total and event count; closed accounts absent).
+func TestExternalStateFollowsModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole example")
+	}
+	for _, k := range []string{"YT_PROXY", "YT_TOKEN", "YT_TOKEN_PATH", "YT_FLOW_PROXY", "YT_FLOW_TOKEN", "YT_FLOW_TOKEN_PATH", "YT_FLOW_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+	events := readEvents(t)
+	want := Model(events)
+	require.NotEmpty(t, want)
+	require.Less(t, len(want), 8, "events.yson closes some account for good")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := app.Run(ctx, []string{"run", "--spec", "pipeline.yson", "--data-dir", t.TempDir(), "--progress", "0"}, &out, &errb)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	text := out.String()
+	assert.Contains(t, text, "pipeline //home/totals/pipeline completed")
+	_, table, ok := strings.Cut(text, "totals per user:\n")
+	require.True(t, ok, "no result section:\n%s", text)
+	got := map[string]string{}
+	for _, line := range strings.Split(table, "\n")[1:] { // after the header
+		if f := strings.Fields(line); len(f) == 3 {
+			got[f[0]] = f[1] + " " + f[2]
+		}
+	}
+	users := make([]string, 0, len(want))
+	for u := range want {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	assert.Equal(t, want, got, "totals table of %d events (users %v):\n%s", len(events), users, text)
+}
