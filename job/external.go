@@ -128,7 +128,8 @@ func (r *runner) loadExternal(ctx context.Context, b *epoch.Batch) (map[string]m
 // key columns from the key, or a deletion by key.
 //
 // Invariant: external state is written in the epoch transaction, so its changes commit
-// exactly once with the epoch's outputs and input registrations (TestExternalStateFollowsModel).
+// exactly once with the epoch's outputs and input registrations (TestExternalStateFollowsModel,
+// TestExternalStateEndToEnd).
 func (r *runner) externalWrites(plan *epoch.Plan, results []*flow.Result) ([]ytstore.SinkWrite, error) {
 	if len(r.ext) == 0 {
 		for i, res := range results {
