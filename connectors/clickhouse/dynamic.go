@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"context"
 	"time"
 
 	"github.com/ytflow/yt-flow/yson"
@@ -69,4 +70,30 @@ func parseDynamic(f *yson.Fields, _ any) any {
 		d.ReplayHorizon = def.ReplayHorizon
 	}
 	return d
+}
+
+// Reconfigure applies new dynamic parameters with the next insert (connector.Reconfigurer).
+func (s *batching) Reconfigure(_ context.Context, dynamic any) error {
+	return s.t.reconfigure(dynamic)
+}
+
+// Reconfigure applies new dynamic parameters with the next insert (connector.Reconfigurer).
+func (s *atLeastOnce) Reconfigure(_ context.Context, dynamic any) error {
+	return s.t.reconfigure(dynamic)
+}
+
+// Reconfigure applies new dynamic parameters with the next insert (connector.Reconfigurer).
+func (s *atMostOnce) Reconfigure(_ context.Context, dynamic any) error {
+	return s.t.reconfigure(dynamic)
+}
+
+// Reconfigure applies new dynamic parameters to every shard with its next insert
+// (connector.Reconfigurer).
+func (s *sharded) Reconfigure(_ context.Context, dynamic any) error {
+	for _, t := range s.targets {
+		if err := t.reconfigure(dynamic); err != nil {
+			return err
+		}
+	}
+	return nil
 }
