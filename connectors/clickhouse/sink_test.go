@@ -369,3 +369,24 @@ func TestReconfigureWriteTimeout(t *testing.T) {
 	assert.Equal(t, [2]uint64{400, 400}, [2]uint64{rows, unique})
 	require.Error(t, rc.Reconfigure(s.ctx, "not dynamic parameters"))
 }
+
+// TestShardedRefusesIndependentHosts: a shard of the sharded sink whose hosts are two
+// independent (non-replicated) servers is refused at session start, naming the shard, and
+// nothing is written to either.
+func TestShardedRefusesIndependentHosts(t *testing.T) {
+	a, b := startServer(t), startServer(t)
+	for _, s := range []*server{a, b} {
+		s.exec(t, `CREATE TABLE t (id UInt64, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 10`)
+	}
+	p := &ShardedParams{Params: *a.params("t"), Shards: []string{"east"}, ShardHosts: map[string][]string{"east": {a.srv.TCPAddr, b.srv.TCPAddr}}}
+	p.Hosts = nil
+	sink := newSharded("out", p, nil)
+	_, err := sink.Deliver(a.ctx, batchesOf(0, 10, 10))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrBroken))
+	assert.ErrorContains(t, err, "sink out shard east: table default.t: unsuitable ClickHouse table: hosts lists 2 servers")
+	for _, s := range []*server{a, b} {
+		rows, _ := s.counts(t, "t")
+		assert.Zero(t, rows)
+	}
+}
