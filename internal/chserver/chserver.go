@@ -20,14 +20,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ytflow/yt-flow/internal/chdb"
 )
 
 // LibEnv is the environment variable holding the path of libchdb.so.
-const LibEnv = "CHDB_LIB"
+const LibEnv = chdb.LibEnv
 
 // Install is how a developer gets the library, for skip messages and the README.
-const Install = "npm install --no-save --prefix DIR @chdb/lib-linux-x64-gnu@26.7.3-stable.1; " +
-	"export " + LibEnv + "=DIR/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so"
+const Install = chdb.Install
 
 // Lib returns the path of libchdb.so. When it is not set or not there, it skips t with the
 // way to get it, or fails t under CI=true.
