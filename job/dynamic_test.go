@@ -130,3 +130,45 @@ func TestApplyDynamicReconfiguresOrRestarts(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dynamic_spec/computations/c/sinks/s/parameters/limit")
 }
+
+// topoSink is an async sink with a topology fingerprint.
+type topoSink struct{ fp string }
+
+func (s topoSink) Deliver(context.Context, []connector.Batch) (int, error) { return 0, nil }
+func (s topoSink) Topology() string                                        { return s.fp }
+
+// TestTopologyChangeRefusedWithBacklog: a job whose async sink's topology fingerprint differs
+// from the one its partition state keeps is refused while the partition holds outputs for
+// that sink, naming the sink, the backlog and both fingerprints; without a backlog, or with
+// no fingerprint kept yet, the new one is kept with the next commit; an equal one changes
+// nothing.
+func TestTopologyChangeRefusedWithBacklog(t *testing.T) {
+	newRunner := func(fp string) *runner {
+		return &runner{comp: &spec.Computation{ID: "c"}, job: ytstore.Job{JobID: "j", PartitionID: "c/0of1"},
+			asyncSinks: map[string]connector.AsyncSink{"ch": topoSink{fp}, "plain": dynPlainSink{}}}
+	}
+	kept := map[string][]byte{topologyStatePrefix + "ch": []byte("shards [a b]")}
+	backlog := []ytstore.OutputRow{{Destination: sinkDestPrefix + "ch"}, {Destination: sinkDestPrefix + "plain"}, {Destination: sinkDestPrefix + "ch"}}
+
+	r := newRunner("shards [a b c]")
+	err := r.checkTopologies(kept, backlog)
+	require.ErrorIs(t, err, connector.ErrTopologyChanged)
+	assert.Contains(t, err.Error(), "sink ch: ")
+	assert.Contains(t, err.Error(), "2 outputs of partition c/0of1 wait for delivery along the old one (shards [a b], now shards [a b c])")
+
+	r = newRunner("shards [a b c]")
+	require.NoError(t, r.checkTopologies(kept, backlog[1:2]), "no backlog of the sink")
+	assert.Equal(t, map[string]string{"ch": "shards [a b c]"}, r.topologyPending)
+
+	r = newRunner("shards [a b]")
+	require.NoError(t, r.checkTopologies(kept, backlog))
+	assert.Empty(t, r.topologyPending, "unchanged")
+
+	r = newRunner("shards [a b]")
+	require.NoError(t, r.checkTopologies(map[string][]byte{}, backlog), "none kept yet (a partition of an older version)")
+	assert.Equal(t, map[string]string{"ch": "shards [a b]"}, r.topologyPending)
+}
+
+type dynPlainSink struct{}
+
+func (dynPlainSink) Deliver(context.Context, []connector.Batch) (int, error) { return 0, nil }

@@ -95,6 +95,9 @@ type runner struct {
 	asyncSinks   map[string]connector.AsyncSink
 	bestEffort   map[string]*connector.AtMostOnce
 	seq          map[string]int64 // next producer sequence number per async sink
+	// topologyPending holds the topology fingerprints of async sinks to keep with the next
+	// commit (checkTopologies).
+	topologyPending map[string]string
 	// partState is the user state of a source job (per partition; invocations have a nil
 	// key), kept in partition_states under userStatePrefix.
 	partState map[string][]byte
@@ -189,9 +192,11 @@ func (r *runner) wake() {
 }
 
 const (
-	seqStatePrefix  = "seq/"
-	userStatePrefix = "state/"
-	sinkDestPrefix  = "sink/"
+	seqStatePrefix = "seq/"
+	// topologyStatePrefix keeps an async sink's topology fingerprint (load.go checkTopologies).
+	topologyStatePrefix = "topology/"
+	userStatePrefix     = "state/"
+	sinkDestPrefix      = "sink/"
 )
 
 // newRunner prepares a runner for job j of pipeline p; it reads nothing yet.

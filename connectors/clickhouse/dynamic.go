@@ -2,6 +2,8 @@ package clickhouse
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ytflow/yt-flow/yson"
@@ -96,4 +98,16 @@ func (s *sharded) Reconfigure(_ context.Context, dynamic any) error {
 		}
 	}
 	return nil
+}
+
+// Topology is the sharded sink's routing (connector.Topology): its shard names and sharding
+// key columns, which decide each batch's shard and token. Hosts within a shard do not count.
+// The runtime refuses a change of either while outputs committed under the old routing wait
+// for delivery (flow-docs' topology fingerprint guard).
+func (s *sharded) Topology() string {
+	keys := "message id"
+	if len(s.params.ShardingKeyColumns) > 0 {
+		keys = strings.Join(s.params.ShardingKeyColumns, ",")
+	}
+	return fmt.Sprintf("shards %s by %s", strings.Join(s.params.Shards, ","), keys)
 }

@@ -141,6 +141,19 @@ type BestEffortWriter interface {
 	WriteBestEffort(ctx context.Context, rows []map[string]any) error
 }
 
+// Topology is implemented by an async sink whose routing of outputs depends on its
+// parameters, as the sharded ClickHouse sink's shards decide where a batch goes and which
+// token it carries. Topology returns a fingerprint of that routing. The runtime keeps it with
+// the partition's state and refuses to start a job whose undelivered outputs were committed
+// under another fingerprint (ErrTopologyChanged): sent along the new routing, a batch
+// partly delivered along the old one would be written twice.
+type Topology interface {
+	Topology() string
+}
+
+// ErrTopologyChanged is wrapped by the error of a job refused because of Topology.
+var ErrTopologyChanged = errors.New("the sink's topology changed while outputs committed under the old one are undelivered")
+
 // Reconfigurer is implemented by a source or sink that applies a change of its dynamic
 // parameters in place. When the pipeline's dynamic spec changes while a job runs, the
 // runtime calls Reconfigure between two epochs with the newly parsed dynamic parameters
