@@ -66,7 +66,7 @@ func TestSetupUnknownColumnType(t *testing.T) {
 // TestSetupExamplesParse checks that the setup files shipped with the examples parse and
 // name their input files, which exist.
 func TestSetupExamplesParse(t *testing.T) {
-	for _, ex := range []string{"word_count", "sessions", "static_count"} {
+	for _, ex := range []string{"word_count", "sessions", "static_count", "clickhouse_events"} {
 		path := filepath.Join("..", "examples", ex, "local.yson")
 		s, err := loadSetup(path)
 		if err != nil {
@@ -137,7 +137,7 @@ func FuzzParseSetup(f *testing.F) {
 		`{}`, `{tables = []}`, `{tables = {}}`, `{tables = [{kind = queue}]}`,
 		`{tables = [{path = "//c"; kind = consumer}]}`,
 		`{inputs = [{queue = "//q"; file = "in.txt"; format = yson}]}`,
-		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
+		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{clickhouse = {statements = ["CREATE TABLE t (a UInt8) ENGINE = Memory"]; results = [{query = "SELECT 1"}]}}`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -176,6 +176,13 @@ func FuzzParseSetup(f *testing.F) {
 		for i, r := range s.Results {
 			if r.Query == "" {
 				t.Fatalf("result %d accepted without a query", i)
+			}
+		}
+		if s.ClickHouse != nil {
+			for i, r := range s.ClickHouse.Results {
+				if r.Query == "" {
+					t.Fatalf("clickhouse result %d accepted without a query", i)
+				}
 			}
 		}
 	})
