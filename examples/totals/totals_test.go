@@ -65,25 +65,54 @@ func TestExternalStateFollowsModel(t *testing.T) {
 	want := Model(events)
 	require.NotEmpty(t, want)
 	require.Less(t, len(want), 8, "events.yson closes some account for good")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out, errb bytes.Buffer
-	code := app.Run(ctx, []string{"run", "--spec", "pipeline.yson", "--data-dir", t.TempDir(), "--progress", "0"}, &out, &errb)
-	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
-	text := out.String()
-	assert.Contains(t, text, "pipeline //home/totals/pipeline completed")
-	_, table, ok := strings.Cut(text, "totals per user:\n")
-	require.True(t, ok, "no result section:\n%s", text)
-	got := map[string]string{}
-	for _, line := range strings.Split(table, "\n")[1:] { // after the header
-		if f := strings.Fields(line); len(f) == 3 {
-			got[f[0]] = f[1] + " " + f[2]
-		}
-	}
+	got, text := runExample(t, t.TempDir(), "pipeline.yson", "", "//home/totals/pipeline", "totals per user")
 	users := make([]string, 0, len(want))
 	for u := range want {
 		users = append(users, u)
 	}
 	sort.Strings(users)
 	assert.Equal(t, want, got, "totals table of %d events (users %v):\n%s", len(events), users, text)
+}
+
+// runExample runs spec (with setup, when not "") on the embedded server in dataDir and
+// returns the result section title as user -> "total events", and the run's output.
+func runExample(t *testing.T, dataDir, spec, setup, pipeline, title string) (map[string]string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{"run", "--spec", spec, "--data-dir", dataDir, "--progress", "0"}
+	if setup != "" {
+		args = append(args, "--setup", setup)
+	}
+	var out, errb bytes.Buffer
+	code := app.Run(ctx, args, &out, &errb)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	text := out.String()
+	assert.Contains(t, text, "pipeline "+pipeline+" completed")
+	_, table, ok := strings.Cut(text, title+":\n")
+	require.True(t, ok, "no result section %q:\n%s", title, text)
+	got := map[string]string{}
+	for _, line := range strings.Split(table, "\n")[1:] { // after the header
+		if f := strings.Fields(line); len(f) == 3 {
+			got[f[0]] = f[1] + " " + f[2]
+		}
+	}
+	return got, text
+}
+
+// TestTotalsReportRuns runs pipeline.yson, then report.yson on the same data: the service log
+// source reads the totals table KeepTotals kept (one cycle, two hash ranges) and the report
+// table ReportTotals fills holds every row of it — the model of events.yson.
+func TestTotalsReportRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole example")
+	}
+	for _, k := range []string{"YT_PROXY", "YT_TOKEN", "YT_TOKEN_PATH", "YT_FLOW_PROXY", "YT_FLOW_TOKEN", "YT_FLOW_TOKEN_PATH", "YT_FLOW_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+	want := Model(readEvents(t))
+	dataDir := t.TempDir()
+	runExample(t, dataDir, "pipeline.yson", "", "//home/totals/pipeline", "totals per user")
+	got, text := runExample(t, dataDir, "report.yson", "report.local.yson", "//home/totals/report_pipeline", "report")
+	assert.Equal(t, want, got, "report:\n%s", text)
 }
