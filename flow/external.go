@@ -101,3 +101,18 @@ type externalError struct{ name string }
 func (e *externalError) Error() string {
 	return "external state " + e.name + ": only keyed computations have external state"
 }
+
+// JoinedExternalStateOf returns a copy of the row the joined external state name (of
+// external_state_joiners: a table read and never written by this computation) holds for
+// ctx's key, as the epoch read it; nil and false when there is none.
+func JoinedExternalStateOf(ctx *Context, name string) (Row, bool) {
+	if ctx.inv.Key == nil {
+		ctx.fail(errExternalUnkeyed(name))
+		return nil, false
+	}
+	row, ok := ctx.inv.External[name]
+	if !ok || row == nil {
+		return nil, false
+	}
+	return maps.Clone(row), true
+}

@@ -42,3 +42,21 @@ func TestExternalStateReadsOwnWrites(t *testing.T) {
 	}).Invoke(&Invocation{Messages: []Message{{MessageID: "m1"}}})
 	assert.ErrorContains(t, err, "external state /t: only keyed computations have external state")
 }
+
+// TestJoinedExternalState: a joined state reads the row the epoch read (a copy); none reads
+// as absent.
+func TestJoinedExternalState(t *testing.T) {
+	inv := &Invocation{Key: Key{uint64(1)}, Messages: []Message{{MessageID: "m1"}}, External: map[string]Row{"/j": {"x": int64(3)}}}
+	res, err := PerMessage(func(ctx *Context, m *Message) error {
+		row, ok := JoinedExternalStateOf(ctx, "/j")
+		require.True(t, ok)
+		assert.Equal(t, Row{"x": int64(3)}, row)
+		row["x"] = int64(4)
+		_, ok = JoinedExternalStateOf(ctx, "/none")
+		assert.False(t, ok)
+		return nil
+	}).Invoke(inv)
+	require.NoError(t, err)
+	assert.Nil(t, res.ExternalWrites)
+	assert.Equal(t, int64(3), inv.External["/j"]["x"], "a copy")
+}

@@ -22,9 +22,10 @@ type externalStore interface {
 	LookupUserRows(ctx context.Context, path string, keys []map[string]any) ([]map[string]any, error)
 }
 
-// extTable is one external state of the computation.
+// extTable is one external state of the computation (a joiner's is read only).
 type extTable struct {
 	name, path string
+	joiner     bool
 	// keys are the table's key columns: the group_by_schema columns, in order.
 	keys []string
 	// computed are the key columns with an expression: the table computes them, so writes
@@ -49,7 +50,7 @@ func (r *runner) externals(ctx context.Context) ([]*extTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("computation %s: external state %s: %w", r.comp.ID, name, err)
 		}
-		t := &extTable{name: name, path: es.Path, computed: map[string]bool{}}
+		t := &extTable{name: name, path: es.Path, joiner: es.Joiner, computed: map[string]bool{}}
 		for _, c := range sc.Columns {
 			if c.SortOrder != schema.SortNone {
 				t.keys = append(t.keys, c.Name)
@@ -160,9 +161,13 @@ func (r *runner) externalWrites(plan *epoch.Plan, results []*flow.Result) ([]yts
 		key := plan.Groups[i].Key
 		for name, row := range res.ExternalWrites {
 			t, ok := byName[name]
-			if !ok {
-				return nil, fmt.Errorf("job %s: computation %s: key %v: external state %s is not declared in external_state_managers",
-					r.job.JobID, r.comp.ID, key, name)
+			if !ok || t.joiner {
+				why := "is not declared in external_state_managers"
+				if ok {
+					why = "is a joiner (external_state_joiners): read only"
+				}
+				return nil, fmt.Errorf("job %s: computation %s: key %v: external state %s %s",
+					r.job.JobID, r.comp.ID, key, name, why)
 			}
 			j := index[name]
 			if row == nil {

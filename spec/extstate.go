@@ -6,28 +6,41 @@ import (
 )
 
 // SimpleExternalStateManager is Flow's external state manager class: the state of a key is
-// the rows of a user's sorted dynamic table whose leading key columns are the key.
-const SimpleExternalStateManager = "NYT::NFlow::TSimpleExternalStateManager"
+// the row of a user's sorted dynamic table whose key columns are the key. The joiner class
+// reads such a row without writing it.
+const (
+	SimpleExternalStateManager = "NYT::NFlow::TSimpleExternalStateManager"
+	SimpleExternalStateJoiner  = "NYT::NFlow::TSimpleExternalStateJoiner"
+)
 
-// ExternalState is one entry of a computation's external_state_managers.
+// ExternalState is one entry of a computation's external_state_managers or
+// external_state_joiners.
 type ExternalState struct {
 	// Name is the state's name ("/totals"), as process functions open it.
 	Name string
 	// Path is the sorted dynamic table (parameters/path).
 	Path string
+	// Joiner: an entry of external_state_joiners, read only.
+	Joiner bool
 }
 
-// externalStates parses external_state_managers: "/name" → {external_state_manager_class_name
-// (TSimpleExternalStateManager); parameters = {path}}.
-func (p *parser) externalStates(n *yson.Node, path string) map[string]*ExternalState {
+// externalStates parses external_state_managers ("/name" → {external_state_manager_class_name
+// = TSimpleExternalStateManager; parameters = {path}}) or, with joiner,
+// external_state_joiners ("/name" → {external_state_joiner_class_name =
+// TSimpleExternalStateJoiner; parameters = {path}}).
+func (p *parser) externalStates(n *yson.Node, path string, joiner bool) map[string]*ExternalState {
 	out := map[string]*ExternalState{}
+	classKey, want := "external_state_manager_class_name", SimpleExternalStateManager
+	if joiner {
+		classKey, want = "external_state_joiner_class_name", SimpleExternalStateJoiner
+	}
 	p.w.Each(n, path, func(name string, item *yson.Node, ip string) {
 		f := p.w.Fields(item, ip)
-		class := f.RequiredString("external_state_manager_class_name")
-		if class != "" && class != SimpleExternalStateManager && "NYT::NFlow::"+class != SimpleExternalStateManager {
-			f.Errorf("external_state_manager_class_name", "%q is not a known external state manager (want %s)", class, SimpleExternalStateManager)
+		class := f.RequiredString(classKey)
+		if class != "" && class != want && "NYT::NFlow::"+class != want {
+			f.Errorf(classKey, "%q is not a known class here (want %s)", class, want)
 		}
-		es := &ExternalState{Name: name}
+		es := &ExternalState{Name: name, Joiner: joiner}
 		if pn := f.Required("parameters"); pn != nil {
 			pf := p.w.Fields(pn, f.Path("parameters"))
 			es.Path = registry.RichPath(pf, "path")
@@ -47,11 +60,11 @@ func (p *parser) validateExternalStates(pl *Pipeline, compsPath string) {
 		c := pl.Computations[id]
 		base := yson.Join(compsPath, id+"/external_state_managers")
 		if len(c.ExternalStates) > 0 && (c.Kind != KindTransform || len(c.GroupBy.Columns) == 0) {
-			p.errorf(base, "external state applies to keyed transform computations (with group_by_schema) only, not %s", c.Kind)
+			p.errorf(yson.Join(compsPath, id), "external state applies to keyed transform computations (with group_by_schema) only, not %s", c.Kind)
 		}
 		for _, name := range sortedKeys(c.ExternalStates) {
 			es := c.ExternalStates[name]
-			if es.Path == "" {
+			if es.Path == "" || es.Joiner {
 				continue
 			}
 			at := base + "/" + name

@@ -31,9 +31,11 @@ func extStatePipeline(a, b string) string {
 }`, comp("a", a), comp("b", b))
 }
 
-// TestExternalStateManagers: TSimpleExternalStateManager entries parse into
-// Computation.ExternalStates and run (no "not supported" note); a table claimed by two
-// managers, an unknown class, a missing path and a bad name are errors with their paths.
+// TestExternalStateManagers: TSimpleExternalStateManager and TSimpleExternalStateJoiner
+// entries parse into Computation.ExternalStates and run (no "not supported" note); a joiner
+// may read a table a manager writes; a table claimed by two managers, a name that is both a
+// manager and a joiner, an unknown class, a missing path and a bad name are errors with their
+// paths.
 func TestExternalStateManagers(t *testing.T) {
 	state := func(name, class, path string) string {
 		return fmt.Sprintf(`{%q = {external_state_manager_class_name = %q; parameters = {path = %q}}}`, name, class, path)
@@ -44,10 +46,23 @@ func TestExternalStateManagers(t *testing.T) {
 	assert.Equal(t, "//t2", pl.Computations["two"].ExternalStates["/x"].Path)
 	assert.Empty(t, pl.Notes.Unsupported)
 
+	// A joiner reads a table another computation writes: no second writer.
+	joiner := `{};
+            external_state_joiners = {"/j" = {external_state_joiner_class_name = "NYT::NFlow::TSimpleExternalStateJoiner"; parameters = {path = "//t"}}}`
+	pl, err = ParsePipeline([]byte(extStatePipeline(state("/w", "TSimpleExternalStateManager", "//t"), joiner)))
+	require.NoError(t, err)
+	assert.Equal(t, &ExternalState{Name: "/j", Path: "//t", Joiner: true}, pl.Computations["two"].ExternalStates["/j"])
+	assert.Empty(t, pl.Notes.Unsupported)
+
 	for _, c := range []struct{ a, b, want string }{
+		{`{"/s" = {external_state_manager_class_name = "TSimpleExternalStateManager"; parameters = {path = "//t"}}};
+            external_state_joiners = {"/s" = {external_state_joiner_class_name = "TSimpleExternalStateJoiner"; parameters = {path = "//u"}}}`, "{}",
+			`computations/one/external_state_joiners//s: state "/s" is also an external state manager of this computation`},
+		{`{}; external_state_joiners = {"/j" = {external_state_joiner_class_name = "TSimpleExternalStateManager"; parameters = {path = "//u"}}}`, "{}",
+			`computations/one/external_state_joiners//j/external_state_joiner_class_name: "TSimpleExternalStateManager" is not a known class here (want NYT::NFlow::TSimpleExternalStateJoiner)`},
 		{state("/s", "TSimpleExternalStateManager", "//t"), state("/s", "TSimpleExternalStateManager", "//t"),
 			"computations/two/external_state_managers//s/parameters/path: State table //t is claimed for writing by both computations/one/external_state_managers//s and computations/two/external_state_managers//s"},
-		{state("/s", "TFancyManager", "//t"), "{}", `computations/one/external_state_managers//s/external_state_manager_class_name: "TFancyManager" is not a known external state manager`},
+		{state("/s", "TFancyManager", "//t"), "{}", `computations/one/external_state_managers//s/external_state_manager_class_name: "TFancyManager" is not a known class here (want NYT::NFlow::TSimpleExternalStateManager)`},
 		{`{"/s" = {external_state_manager_class_name = "TSimpleExternalStateManager"; parameters = {}}}`, "{}", "computations/one/external_state_managers//s/parameters/path: required"},
 		{state("s", "TSimpleExternalStateManager", "//t"), "{}", `computations/one/external_state_managers/s: state name "s" must start with /`},
 	} {

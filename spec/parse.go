@@ -346,7 +346,19 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 		}
 	}
 	if en := f.Node("external_state_managers"); en != nil {
-		c.ExternalStates = p.externalStates(en, f.Path("external_state_managers"))
+		c.ExternalStates = p.externalStates(en, f.Path("external_state_managers"), false)
+	}
+	if jn := f.Node("external_state_joiners"); jn != nil {
+		for name, es := range p.externalStates(jn, f.Path("external_state_joiners"), true) {
+			if c.ExternalStates == nil {
+				c.ExternalStates = map[string]*ExternalState{}
+			}
+			if _, ok := c.ExternalStates[name]; ok {
+				p.errorf(f.Path("external_state_joiners")+"/"+name, "state %q is also an external state manager of this computation", name)
+				continue
+			}
+			c.ExternalStates[name] = es
+		}
 	}
 	c.ExternalStateManagers = f.AnyMap("external_state_managers")
 	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
@@ -395,7 +407,7 @@ func (p *parser) computationNotes(c *Computation, path string) {
 		p.unsupported(at("key_visitor_streams"), "key_visitor_streams (visits of every stored key)")
 	}
 	for key, m := range map[string]map[string]any{
-		"external_state_joiners": c.ExternalStateJoiners, "state_joiners": c.StateJoiners,
+		"state_joiners": c.StateJoiners,
 	} {
 		if len(m) > 0 {
 			p.unsupported(at(key), "%s (state kept outside the pipeline or joined from another computation)", key)

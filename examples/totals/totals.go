@@ -1,8 +1,8 @@
 // Package totals holds the process functions of the totals example (examples/totals): a
 // transform that keeps per-user totals in an external state table — a sorted dynamic table
 // the user owns — and a function that re-emits that table's rows, read every cycle by a
-// service log source, as a report. Importing the package registers KeepTotals and
-// ReportTotals.
+// service log source, as a report. KeepCappedTotals also reads a joined external state.
+// Importing the package registers KeepTotals, KeepCappedTotals and ReportTotals.
 package totals
 
 import (
@@ -13,6 +13,7 @@ import (
 
 func init() {
 	flow.Register("KeepTotals", flow.Batch(KeepTotals))
+	flow.Register("KeepCappedTotals", flow.Batch(KeepCappedTotals))
 	flow.Register("ReportTotals", flow.PerMessage(ReportTotals))
 }
 
@@ -38,6 +39,29 @@ func KeepTotals(ctx *flow.Context, msgs []flow.Message) error {
 		total, _ := row["total"].(int64)
 		events, _ := row["events"].(int64)
 		totals.Set(flow.Row{"total": total + amount, "events": events + 1})
+	}
+	return nil
+}
+
+// Caps is the name of the joined external state KeepCappedTotals reads
+// (external_state_joiners): a row {cap} per user, or none.
+const Caps = "/caps"
+
+// KeepCappedTotals is KeepTotals with a user's total capped at the cap its row of the joined
+// external state "/caps" holds (no row: no cap). It reads that table and never writes it.
+func KeepCappedTotals(ctx *flow.Context, msgs []flow.Message) error {
+	if err := KeepTotals(ctx, msgs); err != nil {
+		return err
+	}
+	limit, ok := flow.JoinedExternalStateOf(ctx, Caps)
+	if !ok {
+		return nil
+	}
+	totals := flow.ExternalStateOf(ctx, State)
+	row, ok := totals.Get()
+	if c, isInt := limit["cap"].(int64); ok && isInt && row["total"].(int64) > c {
+		row["total"] = c
+		totals.Set(row)
 	}
 	return nil
 }

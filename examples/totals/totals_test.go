@@ -116,3 +116,31 @@ func TestTotalsReportRuns(t *testing.T) {
 	got, text := runExample(t, dataDir, "report.yson", "report.local.yson", "//home/totals/report_pipeline", "report")
 	assert.Equal(t, want, got, "report:\n%s", text)
 }
+
+// TestCappedTotalsRuns runs capped.yson: KeepCappedTotals reads each user's cap from the joined
+// external state (external_state_joiners, caps.yson) and never writes it; the capped totals
+// table equals the model with each total capped, and the caps table is unchanged.
+func TestCappedTotalsRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole example")
+	}
+	for _, k := range []string{"YT_PROXY", "YT_TOKEN", "YT_TOKEN_PATH", "YT_FLOW_PROXY", "YT_FLOW_TOKEN", "YT_FLOW_TOKEN_PATH", "YT_FLOW_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+	caps := map[string]int64{"alice": 300, "bob": 100, "erin": 1000} // caps.yson
+	want := Model(readEvents(t))
+	capped := 0
+	for u, c := range caps {
+		var total, events int64
+		if _, err := fmt.Sscanf(want[u], "%d %d", &total, &events); err != nil {
+			continue // a closed account
+		}
+		if total > c {
+			want[u] = fmt.Sprintf("%d %d", c, events)
+			capped++
+		}
+	}
+	require.Equal(t, 2, capped, "caps.yson caps two users' totals")
+	got, text := runExample(t, t.TempDir(), "capped.yson", "capped.local.yson", "//home/totals/capped_pipeline", "capped totals")
+	assert.Equal(t, want, got, "capped totals:\n%s", text)
+}
