@@ -20,7 +20,7 @@ import (
 
 	xzap "go.ytsaurus.tech/library/go/core/log/zap"
 
-	"github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver"
+	"github.com/ytflow/yt-flow/internal/chserver"
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
 )

@@ -81,7 +81,7 @@ func build() (string, error) {
 			return
 		}
 		binary = filepath.Join(dir, "chserver")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver/cmd/chserver").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/ytflow/yt-flow/internal/chserver/cmd/chserver").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("build chserver: %w\n%s", err, out)
 		}
