@@ -20,9 +20,9 @@ import (
 
 	xzap "go.ytsaurus.tech/library/go/core/log/zap"
 
-	"github.com/ytflow/yt-flow/internal/chserver"
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
+	"github.com/ytflow/yt-flow/internal/chserver"
 )
 
 func TestMain(m *testing.M) {
