@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -74,8 +75,9 @@ func withClient[T any](ctx context.Context, env connector.Env, p *SourceParams, 
 	ctx, cancel := context.WithTimeout(ctx, p.MetadataTimeout)
 	defer cancel()
 	v, err := fn(ctx, kadm.NewClient(cl), p)
-	if err != nil && !errors.Is(err, ErrNoTopic) && ctx.Err() != nil {
-		err = fmt.Errorf("%w: no answer from brokers %s within metadata_timeout %v: check bootstrap_servers of resource %s and that the brokers are up", err, c.BootstrapServers, p.MetadataTimeout, ClientResourceID)
+	var netErr net.Error
+	if err != nil && !errors.Is(err, ErrNoTopic) && (ctx.Err() != nil || errors.As(err, &netErr)) {
+		err = fmt.Errorf("%w (brokers %s, metadata_timeout %v): check bootstrap_servers of resource %s and that the brokers are up", err, c.BootstrapServers, p.MetadataTimeout, ClientResourceID)
 	}
 	return v, err
 }
