@@ -135,6 +135,8 @@ func (s *sink) checkRedirect(req *http.Request, via []*http.Request) error {
 // Invariant: a batch is reported held only after every message of it was answered with a
 // 2xx, and a resend carries the same idempotency key (TestDeliverPartialCount,
 // TestIdempotencyKeyStable, TestHTTPSinkConformance).
+// Invariant: a broken instance writes nothing; its batches stay pending for the next instance
+// (TestDeliverPartialCount, TestHTTPSinkUnreachableURL).
 func (s *sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
 	if s.broken != nil {
 		return 0, s.broken
