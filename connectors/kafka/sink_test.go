@@ -228,6 +228,7 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 	require.Equal(t, []int{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}, values(c.readCommitted(topic)))
 	require.NoError(t, s.WriteBestEffort(ctx(t), []map[string]any{{"id": "x", "k": nil}}))
 }
+
 // TestKafkaSinkMissingTopic: a sink whose topic does not exist fails its delivery with an
 // error naming the sink, the topic and what to do, and writes nothing, under either guarantee.
 func TestKafkaSinkMissingTopic(t *testing.T) {
