@@ -75,8 +75,12 @@ func TestSetupExamplesParse(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		if len(s.Tables) == 0 || len(s.Inputs) == 0 || len(s.Results) == 0 {
-			t.Errorf("%s: %d tables, %d inputs, %d results; want each", path, len(s.Tables), len(s.Inputs), len(s.Results))
+		results := len(s.Results)
+		if s.ClickHouse != nil {
+			results += len(s.ClickHouse.Results)
+		}
+		if len(s.Tables) == 0 || len(s.Inputs) == 0 || results == 0 {
+			t.Errorf("%s: %d tables, %d inputs, %d results; want each", path, len(s.Tables), len(s.Inputs), results)
 		}
 		for _, in := range s.Inputs {
 			if _, err := os.Stat(filepath.Join(s.dir, in.File)); err != nil {
@@ -130,7 +134,7 @@ func TestSetupMissingInputFile(t *testing.T) {
 // every table has a path and a kind (a consumer its queue), every input a queue, a file
 // and a known format, every result a query; and that every rejection says it is the setup.
 func FuzzParseSetup(f *testing.F) {
-	for _, ex := range []string{"word_count", "sessions", "static_count"} {
+	for _, ex := range []string{"word_count", "sessions", "static_count", "clickhouse_events"} {
 		if b, err := os.ReadFile(filepath.Join("..", "examples", ex, "local.yson")); err == nil {
 			f.Add(b)
 		}

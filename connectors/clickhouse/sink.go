@@ -34,7 +34,7 @@ import (
 // a permanent error or ran out of max_insert_attempts, or the table failed the session's
 // checks. The instance refuses every further write until the pipeline is paused and started
 // (a new instance validates again).
-var ErrBroken = errors.New("ClickHouse sink is broken until the pipeline is paused and started")
+var ErrBroken = fmt.Errorf("ClickHouse sink is %w", connector.ErrSinkBroken)
 
 // Log receives the sinks' warnings (a table that does not deduplicate, a deduplication window
 // shorter than replay_horizon). A binary may replace it before it opens pipelines.
