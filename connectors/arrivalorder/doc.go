@@ -13,7 +13,10 @@
 //	 tables = [{name; timestamp}; ...];            # the table sequence, by slot
 //	 partitions = {<partition> = {system_timestamp; message_id; sequence_number}}}
 //
-// The per-partition frontier is the last row the tables hold. A delivery repeated after a
+// The per-partition frontier is the last row the tables hold; rows are compared by the
+// sequence number the runtime fixes for each output at the commit (increasing per partition
+// and sink), so the sink needs no order of message ids from its computation (the spec still
+// allows it one input stream, as Flow does). A delivery repeated after a
 // failure or a restart skips the rows at or below its partition's frontier, so a replay
 // that is partly covered writes only the uncovered tail, and the runtime acknowledges a
 // batch (deletes it from the output store) only after its transaction committed and with
