@@ -94,11 +94,13 @@ func TestArrivalOrderEndToEnd(t *testing.T) {
 		n := written()
 		return n >= int64(total/4), fmt.Sprintf("%d of %d rows written", n, total/4)
 	})
+	t.Logf("%d of %d rows written, state %q: killing a worker", written(), total, r.State())
 	r.KillWorker()
 	r.WaitFor(3*time.Minute, func() (bool, string) {
 		n := written()
 		return n >= int64(total/2) || r.State() == "completed", fmt.Sprintf("%d of %d rows written", n, total/2)
 	})
+	t.Logf("%d of %d rows written, state %q: killing the controller", written(), total, r.State())
 	r.KillController()
 	r.WaitCompleted(5 * time.Minute)
 

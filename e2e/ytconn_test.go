@@ -112,11 +112,13 @@ func TestExternalStateEndToEnd(t *testing.T) {
 		n := counted()
 		return n >= events/4 || r.State() == "completed", fmt.Sprintf("%d events counted, waiting for %d", n, events/4)
 	})
+	t.Logf("%d of %d events counted, state %q: killing a worker", counted(), events, r.State())
 	r.KillWorker()
 	r.WaitFor(3*time.Minute, func() (bool, string) {
 		n := counted()
 		return n >= events/2 || r.State() == "completed", fmt.Sprintf("%d events counted, waiting for %d", n, events/2)
 	})
+	t.Logf("%d of %d events counted, state %q: killing the controller", counted(), events, r.State())
 	r.KillController()
 	r.WaitCompleted(5 * time.Minute)
 
