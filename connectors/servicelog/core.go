@@ -77,7 +77,7 @@ func decodePosition(b connector.Position) (position, bool, error) {
 
 // next decides where a read from committed position cur (ok false: none) goes at now:
 // on in cur's cycle, or — cur's cycle being over (done) — the next cycle once
-// cycleTime has passed since cur's started. wait is false when nothing may be read yet; a
+// cycleTime has passed since cur's started. read is false when nothing may be read yet; a
 // finite source reads one cycle.
 func next(cur position, ok, done bool, now time.Time, cycleTime time.Duration, finite bool) (p position, read bool) {
 	switch {
