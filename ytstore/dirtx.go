@@ -2,6 +2,7 @@ package ytstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.ytsaurus.tech/yt/go/ypath"
@@ -16,6 +17,9 @@ type TableAppend struct {
 	// Attributes are set on the table when the transaction creates it (an existing table
 	// keeps its own).
 	Attributes map[string]any
+	// Require, when set, is an attribute an existing table must have: one without it is
+	// not the writer's, and the transaction fails with ErrForeignNode.
+	Require string
 	// Rows are appended after the table's rows; none creates the table empty.
 	Rows []map[string]any
 }
@@ -26,6 +30,10 @@ type DirUpdate struct {
 	// Attribute is the directory attribute's new value.
 	Attribute any
 }
+
+// ErrForeignNode: a node UpdateDir would write is not the writer's (it lacks the attribute
+// TableAppend.Require names).
+var ErrForeignNode = errors.New("node not written by this writer")
 
 // UpdateDir runs one master transaction on directory dir (created, with its parents, if
 // missing): it takes an exclusive lock on dir, reads dir's attribute attr (nil when dir has
@@ -71,6 +79,14 @@ func (s *Store) UpdateDir(ctx context.Context, dir, attr string, plan func(cur y
 		if !exists {
 			if _, err := tx.CreateNode(ctx, tp, yt.NodeTable, &yt.CreateNodeOptions{Attributes: t.Attributes}); err != nil {
 				return fmt.Errorf("ytstore: create %s: %w", tp, classify(err))
+			}
+		} else if t.Require != "" {
+			ok, err := tx.NodeExists(ctx, tp.Attr(t.Require), nil)
+			if err != nil {
+				return fmt.Errorf("ytstore: update %s: %w", tp, classify(err))
+			}
+			if !ok {
+				return fmt.Errorf("ytstore: %w: %s has no @%s", ErrForeignNode, tp, t.Require)
 			}
 		}
 		if len(t.Rows) == 0 {

@@ -22,7 +22,8 @@
 // batch (deletes it from the output store) only after its transaction committed and with
 // the following epoch commit. Partitions that deliver at once take turns on the lock
 // (retrying with a backoff up to retry_backoff). A directory whose @progress names another
-// owner is refused (ErrOwned).
+// owner is refused (ErrOwned), and so is a slot table that exists without
+// @table_timestamp (ytstore.ErrForeignNode): the sink writes only tables it made.
 //
 // When a new slot table is later than the sequence's last one, the slots in between that
 // have ended and are within table_ttl of now get empty tables, as Flow creates them (Flow

@@ -103,7 +103,7 @@ func (s *Sink) commit(ctx context.Context, batches []connector.Batch) error {
 			}
 			u := ytstore.DirUpdate{Attribute: p.Progress}
 			for _, w := range p.Writes {
-				u.Tables = append(u.Tables, ytstore.TableAppend{Name: w.Slot.Name, Attributes: w.Attributes, Rows: w.Rows})
+				u.Tables = append(u.Tables, ytstore.TableAppend{Name: w.Slot.Name, Attributes: w.Attributes, Rows: w.Rows, Require: "table_timestamp"})
 			}
 			return u, nil
 		})
