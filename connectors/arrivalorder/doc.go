@@ -31,8 +31,8 @@
 // arrives). Tables past their TTL leave the sequence; removing them is the cluster's
 // expiration (ytlocal keeps @expiration_time and does not remove nodes).
 //
-// Dynamic parameters: max_row_count (10000) caps the rows of one transaction (a delivery
-// of more takes several, never splitting a batch); retry_backoff (1s) caps the wait for
-// the lock; max_data_weight and transaction_timeout are accepted and not applied, and so is
-// the static data_weight_column.
+// Dynamic parameters: max_row_count (10000) and max_data_weight (1 GiB of the rows' YSON)
+// cap one transaction (a delivery of more takes several, never splitting a batch);
+// retry_backoff (1s) caps the wait for the lock; transaction_timeout is accepted and not
+// applied, and so is the static data_weight_column.
 package arrivalorder

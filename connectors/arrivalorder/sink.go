@@ -48,8 +48,8 @@ type Sink struct {
 	now       func() time.Time
 }
 
-// Deliver writes the batches' rows, in transactions of at most max_row_count rows (a batch
-// is never split), each of which appends the rows to their slot tables and moves the
+// Deliver writes the batches' rows, in transactions of at most max_row_count rows and
+// max_data_weight bytes (a batch is never split), each of which appends the rows to their slot tables and moves the
 // partition's frontier in @progress. Rows the frontier covers are skipped. It returns how
 // many leading batches are committed.
 //
@@ -59,9 +59,14 @@ type Sink struct {
 func (s *Sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
 	done := 0
 	for done < len(batches) {
-		n, rows := 0, int64(0)
-		for done+n < len(batches) && (n == 0 || rows+int64(len(batches[done+n].Rows)) <= s.dyn.MaxRowCount) {
-			rows += int64(len(batches[done+n].Rows))
+		n, rows, weight := 0, int64(0), int64(0)
+		for done+n < len(batches) {
+			b := &batches[done+n]
+			w := batchWeight(b)
+			if n > 0 && (rows+int64(len(b.Rows)) > s.dyn.MaxRowCount || weight+w > s.dyn.MaxDataWeight) {
+				break
+			}
+			rows, weight = rows+int64(len(b.Rows)), weight+w
 			n++
 		}
 		if err := s.commit(ctx, batches[done:done+n]); err != nil {
@@ -125,4 +130,20 @@ func (s *Sink) commit(ctx context.Context, batches []connector.Batch) error {
 // String names the sink for errors: "arrival-order sink //dir (partition p)".
 func (s *Sink) String() string {
 	return fmt.Sprintf("arrival-order sink %s (partition %s)", s.params.OutputDirectory, s.partition)
+}
+
+// batchWeight is the data weight of a batch: the bytes of its rows' YSON.
+func batchWeight(b *connector.Batch) int64 {
+	var n int64
+	for _, d := range b.Rows {
+		if d.Encoded != nil {
+			n += int64(len(d.Encoded))
+			continue
+		}
+		enc, err := yson.Marshal(d.Row)
+		if err == nil {
+			n += int64(len(enc))
+		}
+	}
+	return n
 }

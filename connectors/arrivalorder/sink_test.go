@@ -62,3 +62,53 @@ func TestSinkRefusesForeignTables(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rows, 1, "nothing appended to the foreign table")
 }
+
+// TestSinkSplitsTransactions: with max_row_count (then max_data_weight) below a delivery,
+// the batches commit in several transactions: when a later one fails (its slot table is
+// foreign), the earlier ones stay written and Deliver counts them.
+func TestSinkSplitsTransactions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//p"})
+	require.NoError(t, err)
+	defer st.Close()
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		dir string
+		dyn Dynamic
+	}{
+		{"//rows", Dynamic{MaxRowCount: 2, MaxDataWeight: 1 << 30, RetryBackoff: time.Second}},
+		{"//bytes", Dynamic{MaxRowCount: 1000, MaxDataWeight: 20, RetryBackoff: time.Second}},
+	} {
+		// The third batch's slot (10:02) is a table the sink did not make.
+		sc := schema.Schema{Columns: []schema.Column{{Name: "id", Type: schema.TypeUint64}}}
+		require.NoError(t, st.WriteStaticTable(ctx, c.dir+"/10:02", sc, nil))
+		var batches []connector.Batch
+		for i := range int64(3) {
+			at := uint64(t0.Add(time.Duration(i) * time.Minute).UnixMicro())
+			batches = append(batches, connector.Batch{FirstSeq: 2 * i, LastSeq: 2*i + 1, Rows: []connector.Delivery{
+				{MessageID: "m", SequenceNumber: 2 * i, SystemTimestamp: at, Row: map[string]any{"id": uint64(2 * i)}},
+				{MessageID: "m", SequenceNumber: 2*i + 1, SystemTimestamp: at, Row: map[string]any{"id": uint64(2*i + 1)}},
+			}})
+		}
+		dyn := c.dyn
+		s := &Sink{dir: st, params: &Params{OutputDirectory: c.dir, TablePeriod: time.Minute, TableTTL: time.Hour, TableNameFormat: "%H:%M"},
+			dyn: &dyn, partition: "p0", now: func() time.Time { return t0.Add(5 * time.Minute) }, owner: Owner{Pipeline: "//p", Computation: "c", Sink: "s"}}
+		n, err := s.Deliver(ctx, batches)
+		require.ErrorIs(t, err, ytstore.ErrForeignNode, c.dir)
+		assert.Equal(t, 2, n, "%s: the first two batches committed on their own", c.dir)
+		dir, err := ReadDirectory(ctx, st, c.dir)
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), dir.Progress.Partitions["p0"].SequenceNumber, c.dir)
+		var ids []uint64
+		for _, tb := range dir.Tables {
+			for _, r := range tb.Rows {
+				ids = append(ids, r["id"].(uint64))
+			}
+		}
+		assert.ElementsMatch(t, []uint64{0, 1, 2, 3}, ids, c.dir)
+	}
+}
