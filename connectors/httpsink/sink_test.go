@@ -416,7 +416,7 @@ func TestStaticHeadersNotInErrors(t *testing.T) {
 
 // TestReconfigureMaxAttempts: new dynamic parameters (connector.Reconfigurer) apply from the
 // next Deliver: with max_attempt_count 2 a message the server fails three times is not
-// delivered; after a change to 5 it is.
+// delivered (and the instance is broken); after a change to 5 it is.
 func TestReconfigureMaxAttempts(t *testing.T) {
 	var failures atomic.Int64
 	failures.Store(3)
@@ -432,6 +432,8 @@ func TestReconfigureMaxAttempts(t *testing.T) {
 	s := newSink("out", params(srv.URL), d, nil, 1)
 	_, err := s.Deliver(context.Background(), []connector.Batch{batch(0, "a")})
 	require.ErrorIs(t, err, ErrUndeliverable)
+	_, err = s.Deliver(context.Background(), []connector.Batch{batch(0, "a")})
+	require.ErrorIs(t, err, ErrBroken)
 
 	failures.Store(3)
 	more := *d
