@@ -143,12 +143,6 @@ type BestEffortWriter interface {
 	WriteBestEffort(ctx context.Context, rows []map[string]any) error
 }
 
-// ErrSinkBroken is wrapped by the errors of an async sink instance that gave up (its attempts
-// ran out, or its target refused it for good): it stays broken, writing nothing, until its
-// job restarts (the pipeline is paused and started). The committed outputs it holds stay in
-// the output store and are delivered after the restart.
-var ErrSinkBroken = errors.New("broken until the pipeline is paused and started")
-
 // Topology is implemented by an async sink whose routing of outputs depends on its
 // parameters, as the sharded ClickHouse sink's shards decide where a batch goes and which
 // token it carries. Topology returns a fingerprint of that routing. The runtime keeps it with
@@ -177,6 +171,12 @@ type Reconfigurer interface {
 // ErrRestartToReconfigure ends a job whose connector cannot apply new dynamic parameters in
 // place; the controller starts the job again, and it opens the connector with them.
 var ErrRestartToReconfigure = errors.New("dynamic parameters changed: the job restarts to apply them")
+
+// ErrSinkBroken is wrapped by the errors of an async sink instance that gave up (its attempts
+// ran out, or its target refused it for good): it stays broken, writing nothing, until its
+// job restarts (the pipeline is paused and started). The committed outputs it holds stay in
+// the output store and are delivered after the restart.
+var ErrSinkBroken = errors.New("broken until the pipeline is paused and started")
 
 // Constructors of one class. A class sets the ones of its role and kind.
 type Constructors struct {

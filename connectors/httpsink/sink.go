@@ -144,7 +144,7 @@ func (s *sink) checkRedirect(req *http.Request, via []*http.Request) error {
 // ErrUndeliverable that names the sink, the URL and the last status or error — never a
 // header value. The instance is then broken, as Flow's: every later call returns that error
 // wrapping ErrBroken (connector.ErrSinkBroken) and sends nothing, until the job restarts and
-// a new instance offers the batches again, or new dynamic parameters arrive (Reconfigure). A cancelled ctx returns its error the same way,
+// a new instance offers the batches again. A cancelled ctx returns its error the same way,
 // without ErrUndeliverable, and breaks nothing.
 //
 // Invariant: a batch is reported held only after every message of it was answered with a
@@ -153,12 +153,11 @@ func (s *sink) checkRedirect(req *http.Request, via []*http.Request) error {
 // Invariant: a broken instance writes nothing; its batches stay pending for the next instance
 // (TestDeliverPartialCount, TestHTTPSinkUnreachableURL).
 func (s *sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
-	if d := s.pending.Swap(nil); d != nil {
-		s.dyn = *d
-		s.broken = nil // new dynamic parameters (max_attempt_count, timeouts) are a new start
-	}
 	if s.broken != nil {
 		return 0, s.broken
+	}
+	if d := s.pending.Swap(nil); d != nil {
+		s.dyn = *d
 	}
 	for i := range batches {
 		for j := range batches[i].Rows {
