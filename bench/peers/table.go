@@ -56,7 +56,7 @@ func (r Result) String() string {
 	return s + "  PASS"
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+func ms(d time.Duration) string  { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // WriteTable prints one row per job: medians over its rounds of msgs/s, p50, p99 and
@@ -71,10 +71,10 @@ func WriteTable(w io.Writer, c Config, results []Result) {
 	fmt.Fprintf(w, "peers: N=%d keys=%d partitions=%d rounds=%d, %s; load average %s\n",
 		c.N, c.Keys, c.Partitions, c.Rounds, mode, loadAvg())
 	type row struct {
-		name, guarantee    string
+		name, guarantee     string
 		rate, p50, p99, cpu float64
-		pass, runs         int
-		fail               string
+		pass, runs          int
+		fail                string
 	}
 	var rows []row
 	byName := map[string]*row{}
