@@ -1,0 +1,48 @@
+package autopart
+
+import "sync"
+
+// Finder is a partition's pivot_finder: it keeps the key hashes of the last Window messages
+// the partition received and reports their quantiles (Pivots). Safe for concurrent use.
+type Finder struct {
+	mu    sync.Mutex
+	parts int
+	ring  []uint64
+	next  int
+	full  bool
+}
+
+// NewFinder returns a finder of parts quantiles over a window of keys (pivot_finder
+// part_count and window_size; <= 0: 16 and 16384).
+func NewFinder(parts, window int) *Finder {
+	if parts <= 0 {
+		parts = DefaultPivotParts
+	}
+	if window <= 0 {
+		window = DefaultPivotWindow
+	}
+	return &Finder{parts: parts, ring: make([]uint64, window)}
+}
+
+// Add records the key hash of one received message.
+func (f *Finder) Add(key uint64) {
+	f.mu.Lock()
+	f.ring[f.next] = key
+	f.next++
+	if f.next == len(f.ring) {
+		f.next, f.full = 0, true
+	}
+	f.mu.Unlock()
+}
+
+// Pivots returns the quantiles of the window (Pivots); nil before the first key.
+func (f *Finder) Pivots() []uint64 {
+	f.mu.Lock()
+	n := f.next
+	if f.full {
+		n = len(f.ring)
+	}
+	keys := append([]uint64(nil), f.ring[:n]...)
+	f.mu.Unlock()
+	return Pivots(keys, f.parts)
+}
