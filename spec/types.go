@@ -189,8 +189,10 @@ type Computation struct {
 	ExternalStateJoiners  map[string]any
 	StateJoiners          map[string]any
 	HeavyHitters          map[string]any
-	PivotFinder           map[string]any
-	InputOrdering         map[string]any
+	// PivotFinder is pivot_finder: the key quantiles each partition keeps for partitioning
+	// by load.
+	PivotFinder   PivotFinder
+	InputOrdering map[string]any
 }
 
 // CompactDedup reports whether input deduplication uses compact_input_messages: an explicit
@@ -451,6 +453,12 @@ func DefaultDynamicComputation() DynamicComputation {
 		OutputStoreByteSizeLimit: 100 << 30,
 		Partitioning:             DefaultPartitioning(),
 	}
+}
+
+// PivotFinder is pivot_finder{part_count=16 (1..1024), window_size=16384 (1..2^24)}: a
+// partition reports part_count quantiles of the key hashes of its last window_size messages.
+type PivotFinder struct {
+	PartCount, WindowSize int
 }
 
 // Partitioning are a computation's partitioning parameters besides the desired, min and max

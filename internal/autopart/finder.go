@@ -10,6 +10,9 @@ type Finder struct {
 	ring  []uint64
 	next  int
 	full  bool
+	// cached are the last pivots computed, and added counts the keys added since.
+	cached []uint64
+	added  int
 }
 
 // NewFinder returns a finder of parts quantiles over a window of keys (pivot_finder
@@ -28,6 +31,7 @@ func NewFinder(parts, window int) *Finder {
 func (f *Finder) Add(key uint64) {
 	f.mu.Lock()
 	f.ring[f.next] = key
+	f.added++
 	f.next++
 	if f.next == len(f.ring) {
 		f.next, f.full = 0, true
@@ -35,14 +39,18 @@ func (f *Finder) Add(key uint64) {
 	f.mu.Unlock()
 }
 
-// Pivots returns the quantiles of the window (Pivots); nil before the first key.
+// Pivots returns the quantiles of the window (Pivots); nil before the first key. They are
+// computed again once a sixteenth of the window is new since the last computation.
 func (f *Finder) Pivots() []uint64 {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	n := f.next
 	if f.full {
 		n = len(f.ring)
 	}
-	keys := append([]uint64(nil), f.ring[:n]...)
-	f.mu.Unlock()
-	return Pivots(keys, f.parts)
+	if f.added == 0 || f.cached != nil && f.added < max(1, n/16) {
+		return f.cached
+	}
+	f.cached, f.added = Pivots(append([]uint64(nil), f.ring[:n]...), f.parts), 0
+	return f.cached
 }

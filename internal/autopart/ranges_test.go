@@ -130,3 +130,22 @@ func TestFinderWindow(t *testing.T) {
 		t.Errorf("Pivots = %v, want [1 3 1003]", got)
 	}
 }
+
+// TestFinderRecomputes: pivots are computed again once a sixteenth of the window is new.
+func TestFinderRecomputes(t *testing.T) {
+	f := NewFinder(1, 32)
+	for k := range uint64(32) {
+		f.Add(k)
+	}
+	if got := f.Pivots(); !reflect.DeepEqual(got, []uint64{0, 31}) {
+		t.Fatalf("Pivots = %v", got)
+	}
+	f.Add(100) // 1 of 32: kept
+	if got := f.Pivots(); !reflect.DeepEqual(got, []uint64{0, 31}) {
+		t.Errorf("after one key Pivots = %v, want the cached [0 31]", got)
+	}
+	f.Add(101) // 2 of 32: a sixteenth
+	if got := f.Pivots(); !reflect.DeepEqual(got, []uint64{2, 101}) {
+		t.Errorf("after two keys Pivots = %v, want [2 101]", got)
+	}
+}
