@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -62,6 +63,8 @@ type Decision struct {
 	// SourceCompleted says a source partition completed in this step: the others of a
 	// finite pipeline are likely to follow, so the controller looks again sooner for a while.
 	SourceCompleted bool
+	// Partitioning says, per keyed computation, what its partition count is and why.
+	Partitioning []PartitionCount
 	// DrainObserved says this step saw every job drained once: the next step, once every
 	// job has reported again, may finish the transition, so it comes sooner still.
 	DrainObserved bool
@@ -77,6 +80,8 @@ type Scheduler struct {
 	// seen maps each live worker to the time this scheduler first saw it (µs; 0 for the
 	// workers of its first step); nil before the first step. See settling.
 	seen map[string]uint64
+	// partitioner keeps the load measurements of partitioning by load (autopart.go).
+	partitioner partitioner
 	// Settle is the settle window of the first assignment in µs (0: WorkerSettle; negative:
 	// none); it lasts at most five times as long after the first new worker appeared.
 	Settle int64
@@ -212,6 +217,7 @@ type plan struct {
 	jobs       map[string]ytstore.Job       // partition id -> its job after this step
 	isNew      map[string]bool              // partition id -> job is created by this step
 	relaxed    map[string]bool              // computation id -> relaxed distribution ordering
+	auto       map[string][]autopart.Range  // computation id -> new ranges (partitioning by load)
 	changed    bool                         // jobs or partitions were added or removed
 	settling   bool                         // the first assignment waits for more workers
 }
@@ -251,6 +257,12 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	statuses := map[string]ytstore.JobStatus{}
 	for _, st := range in.Statuses {
 		statuses[st.JobID] = st
+	}
+	p.auto, d.Partitioning = s.partitioner.step(in, state == ytstore.StateWorking)
+	for _, c := range d.Partitioning {
+		if rs := p.auto[c.Computation]; rs != nil {
+			d.Events = append(d.Events, fmt.Sprintf("computation %s: %s (ranges %s)", c.Computation, c.Reason, describeRanges(rs)))
+		}
 	}
 	p.reconcilePartitions(statuses)
 	p.keepJobs(statuses)
