@@ -7,10 +7,13 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"time"
+
+	"go.ytsaurus.tech/library/go/core/log"
 
 	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -278,4 +281,42 @@ func describeRanges(rs []autopart.Range) string {
 		s += fmt.Sprintf("%016x", r.Lower)
 	}
 	return "from " + s
+}
+
+// partitioningRepublish is how often @partitioning is written again while only its figures
+// change.
+const partitioningRepublish = 5 * time.Second
+
+// publishPartitioning writes @partitioning when a count, an optimal count or a driver
+// changed, and otherwise every partitioningRepublish; a failure is only logged.
+func (c *cycler) publishPartitioning(ctx context.Context, pcs []PartitionCount) {
+	if len(pcs) == 0 {
+		return
+	}
+	key := ""
+	attr := make(map[string]ytstore.PartitionCount, len(pcs))
+	for _, pc := range pcs {
+		key += fmt.Sprintf("%s:%d:%d:%s:%v:%v;", pc.Computation, pc.Current, pc.Optimal, pc.Driver, pc.ByLoad, pc.HeavyHitters)
+		attr[pc.Computation] = ytstore.PartitionCount{
+			Current: pc.Current, ByLoad: pc.ByLoad, Optimal: pc.Optimal, Driver: pc.Driver,
+			MessagesPerSecond: pc.Load.Messages, BytesPerSecond: pc.Load.Bytes, CPULoad: pc.Load.CPU, Timers: pc.Load.Timers,
+			Reason: pc.Reason, HeavyHitters: pc.HeavyHitters,
+		}
+	}
+	if key == c.partitioningKey && time.Since(c.partitioningAt) < partitioningRepublish {
+		return
+	}
+	if err := c.st.SetPartitioning(ctx, c.sess, attr); err != nil {
+		c.lg.Warn("cannot publish @partitioning", log.Error(err))
+		return
+	}
+	if key != c.partitioningKey {
+		for _, pc := range pcs {
+			if pc.ByLoad {
+				c.lg.Info("partitioning", log.String("computation", pc.Computation), log.Int("partition_count", pc.Current),
+					log.Int("optimal_partition_count", pc.Optimal), log.String("driver", pc.Driver), log.String("reason", pc.Reason))
+			}
+		}
+	}
+	c.partitioningKey, c.partitioningAt = key, time.Now()
 }
