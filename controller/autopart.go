@@ -163,6 +163,9 @@ func (a *partitioner) step(in *Input, working bool) (map[string][]autopart.Range
 			case in.Now < a.last+cooldown:
 				pc.Reason = fmt.Sprintf("cooling down %v after the last repartitioning: %s", time.Duration(a.last+cooldown-in.Now)*time.Microsecond, d.Reason)
 			default:
+				// Invariant: a count changes by load only while the pipeline works, every
+				// partition is measured and none retires (TestPartitioningByLoad,
+				// TestAutoPartitioningByLoad).
 				out[c.ID] = autopart.Split(parts, d.Target)
 				pc.Reason = fmt.Sprintf("repartitioning %d -> %d: %s", len(active), d.Target, d.Reason)
 				a.last = in.Now

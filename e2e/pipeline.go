@@ -122,7 +122,8 @@ type SpecParams struct {
 	Finite bool
 	// BatchDuration of both computations; default 100ms.
 	BatchDuration time.Duration
-	// SplitPartitions and CountPartitions are the desired partition counts (default 1).
+	// SplitPartitions and CountPartitions are the desired partition counts (default 1: the
+	// spec always pins them).
 	SplitPartitions, CountPartitions int
 	// SwiftSource makes split a swift source (TSwiftOrderedSourceComputation: outputs
 	// delivered from memory, recomputed after a restart) instead of a transform source.

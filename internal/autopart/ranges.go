@@ -145,7 +145,8 @@ func Split(parts []Measured, n int) []Range {
 		}
 		cuts = append(cuts, cut)
 	}
-	// Strictly increasing, above 0 and below 2^64: every range holds at least one key.
+	// Invariant: the ranges cover [0, 2^64) in order without overlap, each holding at least one
+	// key (TestSplitByPivots, TestSplitBalancesSkewedKeys).
 	for i := range cuts {
 		lowest := uint64(i + 1)
 		if i > 0 {
