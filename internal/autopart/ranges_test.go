@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -148,4 +149,30 @@ func TestFinderRecomputes(t *testing.T) {
 	if got := f.Pivots(); !reflect.DeepEqual(got, []uint64{2, 101}) {
 		t.Errorf("after two keys Pivots = %v, want [2 101]", got)
 	}
+}
+
+// FuzzSplit: whatever the measured partitions say (weights, pivots in or out of their ranges,
+// repeated, unsorted), Split returns n ranges covering the key space in order.
+func FuzzSplit(f *testing.F) {
+	f.Add(uint64(1<<63), 3.0, 1.0, []byte{1, 2, 3, 4, 200, 255}, uint16(4))
+	f.Add(uint64(0), 0.0, 0.0, []byte{}, uint16(1))
+	f.Add(uint64(1<<64-1), 1.0, 5.0, []byte{255, 255, 255, 255}, uint16(7))
+	f.Fuzz(func(t *testing.T, cut uint64, w1, w2 float64, pivots []byte, n uint16) {
+		if math.IsNaN(w1) || math.IsNaN(w2) || math.IsInf(w1, 0) || math.IsInf(w2, 0) || n == 0 {
+			return
+		}
+		var pv []uint64
+		for i := 0; i+1 < len(pivots); i += 2 {
+			pv = append(pv, uint64(pivots[i])<<56|uint64(pivots[i+1])<<48|uint64(i))
+		}
+		parts := []Measured{{Range: Range{0, cut}, Weight: w1, Pivots: pv}, {Range: Range{cut, 0}, Weight: w2, Pivots: slices.Clone(pv)}}
+		if cut == 0 {
+			parts = parts[:1]
+		}
+		rs := Split(parts, int(n))
+		if len(rs) != int(n) || !Covers(rs) {
+			t.Fatalf("Split(%v, %d) = %v", parts, n, rs)
+		}
+		HeavyHitters(parts, int(n))
+	})
 }
