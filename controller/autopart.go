@@ -137,6 +137,8 @@ func (a *partitioner) step(in *Input, working bool) (map[string][]autopart.Range
 			pc.Reason = "starting: the partitions do not cover the key space yet"
 		case draining:
 			pc.Reason = "repartitioning: retiring partitions are draining"
+		case len(active) != p.Clamp(len(active)) && !working:
+			pc.Reason = fmt.Sprintf("the pipeline is not working: %d partitions is outside min_partition_count %d .. max_partition_count %d", len(active), p.Min, p.Max)
 		case len(active) != p.Clamp(len(active)):
 			n := p.Clamp(len(active))
 			out[c.ID] = autopart.Even(n)

@@ -151,3 +151,54 @@ func TestPartitioningByLoad(t *testing.T) {
 		t.Errorf("uneven ranges should be named by range: %v", active)
 	}
 }
+
+// TestPartitioningByLoadKeepsLayoutAndBounds: a pipeline that ran its keyed computation on one
+// partition (the default before partitioning by load) moves to min_partition_count 3 at once,
+// retiring the old partition; a new leader (a new Scheduler) keeps uneven ranges cut by an
+// earlier one instead of starting again from equal ranges.
+func TestPartitioningByLoadKeepsLayoutAndBounds(t *testing.T) {
+	w := newLoadWorld(t)
+	w.partitions["counter/0of1"] = ytstore.Partition{PartitionID: "counter/0of1", ComputationID: "counter", SourcePartition: -1, State: ytstore.PartitionActive}
+	var s Scheduler
+	d, _ := w.step(t, &s)
+	if got := partitionIDsOf(w.active()); !slices.Equal(got, []string{"counter/0of3", "counter/1of3", "counter/2of3"}) {
+		t.Fatalf("active after the first step: %v", got)
+	}
+	if w.partitions["counter/0of1"].State != ytstore.PartitionDraining {
+		t.Errorf("the old partition is not retiring: %+v", w.partitions["counter/0of1"])
+	}
+	if pc := d.Partitioning[0]; !strings.Contains(pc.Reason, "outside min_partition_count 3") {
+		t.Errorf("reason %q", pc.Reason)
+	}
+
+	uneven := newLoadWorld(t)
+	for _, pt := range rangePartitions("counter", []autopart.Range{{Lower: 0, Upper: 1 << 40}, {Lower: 1 << 40, Upper: 1 << 62}, {Lower: 1 << 62}}) {
+		uneven.partitions[pt.PartitionID] = pt
+	}
+	before := partitionIDsOf(uneven.active())
+	var fresh Scheduler
+	for range 30 {
+		uneven.reportLoad(150)
+		d, _ := uneven.step(t, &fresh)
+		for _, pt := range d.Layout.PutPartitions {
+			if pt.ComputationID == "counter" {
+				t.Fatalf("a new leader changed partition %+v", pt)
+			}
+		}
+		if len(d.Layout.DeletePartitions) != 0 {
+			t.Fatalf("a new leader deleted partitions %v", d.Layout.DeletePartitions)
+		}
+	}
+	if got := partitionIDsOf(uneven.active()); !slices.Equal(got, before) {
+		t.Errorf("partitions %v, want the earlier ranges %v", got, before)
+	}
+}
+
+func partitionIDsOf(ps []ytstore.Partition) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.PartitionID
+	}
+	slices.Sort(out)
+	return out
+}
