@@ -276,6 +276,17 @@ func rangePartitions(computation string, rs []autopart.Range) []ytstore.Partitio
 	return out
 }
 
+// partitionByLoad decides the repartitionings by load of this step (plan.auto) and says why
+// (Decision.Partitioning, and an event for each repartitioning).
+func (p *plan) partitionByLoad(working bool) {
+	p.auto, p.d.Partitioning = p.s.partitioner.step(p.in, working)
+	for _, c := range p.d.Partitioning {
+		if rs := p.auto[c.Computation]; rs != nil {
+			p.d.Events = append(p.d.Events, fmt.Sprintf("computation %s: %s (ranges %s)", c.Computation, c.Reason, describeRanges(rs)))
+		}
+	}
+}
+
 // describeRanges writes ranges for a log line: their lower bounds in hex.
 func describeRanges(rs []autopart.Range) string {
 	s := ""

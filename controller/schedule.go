@@ -154,28 +154,6 @@ func (s *Scheduler) settling(in *Input) bool {
 	return newest != 0 && in.Now < newest+window && in.Now < oldest+MaxSettleFactor*window
 }
 
-// backoff delays the restart of a partition whose jobs keep failing, so that
-// a poison input does not spin jobs and leases every cycle.
-type backoff struct {
-	count     int
-	notBefore uint64 // µs
-}
-
-// Restart backoff after the n-th consecutive failure of a partition's job:
-// FailureBackoffBase * 2^(n-1), at most FailureBackoffMax.
-const (
-	FailureBackoffBase = 1_000_000  // µs
-	FailureBackoffMax  = 30_000_000 // µs
-)
-
-func backoffDelay(n int) uint64 {
-	d := uint64(FailureBackoffBase)
-	for i := 1; i < n && d < FailureBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, FailureBackoffMax)
-}
-
 type statusMark struct {
 	updatedAt uint64
 	epoch     int64
@@ -258,12 +236,7 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	for _, st := range in.Statuses {
 		statuses[st.JobID] = st
 	}
-	p.auto, d.Partitioning = s.partitioner.step(in, state == ytstore.StateWorking)
-	for _, c := range d.Partitioning {
-		if rs := p.auto[c.Computation]; rs != nil {
-			d.Events = append(d.Events, fmt.Sprintf("computation %s: %s (ranges %s)", c.Computation, c.Reason, describeRanges(rs)))
-		}
-	}
+	p.partitionByLoad(state == ytstore.StateWorking)
 	p.reconcilePartitions(statuses)
 	p.keepJobs(statuses)
 	allSourcesDone := p.completeSources(statuses)
