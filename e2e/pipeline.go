@@ -130,6 +130,9 @@ type SpecParams struct {
 	SwiftSource bool
 	// MaxRowsPerBatch of both computations; 0 keeps the default (1000).
 	MaxRowsPerBatch int
+	// CountByLoad leaves count without desired_partition_count: partitioned by load with
+	// Flow's defaults (CountPartitions is not used).
+	CountByLoad bool
 }
 
 // WordCountSpec renders the runner config of the word-count pipeline under p.Root:
@@ -157,9 +160,13 @@ func WordCountSpec(p SpecParams) string {
 	if p.MaxRowsPerBatch > 0 {
 		batchSpec += fmt.Sprintf("; max_rows_per_batch = %d", p.MaxRowsPerBatch)
 	}
-	return strings.NewReplacer("SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
+	countParams := fmt.Sprintf("desired_partition_count = %d", max(p.CountPartitions, 1))
+	if p.CountByLoad {
+		countParams = ""
+	}
+	return strings.NewReplacer("COUNTPARAMS", countParams, "SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
 		"BATCH", batchSpec,
-		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1)), "COUNTN", fmt.Sprint(max(p.CountPartitions, 1))).Replace(wordCountSpec)
+		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1))).Replace(wordCountSpec)
 }
 
 const wordCountSpec = `{
@@ -210,7 +217,7 @@ const wordCountSpec = `{
     dynamic_spec = {
         computations = {
             split = {batch_duration = BATCH; parameters = {desired_partition_count = SPLITN}};
-            count = {batch_duration = BATCH; parameters = {desired_partition_count = COUNTN}};
+            count = {batch_duration = BATCH; parameters = {COUNTPARAMS}};
         };
     };
 }
