@@ -145,7 +145,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 // loadReport is the job's load report (ytstore.Load): processed messages, received bytes, busy
 // time, stored timers and the pivots of its inputs.
 func (r *runner) loadReport() ytstore.Load {
-	busy := (r.stats.phases.prepare.Load() + r.stats.phases.process.Load()) / int64(time.Microsecond)
+	busy := r.stats.phases.process.Load() / int64(time.Microsecond) // prepare is mostly waiting for reads
 	l := ytstore.Load{
 		Messages: ytstore.OptionalUint64(max(r.stats.messages.Load(), 0)), Bytes: ytstore.OptionalUint64(max(r.stats.bytesIn.Load(), 0)),
 		BusyTime: ytstore.OptionalUint64(max(busy, 0)), Timers: ytstore.OptionalUint64(max(r.pendingTimers.Load(), 0)),

@@ -147,7 +147,8 @@ type JobStatus struct {
 type Load struct {
 	// Messages counts the messages the job processed (inputs and source rows of applied
 	// epochs, less duplicates) and Bytes the bytes of the inputs it received; BusyTime is the
-	// time (µs) it spent preparing and processing epochs, an upper bound of its CPU time.
+	// time (µs) it spent processing epochs (the process function and building the epoch's
+	// writes; not its reads and commits), an estimate of its CPU time.
 	// All three only grow while the job runs.
 	Messages OptionalUint64 `yson:"messages,omitempty"`
 	Bytes    OptionalUint64 `yson:"bytes,omitempty"`
