@@ -23,6 +23,11 @@ import (
 // load rate is taken from.
 const LoadWindow = 2_000_000
 
+// JobSettle (µs): a job's rate counts only from windows that start at least this long after
+// its first status: a new partition starts with the backlog that waited for the retiring ones,
+// and its first seconds would overstate its share.
+const JobSettle = 2 * LoadWindow
+
 // MinRepartitionCooldown (µs) is the least time between two repartitionings by load, of any
 // computation, and between a leader's first step and its first repartitioning; the cooldown is
 // partition_count_double_delay / 20 (1m by default) when that is longer.
@@ -51,6 +56,7 @@ type PartitionCount struct {
 
 // jobRate turns one job's load reports into rates.
 type jobRate struct {
+	first    uint64            // updated_at of its first status
 	base     ytstore.JobStatus // the status the next rate is measured from
 	rate     autopart.Load
 	measured bool
@@ -74,7 +80,7 @@ func (a *partitioner) observe(statuses []ytstore.JobStatus) {
 		seen[st.JobID] = true
 		j := a.jobs[st.JobID]
 		if j == nil || st.Messages < j.base.Messages || st.Bytes < j.base.Bytes || st.BusyTime < j.base.BusyTime || st.UpdatedAt < j.base.UpdatedAt {
-			a.jobs[st.JobID] = &jobRate{base: st} // new, or restarted under the same id
+			a.jobs[st.JobID] = &jobRate{first: st.UpdatedAt, base: st} // new, or restarted under the same id
 			continue
 		}
 		span := st.UpdatedAt - j.base.UpdatedAt
@@ -89,7 +95,8 @@ func (a *partitioner) observe(statuses []ytstore.JobStatus) {
 			CPU:      float64(st.BusyTime-j.base.BusyTime) / 1e6 / sec,
 			Timers:   float64(st.Timers),
 		}
-		j.base, j.measured = st, true
+		j.measured = j.measured || j.base.UpdatedAt >= j.first+JobSettle
+		j.base = st
 	}
 	for id := range a.jobs {
 		if !seen[id] {
