@@ -82,6 +82,8 @@ type Scheduler struct {
 	seen map[string]uint64
 	// partitioner keeps the load measurements of partitioning by load (autopart.go).
 	partitioner partitioner
+	// lastRebalance is the time (µs) of the last rebalancing by weight (rebalance.go).
+	lastRebalance uint64
 	// Settle is the settle window of the first assignment in µs (0: WorkerSettle; negative:
 	// none); it lasts at most five times as long after the first new worker appeared.
 	Settle int64
@@ -397,16 +399,19 @@ func (p *plan) assign() {
 		return
 	}
 	load := map[string]int{}
+	weights := p.jobWeights()
+	wload := map[string]float64{} // measured weight per worker (rebalance.go)
 	for _, w := range workers {
 		load[w] = 0
 	}
-	for _, j := range p.jobs {
+	for pid, j := range p.jobs {
 		load[j.WorkerID]++
+		wload[j.WorkerID] += weights[pid]
 	}
-	least := func() string {
+	least := func() string { // fewest jobs; of those, the least measured weight
 		best := workers[0]
 		for _, w := range workers[1:] {
-			if load[w] < load[best] {
+			if load[w] < load[best] || load[w] == load[best] && wload[w] < wload[best] {
 				best = w
 			}
 		}
@@ -440,6 +445,7 @@ func (p *plan) assign() {
 		p.jobs[id] = p.newJob(p.partitions[id], w)
 		p.isNew[id] = true
 		load[w]++
+		wload[w] += weights[id]
 	}
 	for range len(p.jobs) {
 		hi, lo := most(), least()
@@ -457,7 +463,10 @@ func (p *plan) assign() {
 		p.isNew[pid] = true
 		load[hi]--
 		load[lo]++
+		wload[hi] -= weights[pid]
+		wload[lo] += weights[pid]
 	}
+	p.rebalanceByWeight(workers, load, wload, weights)
 	for _, pid := range sortedKeys(p.isNew) {
 		j := p.jobs[pid]
 		p.d.Events = append(p.d.Events, fmt.Sprintf("job %s of partition %s assigned to worker %s", j.JobID, pid, j.WorkerID))

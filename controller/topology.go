@@ -27,6 +27,10 @@ type Computation struct {
 	// (autopart.go): its partition count follows the measured load within Auto's bounds and
 	// targets. nil: PartitionCount equal ranges.
 	Auto *autopart.Params
+	// WeightMultiplier and InterruptingWeightMultiplier scale the measured weight of its jobs,
+	// of a retiring partition's job for the latter (weight_multiplier 1,
+	// interrupting_weight_multiplier 0.1; rebalance.go). 0 reads as 1 and 0.
+	WeightMultiplier, InterruptingWeightMultiplier float64
 	// Draining is the dynamic per-computation draining flag.
 	Draining bool
 	// RelaxedOrdering is distribution_ordering = "relaxed": after a change of

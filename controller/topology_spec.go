@@ -19,7 +19,8 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	}
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
-		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed"}
+		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",
+			WeightMultiplier: d.Partitioning.WeightMultiplier, InterruptingWeightMultiplier: d.Partitioning.InterruptingWeightMultiplier}
 		tc.Inputs = slices.Sorted(slices.Values(c.InputStreamIDs))
 		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
 		if c.Kind.Source() {
