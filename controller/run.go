@@ -83,6 +83,8 @@ type Snapshot struct {
 	// Attributes are the pipeline's attributes as the cycle left them: PipelineState,
 	// SystemWatermark and EventWatermark are the values it published.
 	Attributes ytstore.Attributes
+	// Partitioning says, per keyed computation, its partition count and why.
+	Partitioning []PartitionCount
 }
 
 // dedupMergePeriod bounds the time between two publications of the dedup watermark to tables
@@ -310,6 +312,11 @@ type cycler struct {
 	// listErrs is the last error listing each source's partitions (by list key), logged to
 	// controller_logs when it first appears or changes, and when the listing works again.
 	listErrs map[string]string
+
+	// partitioningKey and partitioningAt are what @partitioning last published and when
+	// (publishPartitioning).
+	partitioningKey string
+	partitioningAt  time.Time
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -338,6 +345,7 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
 	}
+	c.publishPartitioning(ctx, d.Partitioning)
 	if err := c.advanceWatermark(ctx, in, attrs); err != nil {
 		return d.Transition, err
 	}
@@ -354,7 +362,7 @@ func (c *cycler) observed(in *Input, attrs *ytstore.Attributes, d *Decision) {
 	if c.cfg.Observe == nil {
 		return
 	}
-	s := &Snapshot{Leading: true, Cycle: c.cycles, Input: in, Attributes: *attrs}
+	s := &Snapshot{Leading: true, Cycle: c.cycles, Input: in, Attributes: *attrs, Partitioning: d.Partitioning}
 	if d.PipelineState != "" {
 		s.Attributes.PipelineState = d.PipelineState
 	}

@@ -122,13 +122,17 @@ type SpecParams struct {
 	Finite bool
 	// BatchDuration of both computations; default 100ms.
 	BatchDuration time.Duration
-	// SplitPartitions and CountPartitions are the desired partition counts (default 1).
+	// SplitPartitions and CountPartitions are the desired partition counts (default 1: the
+	// spec always pins them).
 	SplitPartitions, CountPartitions int
 	// SwiftSource makes split a swift source (TSwiftOrderedSourceComputation: outputs
 	// delivered from memory, recomputed after a restart) instead of a transform source.
 	SwiftSource bool
 	// MaxRowsPerBatch of both computations; 0 keeps the default (1000).
 	MaxRowsPerBatch int
+	// CountByLoad leaves count without desired_partition_count: partitioned by load with
+	// Flow's defaults (CountPartitions is not used).
+	CountByLoad bool
 }
 
 // WordCountSpec renders the runner config of the word-count pipeline under p.Root:
@@ -156,9 +160,13 @@ func WordCountSpec(p SpecParams) string {
 	if p.MaxRowsPerBatch > 0 {
 		batchSpec += fmt.Sprintf("; max_rows_per_batch = %d", p.MaxRowsPerBatch)
 	}
-	return strings.NewReplacer("SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
+	countParams := fmt.Sprintf("desired_partition_count = %d", max(p.CountPartitions, 1))
+	if p.CountByLoad {
+		countParams = ""
+	}
+	return strings.NewReplacer("COUNTPARAMS", countParams, "SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
 		"BATCH", batchSpec,
-		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1)), "COUNTN", fmt.Sprint(max(p.CountPartitions, 1))).Replace(wordCountSpec)
+		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1))).Replace(wordCountSpec)
 }
 
 const wordCountSpec = `{
@@ -209,7 +217,7 @@ const wordCountSpec = `{
     dynamic_spec = {
         computations = {
             split = {batch_duration = BATCH; parameters = {desired_partition_count = SPLITN}};
-            count = {batch_duration = BATCH; parameters = {desired_partition_count = COUNTN}};
+            count = {batch_duration = BATCH; parameters = {COUNTPARAMS}};
         };
     };
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -145,6 +146,9 @@ type runner struct {
 	broken atomic.Pointer[string]
 	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
 	swiftSrc []*swiftSource
+	// pivots keeps the key quantiles of a keyed job's inputs (pivot_finder; nil for source
+	// jobs), reported in job_status for partitioning by load.
+	pivots *autopart.Finder
 }
 
 // noteBroken records that async sink dest gave up for good (err wraps
@@ -234,6 +238,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
+	if !comp.Kind.Source() {
+		r.pivots = autopart.NewFinder(comp.PivotFinder.PartCount, comp.PivotFinder.WindowSize)
+	}
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs, columns: comp.PassthroughColumns}
 		r.shareStates = true // it reads no state

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -217,6 +218,8 @@ func TestControllerSnapshot(t *testing.T) {
 	ew := nowUs - 60*sec
 	c.Observe(&controller.Snapshot{
 		Leading: true, Cycle: 42,
+		Partitioning: []controller.PartitionCount{{Computation: "count", ByLoad: true, Current: 2, Optimal: 3, Driver: "messages_per_second",
+			Load: autopart.Load{Messages: 25000, Bytes: 1e6, CPU: 0.25, Timers: 7}}},
 		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking,
 			SystemWatermark: nowUs - 10*sec, EventWatermark: &ew},
 		Input: &controller.Input{
@@ -244,34 +247,39 @@ func TestControllerSnapshot(t *testing.T) {
 		},
 	})
 	expect(t, gather(t, c), map[string]float64{
-		"yt_flow_controller_leader":                                         1,
-		`yt_flow_pipeline_state{state="working"}`:                           1,
-		`yt_flow_pipeline_state{state="completed"}`:                         0,
-		"yt_flow_spec_version":                                              3,
-		"yt_flow_dynamic_spec_version":                                      5,
-		"yt_flow_current_epoch":                                             42,
-		"yt_flow_computation_count":                                         2,
-		`yt_flow_worker_count{state="alive"}`:                               2,
-		`yt_flow_worker_count{state="dead"}`:                                1,
-		`yt_flow_partition_count{computation_id="count",state="active"}`:    2,
-		`yt_flow_partition_count{computation_id="count",state="draining"}`:  1,
-		`yt_flow_partition_count{computation_id="count",state="completed"}`: 0,
-		`yt_flow_partition_count{computation_id="split",state="completed"}`: 1,
-		`yt_flow_job_status{computation_id="count",status="running"}`:       1,
-		`yt_flow_job_status{computation_id="count",status="failed"}`:        1,
-		`yt_flow_job_status{computation_id="count",status="starting"}`:      1,
-		`yt_flow_job_status{computation_id="split",status="completed"}`:     1,
-		`yt_flow_computation_input_lag{computation_id="count"}`:             4,
-		`yt_flow_computation_in_flight{computation_id="count"}`:             11,
-		`yt_flow_stream_time_lag_seconds{stream_id="counts"}`:               30,
-		`yt_flow_stream_time_lag_seconds{stream_id="words"}`:                2,
-		`yt_flow_stream_time_lag_seconds{stream_id="__united__"}`:           10,
-		`yt_flow_stream_count_lag{stream_id="counts"}`:                      7,
-		`yt_flow_stream_count_lag{stream_id="words"}`:                       7,
-		`yt_flow_stream_count_lag{stream_id="__united__"}`:                  18,
-		`yt_flow_stream_event_time_lag_seconds{stream_id="__united__"}`:     60,
-		"yt_flow_system_watermark_seconds":                                  float64(nowUs-10*sec) / 1e6,
-		"yt_flow_event_watermark_seconds":                                   float64(ew) / 1e6,
+		"yt_flow_controller_leader":                                                            1,
+		`yt_flow_pipeline_state{state="working"}`:                                              1,
+		`yt_flow_pipeline_state{state="completed"}`:                                            0,
+		"yt_flow_spec_version":                                                                 3,
+		"yt_flow_dynamic_spec_version":                                                         5,
+		"yt_flow_current_epoch":                                                                42,
+		"yt_flow_computation_count":                                                            2,
+		`yt_flow_worker_count{state="alive"}`:                                                  2,
+		`yt_flow_worker_count{state="dead"}`:                                                   1,
+		`yt_flow_partition_count{computation_id="count",state="active"}`:                       2,
+		`yt_flow_partition_count{computation_id="count",state="draining"}`:                     1,
+		`yt_flow_partition_count{computation_id="count",state="completed"}`:                    0,
+		`yt_flow_partition_count{computation_id="split",state="completed"}`:                    1,
+		`yt_flow_optimal_partition_count{computation_id="count",driver="messages_per_second"}`: 3,
+		`yt_flow_computation_load{computation_id="count",measure="messages_per_second"}`:       25000,
+		`yt_flow_computation_load{computation_id="count",measure="bytes_per_second"}`:          1e6,
+		`yt_flow_computation_load{computation_id="count",measure="cpu_load"}`:                  0.25,
+		`yt_flow_computation_load{computation_id="count",measure="timer_count"}`:               7,
+		`yt_flow_job_status{computation_id="count",status="running"}`:                          1,
+		`yt_flow_job_status{computation_id="count",status="failed"}`:                           1,
+		`yt_flow_job_status{computation_id="count",status="starting"}`:                         1,
+		`yt_flow_job_status{computation_id="split",status="completed"}`:                        1,
+		`yt_flow_computation_input_lag{computation_id="count"}`:                                4,
+		`yt_flow_computation_in_flight{computation_id="count"}`:                                11,
+		`yt_flow_stream_time_lag_seconds{stream_id="counts"}`:                                  30,
+		`yt_flow_stream_time_lag_seconds{stream_id="words"}`:                                   2,
+		`yt_flow_stream_time_lag_seconds{stream_id="__united__"}`:                              10,
+		`yt_flow_stream_count_lag{stream_id="counts"}`:                                         7,
+		`yt_flow_stream_count_lag{stream_id="words"}`:                                          7,
+		`yt_flow_stream_count_lag{stream_id="__united__"}`:                                     18,
+		`yt_flow_stream_event_time_lag_seconds{stream_id="__united__"}`:                        60,
+		"yt_flow_system_watermark_seconds":                                                     float64(nowUs-10*sec) / 1e6,
+		"yt_flow_event_watermark_seconds":                                                      float64(ew) / 1e6,
 	})
 
 	// With a backlog reader, source streams get their unread rows as count lag, read at most
