@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -122,6 +123,7 @@ func (r *runner) leaseCheckPeriod() uint64 {
 // epoch runs one epoch. It returns the time of its commit (0 when it did not commit) and
 // whether it found nothing to do.
 func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint64, idle bool, err error) {
+	r.applyDynamic()
 	if len(r.swiftSrc) > 0 {
 		return r.swiftSourceEpoch(ctx, lastCommit)
 	}
@@ -147,6 +149,11 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		b.Inputs = r.inbox.takeInto(r.inputs, limit)
 		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
+	}
+	var replayed []ytstore.OutputKey // replay rows of replayed dead letters in b
+	if !retiring && !blocked {
+		r.pollReplays(ctx, r.reads)
+		replayed = r.addReplays(b, limit)
 	}
 	completing := r.completing() && r.upstreamDrained.Load()
 	// Invariant: a completing job fires every pending timer before it reports drained; a
@@ -289,7 +296,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, err
 	}
-	w.OutputsDone = done
+	// Invariant: a replayed dead letter's replay row is deleted by the commit that processes
+	// it (TestReplayDeadLettersExactlyOnce).
+	w.OutputsDone = slices.Concat(done, replayed)
 	w.Tx = pre.tx
 	if r.dyn.FailurePolicy.Mode == spec.FailureDeadLetter {
 		// Invariant: a message set aside by failure_policy dead_letter is written to
@@ -297,7 +306,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		// (TestDeadLettersExactlyOnce).
 		w.DeadLetters = letters
 	}
-	if !epoch.NeedCommit(c, len(done), now, lastCommit, r.leaseCheckPeriod()) {
+	if !epoch.NeedCommit(c, len(w.OutputsDone), now, lastCommit, r.leaseCheckPeriod()) {
 		abandon()
 		return 0, true, nil
 	}
@@ -333,6 +342,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.failures = 0
 	r.problem.Store(nil)
 	r.setAsideCommitted(letters)
+	r.replaysCommitted(replayed)
 	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates) + len(b.Sources)))
 	r.outbox.committed()
 	if r.fresh != nil && r.cfg.Dedup {

@@ -113,7 +113,7 @@ func (r *runner) isolate(plan *epoch.Plan, states map[string]map[string][]byte, 
 			l.SystemTimestamp, l.EventTimestamp = f.Message.SystemTimestamp, f.Message.EventTimestamp
 		} else {
 			ptr = f.Timer
-			l.MessageID, l.StreamID, payload, l.Timer = f.Timer.MessageID, f.Timer.StreamID, f.Timer.Payload, true
+			l.MessageID, l.StreamID, payload, l.Timer, l.Trigger = f.Timer.MessageID, f.Timer.StreamID, f.Timer.Payload, true, f.Timer.Trigger
 			l.EventTimestamp = f.Timer.EventTimestamp
 		}
 		err := single[ptr]

@@ -15,12 +15,17 @@ import (
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
-// countFailing is CountWords, except that it fails on the words bad1, bad2 and bad3.
+// countFailing is CountWords, except that it fails on the words starting with the
+// parameter reject_prefix ("bad" when not set: bad1, bad2 and bad3).
 type countFailing struct{}
 
 func (countFailing) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	prefix := "bad"
+	if p, ok := inv.Parameters["reject_prefix"].(string); ok {
+		prefix = p
+	}
 	for _, m := range inv.Messages {
-		if w, _ := m.Payload["word"].(string); strings.HasPrefix(w, "bad") {
+		if w, _ := m.Payload["word"].(string); strings.HasPrefix(w, prefix) {
 			return nil, fmt.Errorf("word %q is bad", w)
 		}
 	}
@@ -56,7 +61,7 @@ func TestSkipExactlyOnce(t *testing.T) {
 	testSetAside(t, "skip")
 }
 
-func testSetAside(t *testing.T, mode string) {
+func testSetAside(t *testing.T, mode string) *wcEnv {
 	specText := strings.Replace(wordCountSpec, `processing_function = "CountWords"`, `processing_function = "test.CountFailing"`, 1)
 	require.NotEqual(t, wordCountSpec, specText)
 	e := startWordCountSpec(t, specText, nil, nil)
@@ -77,7 +82,7 @@ func testSetAside(t *testing.T, mode string) {
 		assert.Empty(t, letters, "skip keeps nothing")
 		assert.Equal(t, int64(3), e.worker.Stats()["count-0"].Skipped)
 		assert.Zero(t, e.worker.Stats()["count-0"].DeadLettered)
-		return
+		return e
 	}
 	var letters []ytstore.DeadLetterRow
 	e.eventually("three dead letters", func() bool {
@@ -111,4 +116,70 @@ func testSetAside(t *testing.T, mode string) {
 	require.NoError(t, err)
 	assert.Len(t, letters, 3, "each failing message set aside exactly once")
 	assert.Equal(t, int64(3), e.worker.Stats()["count-0"].DeadLettered)
+	return e
+}
+
+// TestReplayDeadLettersExactlyOnce: the three letters of TestDeadLettersExactlyOnce, after a
+// dynamic spec change that makes the function accept them (reaching the running job), are
+// replayed: each is counted exactly once, dead_letters is empty and the replay partition
+// too. A second replay of the same letters (a command that read them before the first one
+// committed) writes the same new ids, which the job's dedup drops.
+func TestReplayDeadLettersExactlyOnce(t *testing.T) {
+	e := testSetAside(t, "dead_letter")
+	letters, err := e.store.DeadLetters(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, letters, 3)
+
+	// Replayed while the function still rejects them: set aside again, under the new ids.
+	replays := make([]ytstore.Replay, len(letters))
+	for i, l := range letters {
+		replays[i] = ytstore.Replay{Letter: l, MessageID: ytstore.ReplayMessageID(l.MessageID)}
+	}
+	require.NoError(t, e.store.ReplayDeadLetters(e.ctx, replays, uint64(time.Now().UnixMicro())))
+	var again []ytstore.DeadLetterRow
+	e.eventually("three letters again, under the replayed ids", func() bool {
+		again, err = e.store.DeadLetters(e.ctx)
+		require.NoError(t, err)
+		return len(again) == 3 && strings.HasSuffix(again[0].MessageID, "~r1")
+	})
+	for _, l := range again {
+		assert.True(t, strings.HasSuffix(l.MessageID, "~r1"), l.MessageID)
+	}
+	assert.Equal(t, int64(3), e.worker.Stats()["count-0"].Replayed)
+
+	// The dynamic spec change reaches the running job; the second replay is counted.
+	require.NoError(t, e.store.SetSpecs(e.ctx, ytstore.SpecUpdate{
+		DynamicSpec:        yson.RawValue(`{computations = {count = {failure_policy = {mode = dead_letter; max_attempts = 2}; processing_function_parameters = {reject_prefix = "none"}}}}`),
+		DynamicSpecVersion: 2}))
+	replays = replays[:0]
+	for _, l := range again {
+		replays = append(replays, ytstore.Replay{Letter: l, MessageID: ytstore.ReplayMessageID(l.MessageID)})
+	}
+	assert.True(t, strings.HasSuffix(replays[0].MessageID, "~r2"), replays[0].MessageID)
+	e.eventually("the running job applies the change", func() bool { return e.worker.Stats()["count-0"].DynamicSpecVersion == 2 })
+	e.write("bad4") // a word with the old prefix now counts
+
+	e.waitCounts(map[string]int64{"a": 4, "b": 1, "c": 1, "d": 1, "e": 1, "bad4": 1})
+	require.NoError(t, e.store.ReplayDeadLetters(e.ctx, replays, uint64(time.Now().UnixMicro())))
+	want := map[string]int64{"a": 4, "b": 1, "c": 1, "d": 1, "e": 1, "bad1": 1, "bad2": 1, "bad3": 1, "bad4": 1}
+	e.waitCounts(want)
+	e.eventually("replayed and processed", func() bool { return e.worker.Stats()["count-0"].Replayed == 6 })
+	left, err := e.store.DeadLetters(e.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, left, "replay deletes the letters")
+	msgs, timers, err := e.store.LoadReplays(e.ctx, "count", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, msgs, "the job deleted the replay rows it processed")
+	assert.Empty(t, timers)
+
+	// The same letters replayed once more (read before the replay above committed): same
+	// ids, dropped by dedup, the replay rows deleted all the same.
+	require.NoError(t, e.store.ReplayDeadLetters(e.ctx, replays, uint64(time.Now().UnixMicro())))
+	e.eventually("the repeated replay consumed", func() bool { return e.worker.Stats()["count-0"].Replayed == 9 })
+	e.write("a")
+	want["a"]++
+	e.waitCounts(want)
+	msgs, _, err = e.store.LoadReplays(e.ctx, "count", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, msgs)
 }

@@ -114,6 +114,11 @@ type runner struct {
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
 	invokeAttempts int
+	// replay holds the replayed dead letters read and not committed yet (replay.go).
+	replay replayFeed
+	// dynNext is a newer dynamic spec of the computation, applied at the next epoch
+	// (applyDynamic).
+	dynNext atomic.Pointer[dynamicUpdate]
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64
@@ -220,13 +225,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		r.fn = fn
 		r.shareStates = flow.LeavesStateAlone(fn)
 	}
-	r.params = flow.Row{}
-	for k, v := range comp.ProcessingFunctionParameters {
-		r.params[k] = v
-	}
-	for k, v := range r.dyn.ProcessingFunctionParameters {
-		r.params[k] = v
-	}
+	r.params = mergeParams(comp.ProcessingFunctionParameters, r.dyn.ProcessingFunctionParameters)
 	r.cfg = epoch.Config{
 		ComputationID: comp.ID, PartitionID: j.PartitionID,
 		Dedup: comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,

@@ -52,6 +52,9 @@ type Worker struct {
 	// systemWatermark is the pipeline's @system_watermark (µs) as last read; system_time
 	// timers fire when it passes their trigger.
 	systemWatermark atomic.Uint64
+	// dynVersion is the @dynamic_spec_version last handed to the jobs (noteDynamicSpec);
+	// owned by Run's loop.
+	dynVersion int64
 	// eventWatermark is the pipeline's @event_watermark (µs) as last read (0 before the
 	// first); event_time timers fire below it. eventTime says what event_time timers follow:
 	// eventTimeUnknown until the pipeline's tables were read (no event_time timer fires),
@@ -367,6 +370,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
 				w.targetState.Store(&a.TargetState)
+				w.noteDynamicSpec(a.DynamicSpecVersion, a.DynamicSpec)
 			}
 		}
 		if periodic || w.auth.stale.Load() {

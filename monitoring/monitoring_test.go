@@ -134,7 +134,7 @@ func TestWorkerSumsPerComputation(t *testing.T) {
 			EpochParts: map[string]int64{"commit": int64(time.Second)}, Sinks: map[string]job.SinkStats{"out": {Delivered: 4, Failures: 1}}},
 		"count-1": {ComputationID: "count", Messages: 5, Epochs: 1, InboxLen: 100, EpochParts: map[string]int64{"commit": int64(time.Second / 2)}},
 	}
-	b := fakeWorker{"count-2": {ComputationID: "count", Messages: 5, NotApplied: 2, CommitsUnknown: 1, ProcessFailures: 4, DeadLettered: 2, PushesHTTP: 3, Running: true,
+	b := fakeWorker{"count-2": {ComputationID: "count", Messages: 5, NotApplied: 2, CommitsUnknown: 1, ProcessFailures: 4, DeadLettered: 2, Replayed: 1, PushesHTTP: 3, Running: true,
 		Sinks: map[string]job.SinkStats{"out": {Delivered: 1}}}}
 	c := NewWorker(func() time.Time { return now }, a)
 	c.Add(b)
@@ -152,6 +152,7 @@ func TestWorkerSumsPerComputation(t *testing.T) {
 		`yt_flow_process_failures_total{computation_id="count"}`:                        4,
 		`yt_flow_messages_set_aside_total{computation_id="count",policy="dead_letter"}`: 2,
 		`yt_flow_messages_set_aside_total{computation_id="count",policy="skip"}`:        0,
+		`yt_flow_dead_letters_replayed_total{computation_id="count"}`:                   1,
 		`yt_flow_epoch_part_seconds_total{computation_id="count",part="commit"}`:        1.5,
 		`yt_flow_epoch_part_seconds_total{computation_id="count",part="process"}`:       0,
 		`yt_flow_sink_delivered_total{computation_id="count",sink="out"}`:               5,
