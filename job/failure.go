@@ -54,8 +54,8 @@ func (r *runner) invokeFailed(ctx context.Context, ie *invokeError) {
 	wait := invokeBackoff(r.invokeAttempts)
 	fields = append(fields, log.Duration("retry_in", wait))
 	r.log.Warn("process function failed; the epoch is retried", fields...)
-	msg := fmt.Sprintf("job %s (computation %s, partition %s): process function failed on key %v, message %q (%d messages), attempt %d: %s",
-		r.job.JobID, r.comp.ID, r.job.PartitionID, ie.Key, ie.MessageID, ie.Messages, r.invokeAttempts, ie.summary())
+	msg := fmt.Sprintf("job %s (computation %s, partition %s): %s on key %v, message %q (%d messages), attempt %d: %s",
+		r.job.JobID, r.comp.ID, r.job.PartitionID, ytstore.ProcessFailureMark, ie.Key, ie.MessageID, ie.Messages, r.invokeAttempts, ie.summary())
 	r.problem.Store(&msg)
 	t := time.NewTimer(wait)
 	defer t.Stop()
