@@ -407,11 +407,29 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 	release := func() { r.inbox.release(inputIDs(b.Inputs)) }
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)
 	r.inbox.ack(plan.Duplicates) // repeats within the batch: the first copy stands for them
+	if r.isolating() {
+		// A failing parent and its children are handled as one: the parent is set aside
+		// before any child exists, and acknowledged upstream only once its letter is
+		// committed (swiftSetAside).
+		if err := r.swiftSetAside(ctx, plan, now); err != nil {
+			release()
+			if errors.Is(err, errNotApplied) && ctx.Err() == nil {
+				r.noteProblem("commit dead letters", err)
+				return 0, true, nil
+			}
+			return 0, false, err
+		}
+	}
 	results, err := r.invoke(plan, nil, now)
 	if err != nil {
 		release()
+		if ie := (*invokeError)(nil); errors.As(err, &ie) {
+			r.invokeFailed(ctx, ie)
+			return 0, true, nil
+		}
 		return 0, false, err
 	}
+	r.invokeAttempts = 0
 	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
 	r.releaseResults(results)
 	if err != nil {

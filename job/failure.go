@@ -156,3 +156,31 @@ func (r *runner) setAsideCommitted(letters []ytstore.DeadLetterRow) {
 			log.UInt64("attempts", l.Attempts), log.String("error", l.Error))
 	}
 }
+
+// swiftSetAside isolates the failing parents of a swift map epoch (isolate) and, before any
+// of the epoch's outputs exists, commits their letters (dead_letter) under the job's lease in
+// a transaction of their own; the set-aside parents then produce no child and are
+// acknowledged upstream with the epoch (childless). A job that dies in between recomputes the
+// parent after its retransmission, sets it aside again and writes the same letter row (the
+// same key): it is kept once.
+//
+// Invariant: a failing swift parent is set aside with none of its children delivered, and its
+// letter is committed before the parent is acknowledged (TestSwiftDeadLetters).
+func (r *runner) swiftSetAside(ctx context.Context, plan *epoch.Plan, now uint64) error {
+	token, err := r.reads.GenerateTimestamp(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: generate timestamp: %w", errNotApplied, err)
+	}
+	letters, err := r.isolate(plan, nil, now, token)
+	if err != nil {
+		return err
+	}
+	if len(letters) > 0 && r.dyn.FailurePolicy.Mode == spec.FailureDeadLetter {
+		w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, DeadLetters: letters}
+		if err := r.commit(ctx, w); err != nil {
+			return err
+		}
+	}
+	r.setAsideCommitted(letters)
+	return nil
+}
