@@ -53,7 +53,7 @@ type runnerStats struct {
 	// processed (replay.go).
 	replayed atomic.Int64
 	// dynamicSpecVersion is the @dynamic_spec_version whose processing_function_parameters
-	// and failure_policy the job applied last (dynamic.go); 0 until a change reached it.
+	// and failure_policy the job runs with (dynamic.go).
 	dynamicSpecVersion atomic.Int64
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
@@ -222,8 +222,8 @@ type JobStats struct {
 	// Replayed counts the replayed dead letters applied epochs processed.
 	Replayed int64 `json:"replayed"`
 	// DynamicSpecVersion is the @dynamic_spec_version whose processing_function_parameters
-	// and failure_policy the job runs with, once one was handed to it after its start (0
-	// before).
+	// and failure_policy the job runs with: the one it started with, or a later one handed to
+	// it (dynamic.go).
 	DynamicSpecVersion int64 `json:"dynamic_spec_version,omitempty"`
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.

@@ -55,6 +55,9 @@ type Worker struct {
 	// dynVersion is the @dynamic_spec_version last handed to the jobs (noteDynamicSpec);
 	// owned by Run's loop.
 	dynVersion int64
+	// startDynVersion is the @dynamic_spec_version of the specs jobs were last started with
+	// (pipeline); owned by Run's loop.
+	startDynVersion int64
 	// eventWatermark is the pipeline's @event_watermark (µs) as last read (0 before the
 	// first); event_time timers fire below it. eventTime says what event_time timers follow:
 	// eventTimeUnknown until the pipeline's tables were read (no event_time timer fires),

@@ -64,6 +64,13 @@ func (w *Worker) poll(ctx context.Context) error {
 	for _, j := range start {
 		w.startJob(ctx, j, p, dyn, keyer)
 	}
+	w.mu.Lock()
+	for _, j := range start {
+		if h := w.runners[j.JobID]; h != nil && h.r != nil {
+			h.r.stats.dynamicSpecVersion.Store(w.startDynVersion)
+		}
+	}
+	w.mu.Unlock()
 	return nil
 }
 
@@ -74,6 +81,7 @@ func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPip
 		return nil, nil, nil, err
 	}
 	w.targetState.Store(&attrs.TargetState)
+	w.startDynVersion = attrs.DynamicSpecVersion
 	if len(attrs.Spec) == 0 {
 		return nil, nil, nil, fmt.Errorf("pipeline %s has no @spec", w.cfg.Path)
 	}
