@@ -431,7 +431,7 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	}
 	// Invariant: a job failing on a message is named in the controller log (computation,
 	// partition, key, message id, attempt, error) when it starts failing and when another
-	// message or error fails (TestFailureReports).
+	// message or error fails (TestFailureReports, TestPoisonMessageRetryStallsOnePartition).
 	var failing []string
 	failing, c.failures = FailureReports(c.failures, in.Statuses)
 	for _, l := range failing {
