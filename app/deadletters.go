@@ -84,6 +84,14 @@ func deadLettersSetup(verb string) setupFunc {
 			if err := st.DropDeadLetters(ctx, chosen); err != nil {
 				return failf(env.stderr, "dead-letters drop: %v", err)
 			}
+			dropped := map[string]int64{}
+			for _, l := range chosen {
+				dropped[l.ComputationID]++
+			}
+			if err := st.CountDroppedDeadLetters(ctx, dropped); err != nil {
+				// The letters are gone; only the metric missed them.
+				fmt.Fprintf(env.stderr, "yt-flow dead-letters drop: the letters are dropped, but @dead_letters_dropped was not updated: %v\n", err)
+			}
 			fmt.Fprintf(env.stdout, "dropped %d dead letters\n", len(chosen))
 			return 0
 		}

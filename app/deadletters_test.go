@@ -58,6 +58,12 @@ func TestDeadLettersListDrop(t *testing.T) {
 	if code, out, _ := run("list"); code != 0 || strings.Contains(out, "m-bob") || !strings.Contains(out, "1 dead letters") {
 		t.Fatalf("list after drop: %d %q", code, out)
 	}
+	if code, out, errs := run("drop", "--all"); code != 0 || !strings.Contains(out, "dropped 1") {
+		t.Fatalf("drop --all: %d %q %q", code, out, errs)
+	}
+	if got := f.attrs().DeadLettersDropped; got["agg"] != 2 {
+		t.Fatalf("@dead_letters_dropped = %v, want agg: 2", got)
+	}
 	if code, _, errs := run("replay"); code != 2 || !strings.Contains(errs, "--all") {
 		t.Fatalf("replay without a choice: %d %q", code, errs)
 	}

@@ -111,6 +111,8 @@ var (
 		"1 for the pipeline's current state (@pipeline_state), 0 for the others.", []string{"state"}, nil)
 	descSpecVersion = prometheus.NewDesc("yt_flow_spec_version",
 		"@spec_version of the pipeline.", nil, nil)
+	descDeadLettersDropped = prometheus.NewDesc("yt_flow_dead_letters_dropped_total",
+		"Dead letters `yt-flow dead-letters drop` deleted (the pipeline's @dead_letters_dropped).", []string{"computation_id"}, nil)
 	descDynSpecVersion = prometheus.NewDesc("yt_flow_dynamic_spec_version",
 		"@dynamic_spec_version of the pipeline.", nil, nil)
 	descCurrentEpoch = prometheus.NewDesc("yt_flow_current_epoch",
@@ -138,7 +140,7 @@ var (
 	descCountLag = prometheus.NewDesc("yt_flow_stream_count_lag",
 		"Messages of the stream produced and not yet acknowledged by its consumers or sinks; of a source stream: rows not read yet; __united__: all messages the jobs hold; __united_source__: the source streams' sum.", []string{"stream_id"}, nil)
 
-	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descCurrentEpoch,
+	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descDeadLettersDropped, descCurrentEpoch,
 		descComputationCount, descWorkerCount, descPartitionCount, descJobStatus, descInputLag, descInFlight,
 		descSystemWatermark, descEventWatermark, descTimeLag, descEventTimeLag, descCountLag}
 )
@@ -189,6 +191,9 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 	}
 	gauge(descSpecVersion, float64(a.SpecVersion))
 	gauge(descDynSpecVersion, float64(a.DynamicSpecVersion))
+	for _, comp := range sortedKeys(a.DeadLettersDropped) {
+		out = append(out, prometheus.MustNewConstMetric(descDeadLettersDropped, prometheus.CounterValue, float64(a.DeadLettersDropped[comp]), comp))
+	}
 	gauge(descCurrentEpoch, float64(s.Cycle))
 	gauge(descComputationCount, float64(len(in.Topology.Computations)))
 	alive := 0

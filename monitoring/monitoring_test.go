@@ -218,7 +218,7 @@ func TestControllerSnapshot(t *testing.T) {
 	ew := nowUs - 60*sec
 	c.Observe(&controller.Snapshot{
 		Leading: true, Cycle: 42,
-		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking,
+		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking, DeadLettersDropped: map[string]int64{"count": 2},
 			SystemWatermark: nowUs - 10*sec, EventWatermark: &ew},
 		Input: &controller.Input{
 			Topology:    controller.Topology{Computations: []controller.Computation{{ID: "count"}, {ID: "split"}}},
@@ -250,6 +250,7 @@ func TestControllerSnapshot(t *testing.T) {
 		`yt_flow_pipeline_state{state="completed"}`:                         0,
 		"yt_flow_spec_version":                                              3,
 		"yt_flow_dynamic_spec_version":                                      5,
+		`yt_flow_dead_letters_dropped_total{computation_id="count"}`:        2,
 		"yt_flow_current_epoch":                                             42,
 		"yt_flow_computation_count":                                         2,
 		`yt_flow_worker_count{state="alive"}`:                               2,

@@ -199,6 +199,9 @@ type Attributes struct {
 	// every stream and alignment group. nil when never published (a controller of an older
 	// version: event_time timers follow EventWatermark).
 	EventWatermarks *EventWatermarks `yson:"event_watermarks"`
+	// DeadLettersDropped is @dead_letters_dropped: per computation, how many dead letters
+	// `yt-flow dead-letters drop` deleted (CountDroppedDeadLetters); nil when none ever.
+	DeadLettersDropped map[string]int64 `yson:"dead_letters_dropped"`
 }
 
 // EventWatermarks are the event watermarks (µs) of the pipeline's streams and alignment
@@ -226,7 +229,7 @@ func (w EventWatermarks) Clone() EventWatermarks {
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
 	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
-	"event_watermarks",
+	"event_watermarks", "dead_letters_dropped",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does

@@ -5,6 +5,7 @@ package ytstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -126,4 +127,33 @@ func (s *Store) LoadReplays(ctx context.Context, computationID string, lower, up
 		}
 	}
 	return messages, timers, nil
+}
+
+// CountDroppedDeadLetters adds dropped (computation → letters deleted) to the pipeline's
+// @dead_letters_dropped, in a master transaction that reads and writes it. A metric only:
+// the deletion itself (DropDeadLetters) does not depend on it.
+func (s *Store) CountDroppedDeadLetters(ctx context.Context, dropped map[string]int64) error {
+	if len(dropped) == 0 {
+		return nil
+	}
+	tx, err := s.yc.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ytstore: count dropped dead letters of %s: begin: %w", s.path, classify(err))
+	}
+	defer func() { _ = tx.Abort() }()
+	attr := s.path.Attr("dead_letters_dropped")
+	counts := map[string]int64{}
+	if err := tx.GetNode(ctx, attr, &counts, nil); err != nil && !errors.Is(classify(err), ErrNotFound) {
+		return fmt.Errorf("ytstore: read %s: %w", attr, classify(err))
+	}
+	for c, n := range dropped {
+		counts[c] += n
+	}
+	if err := tx.SetNode(ctx, attr, counts, nil); err != nil {
+		return fmt.Errorf("ytstore: set %s: %w", attr, classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ytstore: set %s: commit: %w", attr, classifyCommit(err))
+	}
+	return nil
 }
