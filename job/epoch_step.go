@@ -150,16 +150,18 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
 	}
-	var replayed []ytstore.OutputKey // replay rows of replayed dead letters in b
-	if !retiring && !blocked {
-		r.pollReplays(ctx, r.reads)
-		replayed = r.addReplays(b, limit)
-	}
 	completing := r.completing() && r.upstreamDrained.Load()
 	// Invariant: a completing job fires every pending timer before it reports drained; a
 	// stopping or pausing job keeps its timers for the next start (TestCompletionFiresTimers).
 	if (!draining || completing) && !blocked {
 		b.Timers = r.timers.DueBy(r.timerClock(now, completing), limit)
+	}
+	// Replayed dead letters are new work: a draining job leaves them in the replay partition
+	// for the next start.
+	var replayed []ytstore.OutputKey // replay rows of replayed dead letters in b
+	if !draining && !blocked {
+		r.pollReplays(ctx, r.reads)
+		replayed = r.addReplays(b, limit)
 	}
 	if r.applied.Swap(draining) != draining {
 		r.w.wakeStatus()

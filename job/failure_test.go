@@ -183,3 +183,85 @@ func TestReplayDeadLettersExactlyOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, msgs)
 }
+
+// countTimerFailing counts words like CountWords and, for a word starting with "t", sets a
+// timer on stream tick; when the timer fires it adds 100 to the word's count, unless the
+// parameter reject_timers is true, when it fails.
+type countTimerFailing struct{}
+
+func (countTimerFailing) Invoke(inv *flow.Invocation) (*flow.Result, error) {
+	if len(inv.Timers) > 0 {
+		if reject, _ := inv.Parameters["reject_timers"].(bool); reject {
+			return nil, fmt.Errorf("timer %s rejected", inv.Timers[0].MessageID)
+		}
+	}
+	var n int64
+	if b := inv.State["count"]; b != nil {
+		if err := yson.Unmarshal(b, &n); err != nil {
+			return nil, err
+		}
+	}
+	n += int64(len(inv.Messages)) + 100*int64(len(inv.Timers))
+	b, err := yson.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	hash, _ := inv.Key[0].(uint64)
+	word, _ := inv.Key[1].(string)
+	res := &flow.Result{StateWrites: map[string][]byte{"count": b},
+		Outputs: []flow.Output{{StreamID: "counts", Payload: flow.Row{"hash": hash, "word": word, "count": n}}}}
+	if len(inv.Messages) > 0 && strings.HasPrefix(word, "t") {
+		res.Timers = []flow.Timer{{StreamID: "tick", Trigger: inv.Now}}
+	}
+	return res, nil
+}
+
+func init() { flow.Register("test.CountTimerFailing", countTimerFailing{}) }
+
+// TestReplayDeadTimer: a timer whose handler keeps failing is set aside as a timer letter
+// (with its stream and trigger); once a dynamic spec change makes the handler accept it,
+// replay fires it as a timer, exactly once, and the replay partition is left empty.
+func TestReplayDeadTimer(t *testing.T) {
+	specText := strings.Replace(wordCountSpec, `processing_function = "CountWords";`,
+		`processing_function = "test.CountTimerFailing"; timer_streams = {tick = {time_type = "current_time"}};`, 1)
+	require.NotEqual(t, wordCountSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	require.NoError(t, e.store.SetSpecs(e.ctx, ytstore.SpecUpdate{Spec: yson.RawValue(specText), SpecVersion: 1,
+		DynamicSpec:        yson.RawValue(`{computations = {count = {failure_policy = {mode = dead_letter; max_attempts = 2}; processing_function_parameters = {reject_timers = %true}}}}`),
+		DynamicSpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("a tick b")
+	e.waitCounts(map[string]int64{"a": 1, "b": 1, "tick": 1})
+	var letters []ytstore.DeadLetterRow
+	e.eventually("the timer set aside", func() bool {
+		var err error
+		letters, err = e.store.DeadLetters(e.ctx)
+		require.NoError(t, err)
+		return len(letters) > 0
+	})
+	require.Len(t, letters, 1)
+	l := letters[0]
+	assert.True(t, l.Timer)
+	assert.Equal(t, "tick", l.StreamID)
+	assert.NotZero(t, l.Trigger)
+	assert.Contains(t, l.Error, "rejected")
+	assert.Contains(t, string(l.Key), "tick")
+
+	require.NoError(t, e.store.SetSpecs(e.ctx, ytstore.SpecUpdate{
+		DynamicSpec:        yson.RawValue(`{computations = {count = {failure_policy = {mode = dead_letter; max_attempts = 2}}}}`),
+		DynamicSpecVersion: 2}))
+	e.eventually("the running job applies the change", func() bool { return e.worker.Stats()["count-0"].DynamicSpecVersion == 2 })
+	require.NoError(t, e.store.ReplayDeadLetters(e.ctx, []ytstore.Replay{{Letter: l, MessageID: ytstore.ReplayMessageID(l.MessageID)}}, uint64(time.Now().UnixMicro())))
+	e.waitCounts(map[string]int64{"a": 1, "b": 1, "tick": 101})
+	e.eventually("the replay counted", func() bool { return e.worker.Stats()["count-0"].Replayed == 1 })
+	msgs, timers, err := e.store.LoadReplays(e.ctx, "count", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, msgs)
+	assert.Empty(t, timers, "the job deleted the replayed timer's row")
+	left, err := e.store.DeadLetters(e.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	e.write("a")
+	e.waitCounts(map[string]int64{"a": 2, "b": 1, "tick": 101})
+}
