@@ -123,7 +123,6 @@ func (r *runner) leaseCheckPeriod() uint64 {
 // epoch runs one epoch. It returns the time of its commit (0 when it did not commit) and
 // whether it found nothing to do.
 func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint64, idle bool, err error) {
-	r.applyDynamic()
 	if len(r.swiftSrc) > 0 {
 		return r.swiftSourceEpoch(ctx, lastCommit)
 	}
@@ -343,6 +342,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	r.failures = 0
 	r.problem.Store(nil)
+	r.topologyPending = nil // kept by this commit
 	r.setAsideCommitted(letters)
 	r.replaysCommitted(replayed)
 	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates) + len(b.Sources)))

@@ -50,7 +50,14 @@ type runner struct {
 	commits committer
 	comp    *spec.Computation
 	dyn     spec.DynamicComputation
-	fn      flow.Function
+	// dynVersion is the dynamic spec version r.dyn comes from; pendingDyn a newer one the
+	// worker offered (dynamic.go); dynDraining mirrors r.dyn.Draining for other goroutines;
+	// dynEntities are the job's sources and sinks with their dynamic parameters.
+	dynVersion  atomic.Int64
+	pendingDyn  atomic.Pointer[dynamicOffer]
+	dynDraining atomic.Bool
+	dynEntities []*dynEntity
+	fn          flow.Function
 	// shareStates lets invocations read the state cache's maps instead of copies
 	// (flow.LeavesStateAlone).
 	shareStates bool
@@ -88,6 +95,9 @@ type runner struct {
 	asyncSinks   map[string]connector.AsyncSink
 	bestEffort   map[string]*connector.AtMostOnce
 	seq          map[string]int64 // next producer sequence number per async sink
+	// topologyPending holds the topology fingerprints of async sinks to keep with the next
+	// commit (checkTopologies).
+	topologyPending map[string]string
 	// partState is the user state of a source job (per partition; invocations have a nil
 	// key), kept in partition_states under userStatePrefix.
 	partState map[string][]byte
@@ -116,9 +126,6 @@ type runner struct {
 	invokeAttempts int
 	// replay holds the replayed dead letters read and not committed yet (replay.go).
 	replay replayFeed
-	// dynNext is a newer dynamic spec of the computation, applied at the next epoch
-	// (applyDynamic).
-	dynNext atomic.Pointer[dynamicUpdate]
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64
@@ -150,7 +157,7 @@ func (r *runner) noteProblem(what string, err error) {
 // computation is not drained by the dynamic spec. An unread target state counts as working,
 // so pending timers hold completion back rather than being lost.
 func (r *runner) completing() bool {
-	if !r.draining.Load() || r.retiring.Load() || r.dyn.Draining {
+	if !r.draining.Load() || r.retiring.Load() || r.dynDraining.Load() {
 		return false
 	}
 	t := r.w.targetState.Load()
@@ -187,9 +194,11 @@ func (r *runner) wake() {
 }
 
 const (
-	seqStatePrefix  = "seq/"
-	userStatePrefix = "state/"
-	sinkDestPrefix  = "sink/"
+	seqStatePrefix = "seq/"
+	// topologyStatePrefix keeps an async sink's topology fingerprint (load.go checkTopologies).
+	topologyStatePrefix = "topology/"
+	userStatePrefix     = "state/"
+	sinkDestPrefix      = "sink/"
 )
 
 // newRunner prepares a runner for job j of pipeline p; it reads nothing yet.
@@ -225,7 +234,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		r.fn = fn
 		r.shareStates = flow.LeavesStateAlone(fn)
 	}
-	r.params = mergeParams(comp.ProcessingFunctionParameters, r.dyn.ProcessingFunctionParameters)
+	r.dynDraining.Store(r.dyn.Draining)
+	r.setParams()
 	r.cfg = epoch.Config{
 		ComputationID: comp.ID, PartitionID: j.PartitionID,
 		Dedup: comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,
@@ -385,6 +395,9 @@ func (r *runner) run(ctx context.Context) error {
 	busy := false          // an epoch found work lately (recentlyBusy)
 	var lastWork time.Time // when an epoch last found work
 	for ctx.Err() == nil {
+		if err := r.applyPendingDynamic(ctx); err != nil {
+			return err
+		}
 		started := time.Now()
 		r.batchRows = 0
 		committed, idle, err := r.epoch(ctx, lastCommit)

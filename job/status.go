@@ -52,9 +52,6 @@ type runnerStats struct {
 	// replayed counts the replayed dead letters (messages and timers) applied epochs
 	// processed (replay.go).
 	replayed atomic.Int64
-	// dynamicSpecVersion is the @dynamic_spec_version whose processing_function_parameters
-	// and failure_policy the job runs with (dynamic.go).
-	dynamicSpecVersion atomic.Int64
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
 	sinks map[string]*sinkStats
@@ -221,9 +218,8 @@ type JobStats struct {
 	Skipped      int64 `json:"skipped"`
 	// Replayed counts the replayed dead letters applied epochs processed.
 	Replayed int64 `json:"replayed"`
-	// DynamicSpecVersion is the @dynamic_spec_version whose processing_function_parameters
-	// and failure_policy the job runs with: the one it started with, or a later one handed to
-	// it (dynamic.go).
+	// DynamicSpecVersion is the @dynamic_spec_version the job runs with: the one it started
+	// with, or a later one it applied (dynamic.go).
 	DynamicSpecVersion int64 `json:"dynamic_spec_version,omitempty"`
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.
@@ -316,7 +312,7 @@ func (r *runner) jobStats() JobStats {
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),
 		ProcessFailures: r.stats.invokeFailures.Load(), DeadLettered: r.stats.deadLettered.Load(), Skipped: r.stats.skipped.Load(),
-		Replayed: r.stats.replayed.Load(), DynamicSpecVersion: r.stats.dynamicSpecVersion.Load(),
+		Replayed: r.stats.replayed.Load(), DynamicSpecVersion: r.dynVersion.Load(),
 		EpochParts: r.stats.phases.parts(),
 		Sinks:      sinks,
 	}

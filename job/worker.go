@@ -52,12 +52,6 @@ type Worker struct {
 	// systemWatermark is the pipeline's @system_watermark (µs) as last read; system_time
 	// timers fire when it passes their trigger.
 	systemWatermark atomic.Uint64
-	// dynVersion is the @dynamic_spec_version last handed to the jobs (noteDynamicSpec);
-	// owned by Run's loop.
-	dynVersion int64
-	// startDynVersion is the @dynamic_spec_version of the specs jobs were last started with
-	// (pipeline); owned by Run's loop.
-	startDynVersion int64
 	// eventWatermark is the pipeline's @event_watermark (µs) as last read (0 before the
 	// first); event_time timers fire below it. eventTime says what event_time timers follow:
 	// eventTimeUnknown until the pipeline's tables were read (no event_time timer fires),
@@ -73,6 +67,10 @@ type Worker struct {
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
+	// dynSeen is the last @dynamic_spec parsed, with its version (parseDynamic); dynBad the
+	// version of one that did not parse (logged once).
+	dynSeen atomic.Pointer[dynamicOffer]
+	dynBad  atomic.Int64
 	// jobs is the layout as last polled (guarded by mu).
 	jobs []ytstore.Job
 }
@@ -373,7 +371,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
 				w.targetState.Store(&a.TargetState)
-				w.noteDynamicSpec(a.DynamicSpecVersion, a.DynamicSpec)
+				w.offerDynamic(a)
 			}
 		}
 		if periodic || w.auth.stale.Load() {

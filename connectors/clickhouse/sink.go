@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +59,11 @@ type target struct {
 	password string // read when the session opens; never logged
 	broken   error
 	dec      ybin.Decoder
+	// pending holds dynamic parameters Reconfigure took, applied by the next write
+	// (applyPending); reconnects counts the clients it recreated and checks the table
+	// validations (for tests).
+	pending            atomic.Pointer[Dynamic]
+	reconnects, checks int
 }
 
 func newTarget(class, sinkID string, p *Params, dyn *Dynamic, tlsConfig *tls.Config) *target {
@@ -105,6 +111,9 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 	if t.broken != nil {
 		return t.broken
 	}
+	if err := t.applyPending(ctx); err != nil {
+		return err
+	}
 	if t.conn.c != nil {
 		return nil
 	}
@@ -137,6 +146,55 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 		return err
 	}
 	t.conn.c = conn
+	return nil
+}
+
+// reconfigure takes new dynamic parameters (connector.Reconfigurer); the next write applies
+// them. It may run while a write is in progress.
+func (t *target) reconfigure(dynamic any) error {
+	d, ok := dynamic.(*Dynamic)
+	if !ok || d == nil {
+		return fmt.Errorf("%s: reconfigure: dynamic parameters of type %T", t.name, dynamic)
+	}
+	c := *d
+	t.pending.Store(&c)
+	return nil
+}
+
+// applyPending applies the dynamic parameters reconfigure took. A write_timeout change
+// recreates the open session's client with the new timeouts; the table, validated when the
+// session opened, is not checked again.
+//
+// Invariant: a live write_timeout change recreates the client without validating the table
+// again (TestReconfigureWriteTimeout).
+func (t *target) applyPending(ctx context.Context) error {
+	d := t.pending.Swap(nil)
+	if d == nil {
+		return nil
+	}
+	old := t.dyn
+	t.dyn = *d
+	if t.conn.c == nil || old.WriteTimeout == d.WriteTimeout {
+		return nil
+	}
+	t.log.Info("write_timeout changed: recreating the client", log.String("sink", t.name), log.Duration("write_timeout", d.WriteTimeout))
+	t.conn.close()
+	opts, err := t.options()
+	if err != nil {
+		return t.breakWith(err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return t.fail("open a client", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
+	defer cancel()
+	if err := conn.Ping(cctx); err != nil {
+		_ = conn.Close()
+		return t.fail("connect", err)
+	}
+	t.conn.c = conn
+	t.reconnects++
 	return nil
 }
 
@@ -218,6 +276,7 @@ func (t *target) tls() (*tls.Config, error) {
 
 // check validates the table: its engine (system.tables) and its columns (system.columns).
 func (t *target) check(ctx context.Context, conn driver.Conn, dedup bool) error {
+	t.checks++
 	p := t.params
 	var e Engine
 	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", p.Database, p.Table).Scan(&e.Name, &e.Full)

@@ -17,6 +17,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -139,6 +140,35 @@ type AsyncSink interface {
 type BestEffortWriter interface {
 	WriteBestEffort(ctx context.Context, rows []map[string]any) error
 }
+
+// Topology is implemented by an async sink whose routing of outputs depends on its
+// parameters, as the sharded ClickHouse sink's shards decide where a batch goes and which
+// token it carries. Topology returns a fingerprint of that routing. The runtime keeps it with
+// the partition's state and refuses to start a job whose undelivered outputs were committed
+// under another fingerprint (ErrTopologyChanged): sent along the new routing, a batch
+// partly delivered along the old one would be written twice.
+type Topology interface {
+	Topology() string
+}
+
+// ErrTopologyChanged is wrapped by the error of a job refused because of Topology.
+var ErrTopologyChanged = errors.New("the sink's topology changed while outputs committed under the old one are undelivered")
+
+// Reconfigurer is implemented by a source or sink that applies a change of its dynamic
+// parameters in place. When the pipeline's dynamic spec changes while a job runs, the
+// runtime calls Reconfigure between two epochs with the newly parsed dynamic parameters
+// (registry.Class.ParseDynamic, as Env.Dynamic holds them at open), only when they differ
+// from the ones in force. An async sink's Deliver or a best-effort writer may be running
+// meanwhile: the connector guards what it replaces. An error keeps the old parameters and
+// ends the job, which the controller restarts with the new ones. A connector that does not
+// implement it is reopened: its job restarts (ErrRestartToReconfigure).
+type Reconfigurer interface {
+	Reconfigure(ctx context.Context, dynamic any) error
+}
+
+// ErrRestartToReconfigure ends a job whose connector cannot apply new dynamic parameters in
+// place; the controller starts the job again, and it opens the connector with them.
+var ErrRestartToReconfigure = errors.New("dynamic parameters changed: the job restarts to apply them")
 
 // Constructors of one class. A class sets the ones of its role and kind.
 type Constructors struct {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
@@ -47,6 +48,20 @@ type sink struct {
 	client *http.Client
 	rand   *rand.Rand   // the jitter of the retry delays
 	dec    ybin.Decoder // shares the key strings of the rows it decodes
+	// pending holds the dynamic parameters Reconfigure took; the next Deliver applies them.
+	pending atomic.Pointer[Dynamic]
+}
+
+// Reconfigure takes new dynamic parameters (timeouts, retry delays, max_attempt_count); the
+// next Deliver applies them (connector.Reconfigurer). It may run while a Deliver does.
+func (s *sink) Reconfigure(_ context.Context, dynamic any) error {
+	d, ok := dynamic.(*Dynamic)
+	if !ok || d == nil {
+		return fmt.Errorf("%s: reconfigure: dynamic parameters of type %T", s.name, dynamic)
+	}
+	c := *d
+	s.pending.Store(&c)
+	return nil
 }
 
 // newSink opens the sink of sinkID with static parameters p and dynamic parameters dyn (nil:
@@ -126,6 +141,9 @@ func (s *sink) checkRedirect(req *http.Request, via []*http.Request) error {
 // 2xx, and a resend carries the same idempotency key (TestDeliverPartialCount,
 // TestIdempotencyKeyStable, TestHTTPSinkConformance).
 func (s *sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
+	if d := s.pending.Swap(nil); d != nil {
+		s.dyn = *d
+	}
 	for i := range batches {
 		for j := range batches[i].Rows {
 			d := &batches[i].Rows[j]

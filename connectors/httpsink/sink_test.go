@@ -399,3 +399,33 @@ func TestStaticHeadersNotInErrors(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestReconfigureMaxAttempts: new dynamic parameters (connector.Reconfigurer) apply from the
+// next Deliver: with max_attempt_count 2 a message the server fails three times is not
+// delivered; after a change to 5 it is.
+func TestReconfigureMaxAttempts(t *testing.T) {
+	var failures atomic.Int64
+	failures.Store(3)
+	srv, _ := serve(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ request) {
+		if failures.Add(-1) >= 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	d := fastRetries()
+	d.MaxAttemptCount = 2
+	s := newSink("out", params(srv.URL), d, nil, 1)
+	_, err := s.Deliver(context.Background(), []connector.Batch{batch(0, "a")})
+	require.ErrorIs(t, err, ErrUndeliverable)
+
+	failures.Store(3)
+	more := *d
+	more.MaxAttemptCount = 5
+	var rc connector.Reconfigurer = s
+	require.NoError(t, rc.Reconfigure(context.Background(), &more))
+	n, err := s.Deliver(context.Background(), []connector.Batch{batch(0, "a")})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.Error(t, rc.Reconfigure(context.Background(), nil))
+}
