@@ -74,7 +74,7 @@ var (
 	descSetAside = prometheus.NewDesc("yt_flow_messages_set_aside_total",
 		"Messages and timers failure_policy set aside after max_attempts failed attempts: written to dead_letters (policy dead_letter) or dropped (skip).", []string{"computation_id", "policy"}, nil)
 	descReplayed = prometheus.NewDesc("yt_flow_dead_letters_replayed_total",
-		"Replayed dead letters (yt-flow dead-letters replay) the computation's jobs processed, each in the epoch commit that deleted it from the replay partition.", []string{"computation_id"}, nil)
+		"Replayed dead letters (yt-flow dead-letters replay) the computation's jobs took from the replay partition, each in the epoch commit that deleted its row (processed, or dropped by dedup as a repeat).", []string{"computation_id"}, nil)
 	descAtMostOnceDropped = prometheus.NewDesc("yt_flow_at_most_once_dropped_total",
 		"Rows dropped by at-most-once (best-effort) sinks whose queue was full.", []string{"computation_id"}, nil)
 	descPayloadMismatches = prometheus.NewDesc("yt_flow_payload_mismatches_total",
