@@ -142,8 +142,21 @@ type runner struct {
 	// problem is the last transient error (source unreadable, lookup failed, epoch not
 	// applied), reported in job_status while the job keeps running; cleared by a commit.
 	problem atomic.Pointer[string]
+	// broken is the error of an async sink that gave up (connector.ErrSinkBroken): it stays
+	// in job_status, ahead of any transient problem, until the job ends.
+	broken atomic.Pointer[string]
 	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
 	swiftSrc []*swiftSource
+}
+
+// noteBroken records that async sink dest gave up for good (err wraps
+// connector.ErrSinkBroken): job_status shows it until the job ends; the first time it is
+// logged as an error.
+func (r *runner) noteBroken(dest string, err error) {
+	msg := fmt.Sprintf("job %s (computation %s, partition %s): deliver to %s: %v", r.job.JobID, r.comp.ID, r.job.PartitionID, dest, err)
+	if r.broken.Swap(&msg) == nil {
+		r.log.Error("async sink broken: it delivers nothing until the pipeline is paused and started", log.String("sink", dest), log.Error(err))
+	}
 }
 
 // noteProblem records a transient error for job_status.

@@ -34,7 +34,7 @@ import (
 // a permanent error or ran out of max_insert_attempts, or the table failed the session's
 // checks. The instance refuses every further write until the pipeline is paused and started
 // (a new instance validates again).
-var ErrBroken = errors.New("ClickHouse sink is broken until the pipeline is paused and started")
+var ErrBroken = fmt.Errorf("ClickHouse sink is %w", connector.ErrSinkBroken)
 
 // Log receives the sinks' warnings (a table that does not deduplicate, a deduplication window
 // shorter than replay_horizon). A binary may replace it before it opens pipelines.
@@ -124,20 +124,12 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 		}
 		t.password = pw
 	}
-	opts, err := t.options()
+	conn, err := t.connect(ctx)
 	if err != nil {
-		return t.breakWith(err)
-	}
-	conn, err := clickhouse.Open(opts)
-	if err != nil {
-		return t.fail("open a client", err)
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
 	defer cancel()
-	if err := conn.Ping(cctx); err != nil {
-		_ = conn.Close()
-		return t.fail("connect", err)
-	}
 	if err := t.check(cctx, conn, dedup); err != nil {
 		_ = conn.Close()
 		if errors.Is(err, ErrTarget) {
@@ -179,23 +171,33 @@ func (t *target) applyPending(ctx context.Context) error {
 	}
 	t.log.Info("write_timeout changed: recreating the client", log.String("sink", t.name), log.Duration("write_timeout", d.WriteTimeout))
 	t.conn.close()
+	conn, err := t.connect(ctx)
+	if err != nil {
+		return err
+	}
+	t.conn.c = conn
+	t.reconnects++
+	return nil
+}
+
+// connect opens a client of the hosts with the current parameters and pings it within
+// write_timeout.
+func (t *target) connect(ctx context.Context) (driver.Conn, error) {
 	opts, err := t.options()
 	if err != nil {
-		return t.breakWith(err)
+		return nil, t.breakWith(err)
 	}
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
-		return t.fail("open a client", err)
+		return nil, t.fail("open a client", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
 	defer cancel()
 	if err := conn.Ping(cctx); err != nil {
 		_ = conn.Close()
-		return t.fail("connect", err)
+		return nil, t.fail("connect", err)
 	}
-	t.conn.c = conn
-	t.reconnects++
-	return nil
+	return conn, nil
 }
 
 // options are the client options of the parameters.

@@ -130,7 +130,9 @@ func (b *Batch) Token(env Env) string {
 // holds durably (all of them when err is nil). Those are acknowledged — the runtime deletes
 // them from the output store — and the rest are offered again, the same batches with the same
 // rows, after a failure or a restart: a target must deduplicate a batch it already holds (by
-// sequence number, by Token, or by message id).
+// sequence number, by Token, or by message id). An instance that gave up for good returns
+// errors wrapping ErrSinkBroken from then on, without writing; the runtime reports the sink
+// broken with that error (job status, `yt-flow status`) until the job restarts.
 type AsyncSink interface {
 	Deliver(ctx context.Context, batches []Batch) (delivered int, err error)
 }
@@ -169,6 +171,12 @@ type Reconfigurer interface {
 // ErrRestartToReconfigure ends a job whose connector cannot apply new dynamic parameters in
 // place; the controller starts the job again, and it opens the connector with them.
 var ErrRestartToReconfigure = errors.New("dynamic parameters changed: the job restarts to apply them")
+
+// ErrSinkBroken is wrapped by the errors of an async sink instance that gave up (its attempts
+// ran out, or its target refused it for good): it stays broken, writing nothing, until its
+// job restarts (the pipeline is paused and started). The committed outputs it holds stay in
+// the output store and are delivered after the restart.
+var ErrSinkBroken = errors.New("broken until the pipeline is paused and started")
 
 // Constructors of one class. A class sets the ones of its role and kind.
 type Constructors struct {
