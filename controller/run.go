@@ -293,6 +293,10 @@ type cycler struct {
 	// them (CollectDedup: tables of pipelines created before the merger), 0 not known yet.
 	gcMerger int
 
+	// failures maps a job id to the process failure its status reported, as last logged
+	// (FailureReports).
+	failures map[string]string
+
 	// parsed specs, cached by version
 	specVersion, dynVersion int64
 	topology                Topology
@@ -436,6 +440,15 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	if in.Statuses, err = c.st.JobStatuses(ctx); err != nil {
 		return nil, nil, err
 	}
+	// Invariant: a job failing on a message is named in the controller log (computation,
+	// partition, key, message id, attempt, error) when it starts failing and when another
+	// message or error fails (TestFailureReports, TestPoisonMessageRetryStallsOnePartition).
+	var failing []string
+	failing, c.failures = FailureReports(c.failures, in.Statuses)
+	for _, l := range failing {
+		c.lg.Warn("a job reports a failing process function", log.String("status", l))
+	}
+	c.log(ctx, failing...)
 	c.layoutJobs = make(map[string]bool, len(in.Jobs))
 	for _, j := range in.Jobs {
 		c.layoutJobs[j.JobID] = true

@@ -125,6 +125,8 @@ type runner struct {
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
 	invokeAttempts int
+	// replay holds the replayed dead letters read and not committed yet (replay.go).
+	replay replayFeed
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64

@@ -52,6 +52,9 @@ type runnerStats struct {
 	// deadLettered and skipped count the messages and timers failure_policy set aside
 	// (dead_letter, skip) in applied epochs.
 	deadLettered, skipped atomic.Int64
+	// replayed counts the replayed dead letters (messages and timers) applied epochs
+	// processed (replay.go).
+	replayed atomic.Int64
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
 	sinks map[string]*sinkStats
@@ -252,6 +255,11 @@ type JobStats struct {
 	// applied epochs: written to dead_letters, or dropped.
 	DeadLettered int64 `json:"dead_lettered"`
 	Skipped      int64 `json:"skipped"`
+	// Replayed counts the replayed dead letters applied epochs processed.
+	Replayed int64 `json:"replayed"`
+	// DynamicSpecVersion is the @dynamic_spec_version the job runs with: the one it started
+	// with, or a later one it applied (dynamic.go).
+	DynamicSpecVersion int64 `json:"dynamic_spec_version,omitempty"`
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
@@ -292,6 +300,7 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.ProcessFailures += old.ProcessFailures
 	s.DeadLettered += old.DeadLettered
 	s.Skipped += old.Skipped
+	s.Replayed += old.Replayed
 	if len(old.EpochParts) > 0 {
 		parts := make(map[string]int64, len(EpochPartNames))
 		for k, v := range s.EpochParts {
@@ -342,6 +351,7 @@ func (r *runner) jobStats() JobStats {
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),
 		ProcessFailures: r.stats.invokeFailures.Load(), DeadLettered: r.stats.deadLettered.Load(), Skipped: r.stats.skipped.Load(),
+		Replayed: r.stats.replayed.Load(), DynamicSpecVersion: r.dynVersion.Load(),
 		EpochParts: r.stats.phases.parts(),
 		Sinks:      sinks,
 	}

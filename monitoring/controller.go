@@ -111,6 +111,8 @@ var (
 		"1 for the pipeline's current state (@pipeline_state), 0 for the others.", []string{"state"}, nil)
 	descSpecVersion = prometheus.NewDesc("yt_flow_spec_version",
 		"@spec_version of the pipeline.", nil, nil)
+	descDeadLettersDropped = prometheus.NewDesc("yt_flow_dead_letters_dropped_total",
+		"Dead letters `yt-flow dead-letters drop` deleted (the pipeline's @dead_letters_dropped).", []string{"computation_id"}, nil)
 	descDynSpecVersion = prometheus.NewDesc("yt_flow_dynamic_spec_version",
 		"@dynamic_spec_version of the pipeline.", nil, nil)
 	descCurrentEpoch = prometheus.NewDesc("yt_flow_current_epoch",
@@ -143,7 +145,7 @@ var (
 	descComputationLoad = prometheus.NewDesc("yt_flow_computation_load",
 		"Measured load of a keyed computation's active partitions, as partitioning by load sees it: messages_per_second, bytes_per_second, cpu_load (cores of busy time), timer_count.", []string{"computation_id", "measure"}, nil)
 
-	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descCurrentEpoch,
+	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descDeadLettersDropped, descCurrentEpoch,
 		descComputationCount, descWorkerCount, descPartitionCount, descOptimalPartitions, descComputationLoad, descJobStatus, descInputLag, descInFlight,
 		descSystemWatermark, descEventWatermark, descTimeLag, descEventTimeLag, descCountLag}
 )
@@ -194,6 +196,9 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 	}
 	gauge(descSpecVersion, float64(a.SpecVersion))
 	gauge(descDynSpecVersion, float64(a.DynamicSpecVersion))
+	for _, comp := range sortedKeys(a.DeadLettersDropped) {
+		out = append(out, prometheus.MustNewConstMetric(descDeadLettersDropped, prometheus.CounterValue, float64(a.DeadLettersDropped[comp]), comp))
+	}
 	gauge(descCurrentEpoch, float64(s.Cycle))
 	gauge(descComputationCount, float64(len(in.Topology.Computations)))
 	alive := 0

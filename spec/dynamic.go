@@ -215,10 +215,10 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 			continue
 		}
 		dc := d.Computations[id]
-		if m := dc.FailurePolicy.Mode; (m == FailureDeadLetter || m == FailureSkip) && (c.Kind == KindSwiftMap || c.Kind == KindSwiftSource) {
-			// Swift epochs keep no outputs: a parent and its children would have to be set
-			// aside as one (job/failure.go isolates only in epochs that commit outputs).
-			p.unsupported(yson.Join(cp, id+"/failure_policy/mode"), "failure_policy mode %q on a swift computation", m)
+		if m := dc.FailurePolicy.Mode; (m == FailureDeadLetter || m == FailureSkip) && c.Kind == KindSwiftSource {
+			// A swift source keeps no outputs and commits only its offset past delivered
+			// rows: a failing row cannot be set aside there (swift maps can: job/failure.go).
+			p.unsupported(yson.Join(cp, id+"/failure_policy/mode"), "failure_policy mode %q on a swift source computation", m)
 		}
 		for _, sid := range sortedKeys(dc.SourceStreams) {
 			src, ok := c.Sources[sid]

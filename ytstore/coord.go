@@ -94,6 +94,10 @@ type Partition struct {
 	State string `yson:"state"`
 }
 
+// ProcessFailureMark is in the error of a job status that reports a failing process function
+// (an error or a panic; the job retries its epoch): the controller logs such statuses.
+const ProcessFailureMark = "process function failed"
+
 // JobStatus is a row of the job_status table, written by the worker running
 // the job and deleted by the controller with the job.
 type JobStatus struct {

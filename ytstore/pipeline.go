@@ -202,6 +202,9 @@ type Attributes struct {
 	// Partitioning is @partitioning, published by the leader: by keyed computation, its
 	// partition count and why. nil when never published.
 	Partitioning map[string]PartitionCount `yson:"partitioning"`
+	// DeadLettersDropped is @dead_letters_dropped: per computation, how many dead letters
+	// `yt-flow dead-letters drop` deleted (CountDroppedDeadLetters); nil when none ever.
+	DeadLettersDropped map[string]int64 `yson:"dead_letters_dropped"`
 }
 
 // PartitionCount is what the leader says of one keyed computation's partition count in
@@ -253,7 +256,7 @@ func (w EventWatermarks) Clone() EventWatermarks {
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
 	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
-	"event_watermarks", "partitioning",
+	"event_watermarks", "partitioning", "dead_letters_dropped",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does
