@@ -17,6 +17,7 @@ import (
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -129,6 +130,8 @@ type runner struct {
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
 	invokeAttempts int
+	// replay holds the replayed dead letters read and not committed yet (replay.go).
+	replay replayFeed
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64
@@ -150,6 +153,9 @@ type runner struct {
 	broken atomic.Pointer[string]
 	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
 	swiftSrc []*swiftSource
+	// pivots keeps the key quantiles of a keyed job's inputs (pivot_finder; nil for source
+	// jobs), reported in job_status for partitioning by load.
+	pivots *autopart.Finder
 }
 
 // noteBroken records that async sink dest gave up for good (err wraps
@@ -239,6 +245,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
+	if !comp.Kind.Source() {
+		r.pivots = autopart.NewFinder(comp.PivotFinder.PartCount, comp.PivotFinder.WindowSize)
+	}
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs, columns: comp.PassthroughColumns}
 		r.shareStates = true // it reads no state

@@ -124,20 +124,12 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 		}
 		t.password = pw
 	}
-	opts, err := t.options()
+	conn, err := t.connect(ctx)
 	if err != nil {
-		return t.breakWith(err)
-	}
-	conn, err := clickhouse.Open(opts)
-	if err != nil {
-		return t.fail("open a client", err)
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
 	defer cancel()
-	if err := conn.Ping(cctx); err != nil {
-		_ = conn.Close()
-		return t.fail("connect", err)
-	}
 	if err := t.check(cctx, conn, dedup); err != nil {
 		_ = conn.Close()
 		if errors.Is(err, ErrTarget) {
@@ -179,23 +171,33 @@ func (t *target) applyPending(ctx context.Context) error {
 	}
 	t.log.Info("write_timeout changed: recreating the client", log.String("sink", t.name), log.Duration("write_timeout", d.WriteTimeout))
 	t.conn.close()
+	conn, err := t.connect(ctx)
+	if err != nil {
+		return err
+	}
+	t.conn.c = conn
+	t.reconnects++
+	return nil
+}
+
+// connect opens a client of the hosts with the current parameters and pings it within
+// write_timeout.
+func (t *target) connect(ctx context.Context) (driver.Conn, error) {
 	opts, err := t.options()
 	if err != nil {
-		return t.breakWith(err)
+		return nil, t.breakWith(err)
 	}
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
-		return t.fail("open a client", err)
+		return nil, t.fail("open a client", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
 	defer cancel()
 	if err := conn.Ping(cctx); err != nil {
 		_ = conn.Close()
-		return t.fail("connect", err)
+		return nil, t.fail("connect", err)
 	}
-	t.conn.c = conn
-	t.reconnects++
-	return nil
+	return conn, nil
 }
 
 // options are the client options of the parameters.
