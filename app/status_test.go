@@ -41,7 +41,7 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	const now = uint64(1_800_000_000_000_000)
 	const sec = uint64(1_000_000)
 	eventWM := now - 3600*sec
-	s := &pipelineStatus{&status.Snapshot{
+	s := &pipelineStatus{Snapshot: &status.Snapshot{
 		Attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
 			EventWatermark: &eventWM},
 		Partitions: []ytstore.Partition{

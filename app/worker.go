@@ -13,6 +13,7 @@ import (
 
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/monitoring"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 func init() {
@@ -32,11 +33,12 @@ func setupWorker(fs *flag.FlagSet, env *environ) runFunc {
 	id := fs.String("id", "", "worker id (default: a random id)")
 	poll := fs.Duration("poll-period", 200*time.Millisecond, "how often the layout is read")
 	verbose := fs.Bool("v", false, "debug logs")
+	exitDone := fs.Bool("exit-when-completed", false, "exit (status 0) once the pipeline is completed, as the jobs of a deployed pipeline do (yt-flow deploy)")
 	ackDelay := fs.Duration("test-ack-delay", 0, "TESTING AID for fault tests: hold every push reply that acknowledges messages this long after they commit (a slow network; never needed in production)")
 	var mf monitoringFlags
 	mf.define(fs)
 	return func(ctx context.Context, s *settings) int {
-		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay, mf})
+		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay, mf, *exitDone})
 	}
 }
 
@@ -47,6 +49,7 @@ type workerFlags struct {
 	verbose                 bool
 	ackDelay                time.Duration
 	monitoring              monitoringFlags
+	exitWhenCompleted       bool
 }
 
 func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, f workerFlags) int {
@@ -80,6 +83,15 @@ func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	if err != nil {
 		fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
 		return 1
+	}
+	if f.exitWhenCompleted {
+		run, stop, _, err := untilCompleted(ctx, ytstore.Config{Proxy: f.proxy, Token: token, Path: f.path}, time.Second, logger.Structured())
+		if err != nil {
+			fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
+			return 1
+		}
+		defer stop()
+		ctx = run
 	}
 	w := job.NewWorker(job.Config{
 		Proxy: f.proxy, Token: token, Path: f.path, Listen: f.listen, WorkerID: f.id,

@@ -38,7 +38,7 @@ func (p *parser) config(root *yson.Node) *Config {
 	}
 	if n := f.Node("vanilla"); n != nil {
 		cfg.Vanilla = p.vanilla(n, "vanilla")
-		p.ignore("vanilla", "yt-flow starts no vanilla operation: run `yt-flow controller` and `yt-flow worker` processes, or `yt-flow run`")
+		p.ignore("vanilla", "read only by `yt-flow deploy` (task counts, cache_path, max_failed_job_count, pool, title, resources, port_count, environment); start and run ignore it")
 	}
 	if n := f.Node("direct_controller_commands"); n != nil {
 		dc := p.w.Fields(n, "direct_controller_commands")

@@ -98,7 +98,7 @@ func (e *opsExt) startOperation(op *operation, files map[string][]opFileData) er
 		return ErrClosed
 	}
 	if e.dir == "" {
-		dir, err := os.MkdirTemp("", "ytlocal-operations-")
+		dir, err := e.makeDir()
 		if err != nil {
 			return fmt.Errorf("ytlocal: operations folder: %w", err)
 		}
@@ -132,6 +132,19 @@ func (e *opsExt) startOperation(op *operation, files map[string][]opFileData) er
 	}
 	e.log.Info("operation started", log.String("operation", op.id.String()), log.String("user", op.user))
 	return nil
+}
+
+// makeDir creates the folder of the operations' files and sandboxes: "operations" in
+// DataDir (emptied first: what a killed server left there), else a temporary folder.
+func (e *opsExt) makeDir() (string, error) {
+	if e.s.cfg.DataDir == "" {
+		return os.MkdirTemp("", "ytlocal-operations-")
+	}
+	dir := filepath.Join(e.s.cfg.DataDir, "operations")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // startJob starts one job of task t in slot cookie. A job whose process cannot start
@@ -332,8 +345,25 @@ func (e *opsExt) jobEnded(j *job, err *yterrors.Error, now time.Time) {
 	}
 	e.log.Info("job restarted", log.String("operation", op.id.String()), log.String("task", t.spec.name),
 		log.String("job", j.id.String()), log.String("state", j.state))
-	e.startJob(op, t, j.cookie, now)
+	if j.state != jobFailed {
+		e.startJob(op, t, j.cookie, now)
+		return
+	}
+	// A failed job is replaced after failedJobDelay, so that a command failing at once does
+	// not spin (YTsaurus schedules the replacement at a later node heartbeat).
+	e.wg.Add(1)
+	time.AfterFunc(failedJobDelay, func() {
+		defer e.wg.Done()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if !op.finished() && !e.closed {
+			e.startJob(op, t, j.cookie, time.Now())
+		}
+	})
 }
+
+// failedJobDelay is how long after a job failed its replacement starts.
+const failedJobDelay = 300 * time.Millisecond
 
 func init() {
 	registerCommand("list_jobs", commandOpts{}, cmdListJobs)

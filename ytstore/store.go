@@ -79,6 +79,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
 		// No compression over loopback: see codecFor.
 		CompressionCodec: codecFor(cfg.Proxy),
+		// A deployed pipeline's controllers and workers are jobs of a vanilla operation
+		// (yt-flow deploy) that talk to the cluster all their life, as Flow's do; the SDK
+		// refuses clients inside jobs (YT_JOB_ID set) unless this is set.
+		AllowRequestsFromJob: true,
 	}
 	hc, err := newHTTPClient(yconf)
 	if err != nil {
