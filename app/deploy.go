@@ -113,6 +113,12 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	if err != nil {
 		return failf(env.stderr, "deploy: %v", err)
 	}
+	if err := st.CreatePipeline(ctx); err != nil {
+		return failf(env.stderr, "deploy: %v", err)
+	}
+	if err := storeClusters(ctx, env, st, cfg); err != nil {
+		return failf(env.stderr, "deploy: %v", err)
+	}
 	summary, err := startPipeline(ctx, st, static, dynamic)
 	if err != nil {
 		return failf(env.stderr, "deploy: %v", err)

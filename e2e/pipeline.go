@@ -29,6 +29,9 @@ type WordCount struct {
 	// Expected word → count of the input.
 	Expected map[string]int64
 	Store    *ytstore.Store
+	// QueueStore reaches the queues (input, consumer, output, producer): Store, or the
+	// store of WordCountOptions.Remote.
+	QueueStore *ytstore.Store
 }
 
 // WordCountOptions shape the pipeline.
@@ -49,7 +52,14 @@ type WordCountOptions struct {
 	// so that the pipeline still runs while their faults are injected.
 	MaxRowsPerBatch int
 	Seed            uint64
+	// Remote, when set, holds the queues (input with its consumer, output with its
+	// producer): the spec names them <cluster=remote>, and its runner config maps remote to
+	// the cluster's proxy. The pipeline and the counts table stay on the test's cluster.
+	Remote *Cluster
 }
+
+// RemoteCluster is the cluster name of WordCountOptions.Remote in the spec.
+const RemoteCluster = "remote"
 
 // NewWordCount creates the user tables, loads the input and writes the spec file.
 func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *WordCount {
@@ -57,17 +67,22 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	root := c.Root(name)
 	w := &WordCount{C: c, Root: root, Path: root + "/pipeline", Expected: map[string]int64{}}
 	w.Store = c.Store(w.Path)
+	w.QueueStore = w.Store
+	if o.Remote != nil {
+		w.QueueStore = o.Remote.Store(w.Path)
+	}
 	ctx := context.Background()
-	mk := func(ut ytstore.UserTable) {
+	mkOn := func(st *ytstore.Store, ut ytstore.UserTable) {
 		t.Helper()
-		if err := w.Store.EnsureUserTable(ctx, ut); err != nil {
+		if err := st.EnsureUserTable(ctx, ut); err != nil {
 			t.Fatal(err)
 		}
 	}
+	mk := func(ut ytstore.UserTable) { mkOn(w.QueueStore, ut) }
 	mk(ytstore.UserTable{Path: root + "/input", Kind: ytstore.UserQueue, TabletCount: o.Tablets,
 		Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}})
 	mk(ytstore.UserTable{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: root + "/input"})
-	mk(ytstore.UserTable{Path: root + "/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
+	mkOn(w.Store, ytstore.UserTable{Path: root + "/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
 		{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending},
 		{Name: "word", Type: schema.TypeString, SortOrder: schema.SortAscending},
 		{Name: "count", Type: schema.TypeInt64},
@@ -85,7 +100,7 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 		if len(rows) == 0 {
 			return
 		}
-		if err := w.Store.InsertRows(ctx, root+"/input", rows); err != nil {
+		if err := w.QueueStore.InsertRows(ctx, root+"/input", rows); err != nil {
 			t.Fatal(err)
 		}
 		rows = rows[:0]
@@ -103,6 +118,12 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
 		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
 		MaxRowsPerBatch: o.MaxRowsPerBatch})
+	if o.Remote != nil {
+		for _, q := range []string{"input", "consumer", "output", "producer"} {
+			text = strings.ReplaceAll(text, fmt.Sprintf("%q", root+"/"+q), fmt.Sprintf("%q", "<cluster="+RemoteCluster+">"+root+"/"+q))
+		}
+		text = strings.Replace(text, "{", fmt.Sprintf("{\n    clusters = {%s = %q};", RemoteCluster, o.Remote.Proxy), 1)
+	}
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -270,7 +291,7 @@ func (w *WordCount) Counts(t *testing.T) map[string]int64 {
 // Output reads every row of the output queue as (word, count) pairs.
 func (w *WordCount) Output(t *testing.T) [][2]any {
 	t.Helper()
-	rows, err := w.Store.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
+	rows, err := w.QueueStore.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,17 @@ func (p *parser) config(root *yson.Node) *Config {
 	cfg.Proxy = f.String("proxy", "")
 	cfg.ClusterURL = f.String("cluster_url", "")
 	cfg.ProxyRole = f.String("proxy_role", "")
+	if m := f.AnyMap("clusters"); m != nil {
+		cfg.Clusters = map[string]string{}
+		for name, v := range m {
+			proxy, ok := v.(string)
+			if !ok || proxy == "" || name == "" {
+				p.errorf(f.Path("clusters")+"/"+name, "want a cluster name mapped to a proxy (a non-empty string)")
+				continue
+			}
+			cfg.Clusters[name] = proxy
+		}
+	}
 	if n := f.Required("spec"); n != nil {
 		cfg.Spec = p.pipeline(n, "spec")
 	}

@@ -80,3 +80,18 @@ type FiniteParams interface {
 	// IsFinite tells whether the source completes at its end.
 	IsFinite() bool
 }
+
+// ClusterPath consumes the required rich path at key and splits off its cluster attribute
+// (<cluster=NAME>//path, a path on another cluster): it returns the cluster ("" for the
+// pipeline's own) and the path without the attribute (as given when it has none).
+func ClusterPath(f *yson.Fields, key string) (cluster, path string) {
+	s := RichPath(f, key)
+	if !strings.HasPrefix(s, "<") {
+		return "", s
+	}
+	r, err := parseRichPath(s)
+	if err != nil || r.Cluster == "" {
+		return "", s
+	}
+	return r.Cluster, string(r.Path)
+}
