@@ -18,6 +18,7 @@ func addSeeds(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{path="//p"; spec={computations={}}}`))
+	f.Add(crossClusterSpec("<cluster=a>//in", "<cluster=a>//c", "<cluster=b>//o", "//o2", "<cluster=a>//p"))
 	f.Add([]byte(`{computations={a={computation_class_name="transform"}}}`))
 }
 

@@ -60,3 +60,21 @@ func TestParseClusters(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseClusters: any text parses to a map of non-empty names and proxies or fails.
+func FuzzParseClusters(f *testing.F) {
+	for _, s := range []string{"a=h:1,b=h:2", "", "a", "=", " a = b ,, c=d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseClusters(s)
+		if err != nil {
+			return
+		}
+		for k, v := range m {
+			if k == "" || v == "" || strings.ContainsAny(k, "=,") || strings.Contains(v, ",") {
+				t.Fatalf("ParseClusters(%q) gave %q=%q", s, k, v)
+			}
+		}
+	})
+}
