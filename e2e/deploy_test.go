@@ -259,3 +259,74 @@ func TestLocalKilledLeavesNoJobProcess(t *testing.T) {
 		return true, ""
 	})
 }
+
+// TestDeployStopAbortOperation deploys an unbounded word count, lets it count every input
+// word, then runs `yt-flow stop --abort-operation`: the pipeline drains and stops, the
+// operation is aborted, and its jobs' processes are gone.
+func TestDeployStopAbortOperation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e test")
+	}
+	c := NewCluster(t)
+	if c.Real() {
+		t.Skip("looks for job processes on this host")
+	}
+	wc := NewWordCount(t, c, "deploystop", WordCountOptions{Messages: 500, Words: 20, Tablets: 1, CountPartitions: 1, Seed: 5, Unbounded: true})
+	deploy := Start(t, "deploy", "deploy", "--proxy", c.Proxy, "--spec", wc.SpecFile, "--lease-timeout", "10s", "--binary", Binary(t))
+	if err, ok := deploy.Wait(3 * time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow deploy: %v (exited %v)\n%s", err, ok, deploy.Log())
+	}
+	m := operationLine.FindStringSubmatch(deploy.Log())
+	if m == nil {
+		t.Fatalf("no operation id in:\n%s", deploy.Log())
+	}
+	g, err := guid.ParseString(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	opID := yt.OperationID(g)
+	yc := ytClient(t, c)
+	t.Cleanup(func() { _ = yc.AbortOperation(context.Background(), opID, nil) })
+	jobs := jobsByState(t, yc, opID)
+	var pids []int
+	Eventually(t, time.Minute, func() (bool, string) {
+		pids = pids[:0]
+		for task, byState := range jobs {
+			for _, id := range byState["running"] {
+				if pid := jobPid(id, task); pid > 0 {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		return len(pids) == 2, fmt.Sprintf("%d job processes found, want 2", len(pids))
+	})
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		got := wc.Counts(t)
+		for word, n := range wc.Expected {
+			if got[word] != n {
+				return false, fmt.Sprintf("%s: %d of %d", word, got[word], n)
+			}
+		}
+		return true, ""
+	})
+	stop := Start(t, "stop", "stop", "--proxy", c.Proxy, "--path", wc.Path, "--abort-operation", "--timeout", "2m")
+	if err, ok := stop.Wait(3 * time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow stop --abort-operation: %v (exited %v)\n%s", err, ok, stop.Log())
+	}
+	if want := "operation " + opID.String() + ": aborted"; !strings.Contains(stop.Log(), want) || !strings.Contains(stop.Log(), ": stopped") {
+		t.Fatalf("stop output lacks %q or the stopped state:\n%s", want, stop.Log())
+	}
+	st, err := yc.GetOperation(context.Background(), opID, nil)
+	if err != nil || st.State != yt.StateAborted {
+		t.Fatalf("operation after stop --abort-operation: %v %v", st, err)
+	}
+	Eventually(t, 30*time.Second, func() (bool, string) {
+		for _, pid := range pids {
+			if processAlive(pid) {
+				return false, fmt.Sprintf("job process %d still runs", pid)
+			}
+		}
+		return true, ""
+	})
+	wc.CheckExactlyOnce(t)
+}

@@ -52,6 +52,8 @@ type WordCountOptions struct {
 	// so that the pipeline still runs while their faults are injected.
 	MaxRowsPerBatch int
 	Seed            uint64
+	// Unbounded makes the source infinite: the pipeline never completes by itself.
+	Unbounded bool
 	// Remote, when set, holds the queues (input with its consumer, output with its
 	// producer): the spec names them <cluster=remote>, and its runner config maps remote to
 	// the cluster's proxy. The pipeline and the counts table stay on the test's cluster.
@@ -116,7 +118,7 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	flush()
 
 	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
-		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
+		Finite: !o.Unbounded, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
 		MaxRowsPerBatch: o.MaxRowsPerBatch})
 	if o.Remote != nil {
 		for _, q := range []string{"input", "consumer", "output", "producer"} {
