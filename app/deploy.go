@@ -32,6 +32,8 @@ func init() {
 // deployFlags are the flags of `yt-flow deploy`.
 type deployFlags struct {
 	proxy, specFile, binary, cachePath, wait string
+	workerListen, workerAdvertiseHost        string
+	workerAdvertiseHostname                  bool
 	workers, controllers                     int
 	localBinary, replace                     bool
 	leaseTimeout, timeout                    time.Duration
@@ -46,6 +48,9 @@ func setupDeploy(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&f.binary, "binary", "", "the yt-flow binary the jobs run (default: this one); it is uploaded to --cache-path unless --local-binary")
 	fs.StringVar(&f.cachePath, "cache-path", "", "Cypress folder the binary is uploaded to, named by its checksum (default: the config's vanilla/cache_path, else //tmp/yt-flow/bin)")
 	fs.BoolVar(&f.localBinary, "local-binary", false, "jobs run --binary from this host's file system instead of an uploaded copy: only for a cluster whose jobs run on this host (yt-flow local)")
+	fs.StringVar(&f.workerListen, "worker-listen", "127.0.0.1:0", "the workers' --listen: right when every job runs on one host; a cluster spreading jobs over hosts needs a wildcard address such as :0 with --worker-advertise-hostname")
+	fs.StringVar(&f.workerAdvertiseHost, "worker-advertise-host", "", "the workers' --advertise-host")
+	fs.BoolVar(&f.workerAdvertiseHostname, "worker-advertise-hostname", false, "the workers publish the name of the host their job runs on (--advertise-hostname)")
 	fs.BoolVar(&f.replace, "replace", false, "abort the pipeline's running operation before starting the new one")
 	fs.DurationVar(&f.leaseTimeout, "lease-timeout", 30*time.Second, "timeout of job leases, passed to the controllers")
 	fs.StringVar(&f.wait, "wait", "working", "wait until the pipeline is working, completed, or not at all (none)")
@@ -61,6 +66,10 @@ const defaultCachePath = "//tmp/yt-flow/bin"
 func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, f deployFlags) int {
 	if f.specFile == "" || fs.NArg() != 0 {
 		fmt.Fprintln(env.stderr, "usage: yt-flow deploy --spec FILE [--proxy P] [--workers N] [--binary PATH]")
+		return 2
+	}
+	if f.workerAdvertiseHost != "" && f.workerAdvertiseHostname {
+		fmt.Fprintln(env.stderr, "yt-flow deploy: --worker-advertise-host and --worker-advertise-hostname exclude each other")
 		return 2
 	}
 	switch f.wait {
@@ -155,6 +164,8 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 // deployPlan is the shape of the operation deploy starts, from the flags and the runner
 // config's vanilla section.
 type deployPlan struct {
+	// workerArgs are the worker command's flags after --exit-when-completed.
+	workerArgs           string
 	workers, controllers int
 	cachePath            string
 	leaseTimeout         time.Duration
@@ -167,7 +178,7 @@ type deployPlan struct {
 
 // planDeploy reads the vanilla section of cfg under the flags' overrides.
 func planDeploy(cfg *spec.Config, f deployFlags) (deployPlan, error) {
-	p := deployPlan{workers: f.workers, controllers: f.controllers, cachePath: f.cachePath, leaseTimeout: f.leaseTimeout,
+	p := deployPlan{workerArgs: workerArgs(f), workers: f.workers, controllers: f.controllers, cachePath: f.cachePath, leaseTimeout: f.leaseTimeout,
 		maxFailedJobs: 10000, title: "yt-flow " + cfg.Path, task: map[string]map[string]any{}}
 	v := cfg.Vanilla
 	for _, name := range []string{"controller", "worker"} {
@@ -245,13 +256,29 @@ func (p deployPlan) operationSpec(path, proxy, binary string, uploaded bool) map
 		"max_failed_job_count": p.maxFailedJobs,
 		"tasks": map[string]any{
 			"controller": task("controller", p.controllers, " --lease-timeout "+p.leaseTimeout.String()),
-			"worker":     task("worker", p.workers, ""),
+			"worker":     task("worker", p.workers, p.workerArgs),
 		},
 	}
 	if p.pool != "" {
 		sp["pool"] = p.pool
 	}
 	return sp
+}
+
+// workerArgs are the transport flags of the worker command: --listen unless the default,
+// --advertise-host or --advertise-hostname when set.
+func workerArgs(f deployFlags) string {
+	var b strings.Builder
+	if f.workerListen != "" && f.workerListen != "127.0.0.1:0" {
+		b.WriteString(" --listen " + shellQuote(f.workerListen))
+	}
+	if f.workerAdvertiseHost != "" {
+		b.WriteString(" --advertise-host " + shellQuote(f.workerAdvertiseHost))
+	}
+	if f.workerAdvertiseHostname {
+		b.WriteString(" --advertise-hostname")
+	}
+	return b.String()
 }
 
 // withSecureVault returns a copy of sp with its secure vault (the token travels there:

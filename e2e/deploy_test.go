@@ -260,9 +260,11 @@ func TestLocalKilledLeavesNoJobProcess(t *testing.T) {
 	})
 }
 
-// TestDeployStopAbortOperation deploys an unbounded word count, lets it count every input
-// word, then runs `yt-flow stop --abort-operation`: the pipeline drains and stops, the
-// operation is aborted, and its jobs' processes are gone.
+// TestDeployStopAbortOperation deploys an unbounded word count whose two workers listen on
+// the wildcard address and publish 127.0.0.1 (--worker-listen, --worker-advertise-host: as
+// on a cluster spreading jobs over hosts), lets it count every input word, then runs
+// `yt-flow stop --abort-operation`: the pipeline drains and stops, the operation is aborted,
+// and its jobs' processes are gone.
 func TestDeployStopAbortOperation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e test")
@@ -272,7 +274,8 @@ func TestDeployStopAbortOperation(t *testing.T) {
 		t.Skip("looks for job processes on this host")
 	}
 	wc := NewWordCount(t, c, "deploystop", WordCountOptions{Messages: 500, Words: 20, Tablets: 1, CountPartitions: 1, Seed: 5, Unbounded: true})
-	deploy := Start(t, "deploy", "deploy", "--proxy", c.Proxy, "--spec", wc.SpecFile, "--lease-timeout", "10s", "--binary", Binary(t))
+	deploy := Start(t, "deploy", "deploy", "--proxy", c.Proxy, "--spec", wc.SpecFile, "--lease-timeout", "10s", "--binary", Binary(t),
+		"--workers", "2", "--worker-listen", "0.0.0.0:0", "--worker-advertise-host", "127.0.0.1")
 	if err, ok := deploy.Wait(3 * time.Minute); !ok || err != nil {
 		t.Fatalf("yt-flow deploy: %v (exited %v)\n%s", err, ok, deploy.Log())
 	}
@@ -298,7 +301,7 @@ func TestDeployStopAbortOperation(t *testing.T) {
 				}
 			}
 		}
-		return len(pids) == 2, fmt.Sprintf("%d job processes found, want 2", len(pids))
+		return len(pids) == 3, fmt.Sprintf("%d job processes found, want 3", len(pids))
 	})
 	Eventually(t, 2*time.Minute, func() (bool, string) {
 		got := wc.Counts(t)
@@ -309,6 +312,13 @@ func TestDeployStopAbortOperation(t *testing.T) {
 		}
 		return true, ""
 	})
+	status := Start(t, "status", "status", "--proxy", c.Proxy, "--path", wc.Path)
+	if err, ok := status.Wait(time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow status: %v (exited %v)\n%s", err, ok, status.Log())
+	}
+	if out := status.Log(); strings.Contains(out, "0.0.0.0:") || strings.Count(out, "  127.0.0.1:") != 2 {
+		t.Fatalf("the workers do not publish 127.0.0.1:PORT:\n%s", out)
+	}
 	stop := Start(t, "stop", "stop", "--proxy", c.Proxy, "--path", wc.Path, "--abort-operation", "--timeout", "2m")
 	if err, ok := stop.Wait(3 * time.Minute); !ok || err != nil {
 		t.Fatalf("yt-flow stop --abort-operation: %v (exited %v)\n%s", err, ok, stop.Log())
