@@ -22,11 +22,11 @@ func crossClusterSpec(source, consumer, syncQueue, asyncQueue, producer string) 
 }
 
 // TestCrossClusterQueuePaths: <cluster=NAME> in queue_path, consumer_path and producer_path
-// names the queue's cluster; the clusters map of the runner config is kept; a sync queue sink
-// on another cluster, and a consumer or producer on another cluster than its queue, are spec
-// errors naming the path.
+// names the queue's cluster (a consumer or producer path without one is on the queue's); the
+// clusters map of the runner config is kept; a sync queue sink on another cluster, and a
+// consumer or producer on another cluster than its queue, are spec errors naming the path.
 func TestCrossClusterQueuePaths(t *testing.T) {
-	cfg, err := ParseConfig(crossClusterSpec("<cluster=a>//in", "<cluster=a>//consumer", "//out", "<cluster=a>//out2", "<cluster=a>//producer"))
+	cfg, err := ParseConfig(crossClusterSpec("<cluster=a>//in", "//consumer", "//out", "<cluster=a>//out2", "<cluster=a>//producer"))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"a": "a-proxy:80"}, cfg.Clusters)
 	c := cfg.Spec.Computations["c"]
@@ -40,10 +40,10 @@ func TestCrossClusterQueuePaths(t *testing.T) {
 	assert.Equal(t, "//producer", async.ProducerPath)
 	assert.Equal(t, "", c.Sinks["sync"].Params.(*queue.SinkParams).Cluster)
 
-	_, err = ParseConfig(crossClusterSpec("<cluster=a>//in", "//consumer", "<cluster=a>//out", "<cluster=a>//out2", "<cluster=b>//producer"))
+	_, err = ParseConfig(crossClusterSpec("//in", "<cluster=b>//consumer", "<cluster=a>//out", "<cluster=a>//out2", "<cluster=b>//producer"))
 	require.Error(t, err)
 	for _, want := range []string{
-		`spec/computations/c/source_streams/s/parameters/consumer_path: is on the pipeline's cluster, the queue on cluster a`,
+		`spec/computations/c/source_streams/s/parameters/consumer_path: is on cluster b, the queue on the pipeline's cluster`,
 		`spec/computations/c/sinks/sync/parameters/queue_path: the sync queue sink writes in the epoch's transaction, on the pipeline's cluster only: cluster "a" is another`,
 		`spec/computations/c/sinks/async/parameters/producer_path: is on cluster b, the queue on cluster a`,
 	} {

@@ -135,15 +135,14 @@ func sinkColumns(params any) map[string][]string {
 }
 
 // sameCluster reports at key when its path names another cluster than the queue's: a
-// consumer or producer lives with its queue.
+// consumer or producer lives with its queue (a path without a cluster is on the queue's).
 func sameCluster(f *yson.Fields, key, queue, other string) {
-	if other != queue {
-		name := func(c string) string {
-			if c == "" {
-				return "the pipeline's cluster"
-			}
-			return "cluster " + c
-		}
-		f.Errorf(key, "is on %s, the queue on %s: it must be on the queue's cluster", name(other), name(queue))
+	if other == "" || other == queue {
+		return
 	}
+	where := "the pipeline's cluster"
+	if queue != "" {
+		where = "cluster " + queue
+	}
+	f.Errorf(key, "is on cluster %s, the queue on %s: a consumer or producer is on its queue's cluster", other, where)
 }
