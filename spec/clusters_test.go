@@ -53,3 +53,26 @@ func TestCrossClusterQueuePaths(t *testing.T) {
 	_, err = ParseConfig([]byte(`{path = "//p"; clusters = {a = 1}; spec = {computations = {}}}`))
 	require.ErrorContains(t, err, "clusters/a: want a cluster name mapped to a proxy")
 }
+
+// TestMultiClusterSinkPaths: TAsyncMultiClusterQueueSink takes its clusters from
+// <clusters=[…]> in queue_path; a path without them is an error naming it.
+func TestMultiClusterSinkPaths(t *testing.T) {
+	doc := func(queuePath string) []byte {
+		return []byte(`{path = "//p"; spec = {computations = {c = {computation_class_name = "TProcessFunctionSourceComputation"; processing_function = "F";
+        source_streams = {s = {source_class_name = "TQueueSource"; parameters = {queue_path = "//in"; consumer_path = "//consumer"}}};
+        output_stream_ids = ["x"];
+        sinks = {m = {sink_class_name = "TAsyncMultiClusterQueueSink"; input_stream_ids = ["x"]; parameters = {queue_path = "` + queuePath + `"; producer_path = "//producer"}}}}};
+        streams = {x = {schema = [{name = "k"; type = "string"}]}}}}`)
+	}
+	cfg, err := ParseConfig(doc("<clusters=[a;b]>//out"))
+	require.NoError(t, err)
+	p := cfg.Spec.Computations["c"].Sinks["m"].Params.(*queue.MultiSinkParams)
+	assert.Equal(t, []string{"a", "b"}, p.Clusters)
+	assert.Equal(t, "//out", p.QueuePath)
+	assert.Equal(t, "//producer", p.ProducerPath)
+
+	_, err = ParseConfig(doc("//out"))
+	require.ErrorContains(t, err, `spec/computations/c/sinks/m/parameters/queue_path: "//out" names no clusters`)
+	_, err = ParseConfig(doc("<clusters=[a;a]>//out"))
+	require.ErrorContains(t, err, "want distinct cluster names")
+}

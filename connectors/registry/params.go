@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"go.ytsaurus.tech/yt/go/ypath"
+	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/yson"
 )
@@ -94,4 +95,32 @@ func ClusterPath(f *yson.Fields, key string) (cluster, path string) {
 		return "", s
 	}
 	return r.Cluster, string(r.Path)
+}
+
+// PathAttrs returns the attributes of a rich path string (<k=v;…>//path) as a map, nil when
+// it has none or they do not parse.
+func PathAttrs(s string) map[string]any {
+	if !strings.HasPrefix(s, "<") {
+		return nil
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] != '>' {
+			continue
+		}
+		var m map[string]any
+		if sdkyson.Unmarshal([]byte("{"+s[1:i]+"}"), &m) == nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// PlainPath is the path of a rich path string without its attributes (s itself when it does
+// not parse).
+func PlainPath(s string) string {
+	r, err := parseRichPath(s)
+	if err != nil {
+		return s
+	}
+	return string(r.Path)
 }
