@@ -293,7 +293,11 @@ func (w *WordCount) Counts(t *testing.T) map[string]int64 {
 // Output reads every row of the output queue as (word, count) pairs.
 func (w *WordCount) Output(t *testing.T) [][2]any {
 	t.Helper()
-	rows, err := w.QueueStore.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
+	qs := w.QueueStore
+	if qs == nil { // a WordCount made without NewWordCount
+		qs = w.Store
+	}
+	rows, err := qs.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
 	if err != nil {
 		t.Fatal(err)
 	}
