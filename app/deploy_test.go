@@ -14,6 +14,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/schema"
 
+	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytlocal/ytlocaltest"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -115,5 +116,44 @@ func TestDeployOperationLifecycle(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprint(d.Spec), secretToken) {
 		t.Errorf("the recorded operation spec holds the token")
+	}
+}
+
+// TestDeployPlanFromVanilla: the vanilla section of the runner config sets the task counts,
+// the cache path, max_failed_job_count, pool, title and the tasks' resources and environment;
+// flags override the counts and the cache path.
+func TestDeployPlanFromVanilla(t *testing.T) {
+	text := strings.Replace(lifecycleConfig("", 1), "{", `{vanilla = {enable = %true; pool = "research";
+        worker = {count = 3; memory_limit = 4096; cpu_limit = 2.5; environment = {A = "1"}}; controller = {count = 2; port_count = 2};
+        cache_path = "//home/me/bin"; max_failed_job_count = 50; title = "wc"};`, 1)
+	cfg, err := spec.ParseConfig([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planDeploy(cfg, deployFlags{leaseTimeout: 10 * time.Second, workerListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.workers != 3 || p.controllers != 2 || p.cachePath != "//home/me/bin" || p.maxFailedJobs != 50 || p.pool != "research" || p.title != "wc" {
+		t.Errorf("plan %+v", p)
+	}
+	sp := p.operationSpec("//home/me/pipe", "proxy:80", "//home/me/bin/yt-flow-x", true)
+	tasks := sp["tasks"].(map[string]any)
+	w, c := tasks["worker"].(map[string]any), tasks["controller"].(map[string]any)
+	if w["job_count"] != int64(3) || c["job_count"] != int64(2) || w["memory_limit"] == nil || w["cpu_limit"] == nil || c["port_count"] == nil {
+		t.Errorf("tasks %v", tasks)
+	}
+	if env := w["environment"].(map[string]any); env["A"] != "1" || env["YT_PROXY"] != "proxy:80" {
+		t.Errorf("worker environment %v", env)
+	}
+	if sp["pool"] != "research" || sp["max_failed_job_count"] != int64(50) || sp["title"] != "wc" {
+		t.Errorf("spec %v", sp)
+	}
+	if files := w["file_paths"].([]any); len(files) != 1 || files[0] != `<file_name="yt-flow";executable=%true>//home/me/bin/yt-flow-x` {
+		t.Errorf("file_paths %v", files)
+	}
+	p, err = planDeploy(cfg, deployFlags{workers: 5, controllers: 1, cachePath: "//tmp/other"})
+	if err != nil || p.workers != 5 || p.controllers != 1 || p.cachePath != "//tmp/other" {
+		t.Errorf("flags over the config: %+v %v", p, err)
 	}
 }
