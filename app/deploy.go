@@ -424,3 +424,65 @@ func deploymentLine(ctx context.Context, st *ytstore.Store) string {
 	}
 	return line
 }
+
+func init() {
+	register(&command{
+		name:     "reanimate",
+		examples: []string{"yt-flow reanimate --proxy localhost:8000 --path //home/me/pipe"},
+		summary:  "resubmit the vanilla operation of a deployed pipeline whose operation died (refused while it runs)",
+		setup: func(fs *flag.FlagSet, env *environ) runFunc {
+			var pf pipelineFlags
+			pf.define(fs)
+			return func(ctx context.Context, s *settings) int {
+				if code := pf.check(fs, true); code >= 0 {
+					return code
+				}
+				return runReanimate(ctx, env, s, pf)
+			}
+		},
+	})
+}
+
+// runReanimate starts the recorded operation spec of the pipeline again (with the caller's
+// token in its secure vault) when the recorded operation has ended or is unknown.
+func runReanimate(ctx context.Context, env *environ, s *settings, pf pipelineFlags) int {
+	token, err := s.token()
+	if err != nil {
+		return failf(env.stderr, "reanimate: %v", err)
+	}
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: pf.proxy, Path: pf.path, Token: token})
+	if err != nil {
+		return failf(env.stderr, "reanimate: %v", err)
+	}
+	defer st.Close()
+	d, ok, err := st.Deployment(ctx)
+	if err != nil {
+		return failf(env.stderr, "reanimate: %v", explain(err, pf.path))
+	}
+	if !ok || len(d.Spec) == 0 {
+		return failf(env.stderr, "reanimate: pipeline %s was never deployed (yt-flow deploy --spec FILE)", pf.path)
+	}
+	op, err := st.Operation(ctx, d.OperationID)
+	switch {
+	case errors.Is(err, ytstore.ErrNoSuchOperation):
+	case err != nil:
+		return failf(env.stderr, "reanimate: %v", err)
+	case !op.Finished:
+		return failf(env.stderr, "reanimate: %v: %s is operation %s (%s)", errDeployed, pf.path, op.ID, op.State)
+	}
+	spec := d.Spec
+	if token != "" {
+		spec = withSecureVault(spec, map[string]any{"YT_TOKEN": token})
+	}
+	id, err := st.StartVanilla(ctx, spec)
+	if err != nil {
+		return failf(env.stderr, "reanimate: %v", err)
+	}
+	prev := d.OperationID
+	d.OperationID = id
+	if err := st.SetDeployment(ctx, d); err != nil {
+		return failf(env.stderr, "reanimate: operation %s started, but not recorded on the pipeline: %v", id, err)
+	}
+	fmt.Fprintf(env.stdout, "operation %s: started in place of %s\n", id, prev)
+	return 0
+}

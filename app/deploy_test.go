@@ -26,7 +26,7 @@ var deployedOp = regexp.MustCompile(`operation (\S+): 1 controller\(s\), 2 worke
 // workers with the pipeline's path and the caller's token from the secure vault (never
 // printed); a second deploy is refused while the operation runs; --replace aborts it and
 // starts one running the uploaded binary, which a third deploy finds already uploaded;
-// status shows the operation.
+// status shows the operation; reanimate resubmits an aborted one, and is refused while it runs.
 func TestDeployOperationLifecycle(t *testing.T) {
 	l := &lifecycle{t: t, proxy: ytlocaltest.New(t), dir: t.TempDir()}
 	st, err := ytstore.Open(context.Background(), ytstore.Config{Proxy: l.proxy, Path: lifecyclePath})
@@ -110,7 +110,28 @@ func TestDeployOperationLifecycle(t *testing.T) {
 	if code != 0 || !strings.Contains(out, " (already uploaded)") {
 		t.Fatalf("a third deploy: %d\n%s%s", code, out, errs)
 	}
+	waitLines(9) // the third operation's jobs run the script
+	// reanimate is refused while the operation runs; once it is aborted, it starts the
+	// recorded spec again.
+	if code, _, errs := l.run("reanimate", "--proxy", l.proxy, "--path", lifecyclePath); code != 1 || !strings.Contains(errs, "already runs as an operation") {
+		t.Errorf("reanimate of a running operation: %d %q", code, errs)
+	}
 	d, ok, err := st.Deployment(context.Background())
+	if err != nil || !ok {
+		t.Fatalf("deployment: %v %v", ok, err)
+	}
+	if err := st.AbortOperation(context.Background(), d.OperationID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = l.run("reanimate", "--proxy", l.proxy, "--path", lifecyclePath)
+	if code != 0 || !strings.Contains(out, "started in place of "+d.OperationID) {
+		t.Fatalf("reanimate: %d\n%s%s", code, out, errs)
+	}
+	d, ok, err = st.Deployment(context.Background())
+	waitLines(12) // the reanimated operation's jobs run the script
+	if op, err := st.Operation(context.Background(), d.OperationID); err != nil || op.State != "running" || op.Running != 3 {
+		t.Errorf("the reanimated operation: %+v %v", op, err)
+	}
 	if err != nil || !ok || d.OperationID == first || len(d.Version) != 64 || !strings.HasPrefix(d.Binary, defaultCachePath+"/yt-flow-") {
 		t.Errorf("recorded deployment: %+v %v %v", d, ok, err)
 	}
