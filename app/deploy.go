@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -115,7 +117,8 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 		return failf(env.stderr, "deploy: %v", err)
 	}
 	defer st.Close()
-	if err := endPrevious(ctx, env, st, cfg.Path, f.replace); err != nil {
+	old, err := previousOperation(ctx, st, cfg.Path, f.replace)
+	if err != nil {
 		return failf(env.stderr, "deploy: %v", err)
 	}
 	binary, version, err := placeBinary(ctx, env, st, f, plan.cachePath)
@@ -128,11 +131,8 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	if err := storeClusters(ctx, env, st, cfg); err != nil {
 		return failf(env.stderr, "deploy: %v", err)
 	}
-	summary, err := startPipeline(ctx, st, static, dynamic)
-	if err != nil {
-		return failf(env.stderr, "deploy: %v", err)
-	}
-	fmt.Fprintln(env.stdout, summary)
+	// Make before break: the new operation starts first, so that its jobs are up when the old
+	// one is ended; then the specs are pushed and the pipeline started.
 	opSpec := plan.operationSpec(cfg.Path, f.proxy, binary, !f.localBinary)
 	public := opSpec
 	if token != "" {
@@ -146,6 +146,17 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 		return failf(env.stderr, "deploy: operation %s started, but not recorded on the pipeline: %v", id, err)
 	}
 	fmt.Fprintf(env.stdout, "operation %s: %d controller(s), %d worker(s)\n", id, plan.controllers, plan.workers)
+	if old != "" {
+		graceful := env.getenv(envGracefulUpdate) != "0"
+		if err := retire(ctx, env, st, cfg.Path, old, graceful, f.timeout); err != nil {
+			return failf(env.stderr, "deploy: operation %s started; the old one %s: %v", id, old, err)
+		}
+	}
+	summary, err := startPipeline(ctx, st, static, dynamic)
+	if err != nil {
+		return failf(env.stderr, "deploy: %v", err)
+	}
+	fmt.Fprintln(env.stdout, summary)
 	if f.wait == "none" {
 		return 0
 	}
@@ -345,36 +356,65 @@ func placeBinary(ctx context.Context, env *environ, st *ytstore.Store, f deployF
 // errDeployed is returned when the pipeline already runs as an operation.
 var errDeployed = errors.New("the pipeline already runs as an operation")
 
-// endPrevious checks the operation the pipeline was last deployed as: a running one is
-// aborted with replace, else refused.
-func endPrevious(ctx context.Context, env *environ, st *ytstore.Store, path string, replace bool) error {
+// envGracefulUpdate chooses how deploy --replace ends the old operation: "0" pauses the
+// pipeline (in-flight messages stay in the stores), anything else drains and stops it.
+const envGracefulUpdate = "YT_FLOW_GRACEFUL_UPDATE"
+
+// previousOperation returns the running operation the pipeline was last deployed as ("" if
+// none); a running one is refused unless replace.
+func previousOperation(ctx context.Context, st *ytstore.Store, path string, replace bool) (string, error) {
 	d, ok, err := st.Deployment(ctx)
 	if err != nil || !ok {
-		return err
+		return "", err
 	}
 	op, err := st.Operation(ctx, d.OperationID)
 	if errors.Is(err, ytstore.ErrNoSuchOperation) {
-		return nil
+		return "", nil
 	}
+	if err != nil {
+		return "", err
+	}
+	if op.Finished {
+		return "", nil
+	}
+	if !replace {
+		return "", fmt.Errorf("%w: %s is operation %s (%s); pass --replace to replace it, or end it with 'yt-flow stop --path %s --abort-operation'",
+			errDeployed, path, op.ID, op.State, path)
+	}
+	return op.ID, nil
+}
+
+// retire ends the old operation of a release: the pipeline is drained and stopped (graceful)
+// or paused, then the operation aborted. A pipeline already there, completed, or never run
+// by a controller (no state: nothing in flight) needs no wait.
+func retire(ctx context.Context, env *environ, st *ytstore.Store, path, old string, graceful bool, timeout time.Duration) error {
+	target, done := ytstore.TargetStopped, []string{ytstore.StateStopped, ytstore.StateCompleted}
+	if !graceful {
+		target, done = ytstore.TargetPaused, []string{ytstore.StatePaused, ytstore.StateStopped, ytstore.StateCompleted}
+	}
+	attrs, err := st.Attributes(ctx)
 	if err != nil {
 		return err
 	}
-	if op.Finished {
-		return nil
+	if attrs.PipelineState != "" && !slices.Contains(done, attrs.PipelineState) {
+		if _, err := status.SetTarget(ctx, st, target); err != nil {
+			return err
+		}
+		state, err := waitDeployed(ctx, st, "", timeout, done)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "pipeline %s: %s\n", path, state)
 	}
-	if !replace {
-		return fmt.Errorf("%w: %s is operation %s (%s); pass --replace to abort it and deploy anew, or end it with 'yt-flow stop --path %s --abort-operation'",
-			errDeployed, path, op.ID, op.State, path)
-	}
-	if err := st.AbortOperation(ctx, op.ID, "replaced by yt-flow deploy"); err != nil {
+	if err := st.AbortOperation(ctx, old, "replaced by yt-flow deploy"); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "operation %s: aborted (replaced)\n", op.ID)
+	fmt.Fprintf(env.stdout, "operation %s: aborted (replaced)\n", old)
 	return nil
 }
 
-// waitDeployed polls until the pipeline state is one of done, failing early when the
-// operation ends first.
+// waitDeployed polls until the pipeline state is one of done, failing early when operation
+// opID (if not "") ends first.
 func waitDeployed(ctx context.Context, st *ytstore.Store, opID string, timeout time.Duration, done []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -390,8 +430,10 @@ func waitDeployed(ctx context.Context, st *ytstore.Store, opID string, timeout t
 				}
 			}
 		}
-		if op, err := st.Operation(ctx, opID); err == nil && op.Finished {
-			return "", fmt.Errorf("operation %s is %s before the pipeline became %v (state %s): %s", opID, op.State, done, last, orDash(op.Error))
+		if opID != "" {
+			if op, err := st.Operation(ctx, opID); err == nil && op.Finished {
+				return "", fmt.Errorf("operation %s is %s before the pipeline became %v (state %s): %s", opID, op.State, done, last, orDash(op.Error))
+			}
 		}
 		select {
 		case <-ctx.Done():

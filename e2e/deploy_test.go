@@ -118,7 +118,8 @@ func logJobStderrs(t *testing.T, yc yt.Client, id yt.OperationID) {
 	}
 }
 
-var operationLine = regexp.MustCompile(`operation ([0-9a-f]+-[0-9a-f]+-[0-9a-f]+-[0-9a-f]+): `)
+// operationLine is deploy's line naming the operation it started.
+var operationLine = regexp.MustCompile(`operation ([0-9a-f]+-[0-9a-f]+-[0-9a-f]+-[0-9a-f]+): [0-9]+ controller`)
 
 // TestDeployWordCount deploys the word count with `yt-flow deploy` (the binary uploaded to
 // Cypress, a vanilla operation with a controller task and a worker task of two jobs) and
@@ -289,7 +290,8 @@ func TestDeployStopAbortOperation(t *testing.T) {
 	}
 	opID := yt.OperationID(g)
 	yc := ytClient(t, c)
-	t.Cleanup(func() { _ = yc.AbortOperation(context.Background(), opID, nil) })
+	first := opID
+	t.Cleanup(func() { _ = yc.AbortOperation(context.Background(), first, nil) })
 	jobs := jobsByState(t, yc, opID)
 	var pids []int
 	Eventually(t, time.Minute, func() (bool, string) {
@@ -319,6 +321,47 @@ func TestDeployStopAbortOperation(t *testing.T) {
 	if out := status.Log(); strings.Contains(out, "0.0.0.0:") || strings.Count(out, "  127.0.0.1:") != 2 {
 		t.Fatalf("the workers do not publish 127.0.0.1:PORT:\n%s", out)
 	}
+
+	// A release: the new operation starts, the pipeline drains and stops, the old operation
+	// is aborted, and the pipeline works again under the new one.
+	again := Start(t, "redeploy", "deploy", "--proxy", c.Proxy, "--spec", wc.SpecFile, "--lease-timeout", "10s", "--binary", Binary(t),
+		"--workers", "2", "--worker-listen", "0.0.0.0:0", "--worker-advertise-host", "127.0.0.1", "--replace")
+	if err, ok := again.Wait(3 * time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow deploy --replace: %v (exited %v)\n%s", err, ok, again.Log())
+	}
+	out := again.Log()
+	m = operationLine.FindStringSubmatch(out)
+	if m == nil || m[1] == opID.String() || !strings.Contains(out, "pipeline "+wc.Path+": stopped") ||
+		!strings.Contains(out, "operation "+opID.String()+": aborted (replaced)") || !strings.Contains(out, "pipeline "+wc.Path+": working") {
+		t.Fatalf("deploy --replace: no new operation, drain, abort of %s or working state:\n%s", opID, out)
+	}
+	if st, err := yc.GetOperation(context.Background(), opID, nil); err != nil || st.State != yt.StateAborted {
+		t.Fatalf("the replaced operation: %v %v", st, err)
+	}
+	Eventually(t, 30*time.Second, func() (bool, string) {
+		for _, pid := range pids {
+			if processAlive(pid) {
+				return false, fmt.Sprintf("job process %d of the replaced operation still runs", pid)
+			}
+		}
+		return true, ""
+	})
+	if g, err = guid.ParseString(m[1]); err != nil {
+		t.Fatal(err)
+	}
+	opID = yt.OperationID(g)
+	jobs = jobsByState(t, yc, opID)
+	Eventually(t, time.Minute, func() (bool, string) {
+		pids = pids[:0]
+		for task, byState := range jobs {
+			for _, id := range byState["running"] {
+				if pid := jobPid(id, task); pid > 0 {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		return len(pids) == 3, fmt.Sprintf("%d job processes of the new operation found, want 3", len(pids))
+	})
 	stop := Start(t, "stop", "stop", "--proxy", c.Proxy, "--path", wc.Path, "--abort-operation", "--timeout", "2m")
 	if err, ok := stop.Wait(3 * time.Minute); !ok || err != nil {
 		t.Fatalf("yt-flow stop --abort-operation: %v (exited %v)\n%s", err, ok, stop.Log())
