@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/internal/autopart"
 
 	"github.com/ytflow/yt-flow/spec"
 )
@@ -17,7 +19,8 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	}
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
-		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed"}
+		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",
+			WeightMultiplier: d.Partitioning.WeightMultiplier, InterruptingWeightMultiplier: d.Partitioning.InterruptingWeightMultiplier}
 		tc.Inputs = slices.Sorted(slices.Values(c.InputStreamIDs))
 		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
 		if c.Kind.Source() {
@@ -48,9 +51,28 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 			if d.MaxPartitionCount > 0 {
 				tc.PartitionCount = min(tc.PartitionCount, d.MaxPartitionCount)
 			}
+			if d.DesiredPartitionCount == 0 {
+				tc.Auto = autoParams(d)
+				tc.PartitionCount = tc.Auto.Initial()
+			}
 		}
 		t.Computations = append(t.Computations, tc)
 	}
 	sort.Slice(t.Computations, func(i, j int) bool { return t.Computations[i].ID < t.Computations[j].ID })
 	return t
+}
+
+// autoParams are the partitioning-by-load parameters of a keyed computation without
+// desired_partition_count.
+func autoParams(d spec.DynamicComputation) *autopart.Params {
+	pp := d.Partitioning
+	p := autopart.DefaultParams()
+	p.Min = cmp.Or(d.MinPartitionCount, p.Min)
+	p.Max = cmp.Or(d.MaxPartitionCount, p.Max)
+	if d.MaxPartitionCount > 0 && d.MinPartitionCount == 0 {
+		p.Min = min(p.Min, p.Max) // max_partition_count below the default minimum
+	}
+	p.Targets = autopart.Load{CPU: pp.CPULoad, Memory: pp.MemoryUsed, Messages: pp.MessagesPerSecond, Bytes: pp.BytesPerSecond, Timers: pp.TimerCount}
+	p.Deviation, p.DoubleDelay, p.HalfDelay = pp.Deviation, pp.DoubleDelay, pp.HalfDelay
+	return &p
 }

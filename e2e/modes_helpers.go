@@ -43,6 +43,9 @@ type JobStats struct {
 	Duplicates        int64  `json:"duplicates_dropped"`
 	BestEffortDropped int64  `json:"best_effort_dropped"`
 	Completed         bool   `json:"completed"`
+	Running           bool   `json:"running"`
+	// DynamicSpecVersion is the @dynamic_spec_version the job runs with.
+	DynamicSpecVersion int64 `json:"dynamic_spec_version"`
 }
 
 // WorkerStats reads GET http://addr/stats, signed with the pipeline's transport secret key

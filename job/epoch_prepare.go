@@ -28,6 +28,7 @@ import (
 //     holds the message, and with which payload fingerprint.
 //   - LoadStates returns every state row of the computation's keys with the given hashes; the
 //     caller matches exact keys.
+//   - LoadReplays returns the replayed dead letters of the job's key range (replay.go).
 //
 // An error means the read did not happen; the epoch is abandoned and recomputed.
 type epochReads interface {
@@ -35,6 +36,7 @@ type epochReads interface {
 	GenerateTimestamp(ctx context.Context) (uint64, error)
 	LookupDedupRows(ctx context.Context, keys []ytstore.DedupKey) ([]ytstore.DedupHit, error)
 	LoadStates(ctx context.Context, computationID string, hashes []uint64) ([]ytstore.StateRow, error)
+	replayReads
 }
 
 func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {

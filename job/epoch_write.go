@@ -112,6 +112,9 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		b, _ := yson.Marshal(n)
 		w.PartitionStates[seqStatePrefix+id] = b
 	}
+	for id, fp := range r.topologyPending {
+		w.PartitionStates[topologyStatePrefix+id] = []byte(fp)
+	}
 	for sp, off := range c.Offsets {
 		pos, err := r.sourcePosition(sp.SourceID, off)
 		if err != nil {

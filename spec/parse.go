@@ -349,7 +349,13 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
 	c.StateJoiners = f.AnyMap("state_joiners")
 	c.HeavyHitters = f.AnyMap("heavy_hitters")
-	c.PivotFinder = f.AnyMap("pivot_finder")
+	c.PivotFinder = PivotFinder{PartCount: 16, WindowSize: 16384}
+	if pn := f.Node("pivot_finder"); pn != nil {
+		pf := p.w.Fields(pn, f.Path("pivot_finder"))
+		c.PivotFinder.PartCount = int(pf.Int("part_count", 16, 1, 1024))
+		c.PivotFinder.WindowSize = int(pf.Int("window_size", 16384, 1, 1<<24))
+		pf.Close()
+	}
 	c.InputOrdering = f.AnyMap("input_ordering")
 	f.Close()
 
@@ -404,9 +410,6 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	}
 	if c.HeavyHitters != nil {
 		p.ignore(at("heavy_hitters"), "hot-key diagnostics of Flow's controller")
-	}
-	if c.PivotFinder != nil {
-		p.ignore(at("pivot_finder"), "key quantiles for Flow's repartitioning")
 	}
 	if c.Watermark != nil {
 		for _, k := range []string{"watermark_generator/use_source_watermark", "watermark_generator/unavailable_partition_groups"} {
