@@ -71,7 +71,7 @@ func envNames(key string) []string {
 	case "proxy":
 		return []string{own, "YT_PROXY"}
 	case "token":
-		return []string{own, "YT_TOKEN"}
+		return []string{own, "YT_TOKEN", "YT_SECURE_VAULT_YT_TOKEN"}
 	case "token_path":
 		return []string{own, "YT_TOKEN_PATH"}
 	}

@@ -40,6 +40,7 @@ func init() {
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			statusListen := addStatusListenFlag(fs)
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
+			exitDone := fs.Bool("exit-when-completed", false, "exit (status 0) once the pipeline is completed, as the jobs of a deployed pipeline do (yt-flow deploy)")
 			var mf monitoringFlags
 			mf.define(fs)
 			return func(ctx context.Context, s *settings) int {
@@ -55,6 +56,14 @@ func init() {
 					return failf(env.stderr, "controller: %v", err)
 				}
 				lg := newStderrLogger(env.stderr, log.InfoLevel)
+				if *exitDone {
+					run, stop, _, err := untilCompleted(ctx, ytstore.Config{Proxy: pf.proxy, Token: token, Path: pf.path}, time.Second, lg)
+					if err != nil {
+						return failf(env.stderr, "controller: %v", err)
+					}
+					defer stop()
+					ctx = run
+				}
 				metrics := monitoring.NewController(nil)
 				if mf.enabled() {
 					st, err := ytstore.Open(ctx, ytstore.Config{Proxy: pf.proxy, Token: token, Path: pf.path, Logger: lg})

@@ -222,7 +222,7 @@ func TestValidateVerboseListsIgnored(t *testing.T) {
 	for _, want := range []string{
 		file + ": ok\n",
 		file + ": address_resolver: ignored: ",
-		file + ": vanilla: ignored: yt-flow starts no vanilla operation",
+		file + ": vanilla: ignored: read only by `yt-flow deploy`",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)

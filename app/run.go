@@ -198,6 +198,12 @@ func (r *runner) run(ctx context.Context) int {
 			}
 		}
 	}
+	if err := st.CreatePipeline(ctx); err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
+	if err := storeClusters(ctx, r.env, st, cfg); err != nil {
+		return failf(r.env.stderr, "run: %v", err)
+	}
 	summary, err := startPipeline(ctx, st, static, dynamic)
 	if err != nil {
 		return failf(r.env.stderr, "run: %v", err)

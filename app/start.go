@@ -143,10 +143,36 @@ func runStart(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, 
 		return failf(env.stderr, "start: %v", err)
 	}
 	defer st.Close()
+	if err := st.CreatePipeline(ctx); err != nil {
+		return failf(env.stderr, "start: %v", err)
+	}
+	if err := storeClusters(ctx, env, st, cfg); err != nil {
+		return failf(env.stderr, "start: %v", err)
+	}
 	summary, err := startPipeline(ctx, st, static, dynamic)
 	if err != nil {
 		return failf(env.stderr, "start: %v", err)
 	}
 	fmt.Fprintln(env.stdout, summary)
 	return 0
+}
+
+// envClusters is the environment variable naming other clusters: "name=proxy,…".
+const envClusters = "YT_FLOW_CLUSTERS"
+
+// storeClusters records the pipeline's clusters map: the runner config's clusters with
+// those of $YT_FLOW_CLUSTERS over them.
+func storeClusters(ctx context.Context, env *environ, st *ytstore.Store, cfg *spec.Config) error {
+	m := map[string]string{}
+	for k, v := range cfg.Clusters {
+		m[k] = v
+	}
+	fromEnv, err := ytstore.ParseClusters(env.getenv(envClusters))
+	if err != nil {
+		return fmt.Errorf("$%s: %w", envClusters, err)
+	}
+	for k, v := range fromEnv {
+		m[k] = v
+	}
+	return st.SetClusters(ctx, m)
 }

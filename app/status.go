@@ -14,14 +14,18 @@ import (
 )
 
 // pipelineStatus is everything "yt-flow status" shows: a status.Snapshot.
-type pipelineStatus struct{ *status.Snapshot }
+type pipelineStatus struct {
+	*status.Snapshot
+	// deployment describes the vanilla operation the pipeline is deployed as ("" if none).
+	deployment string
+}
 
 func readStatus(ctx context.Context, st *ytstore.Store, logLines int) (*pipelineStatus, error) {
 	s, err := status.Read(ctx, st, logLines)
 	if err != nil {
 		return nil, err
 	}
-	return &pipelineStatus{s}, nil
+	return &pipelineStatus{Snapshot: s}, nil
 }
 
 func orDash(s string) string {
@@ -46,6 +50,9 @@ func (s *pipelineStatus) write(w io.Writer, path string) error {
 		fmt.Fprintf(tw, "status page\t%s\n", a.LeaderControllerAddress)
 	}
 	fmt.Fprintf(tw, "spec\tversion %d, dynamic spec version %d\n", a.SpecVersion, a.DynamicSpecVersion)
+	if s.deployment != "" {
+		fmt.Fprintf(tw, "operation\t%s\n", s.deployment)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -133,6 +140,7 @@ func init() {
 				if err != nil {
 					return failf(env.stderr, "status: %v", explain(err, pf.path))
 				}
+				s.deployment = deploymentLine(ctx, st)
 				write := s.write
 				if *watermarks {
 					write = s.writeWatermarks

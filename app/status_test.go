@@ -41,7 +41,7 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	const now = uint64(1_800_000_000_000_000)
 	const sec = uint64(1_000_000)
 	eventWM := now - 3600*sec
-	s := &pipelineStatus{&status.Snapshot{
+	s := &pipelineStatus{Snapshot: &status.Snapshot{
 		Attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
 			EventWatermark: &eventWM, Partitioning: map[string]ytstore.PartitionCount{"count": {Current: 2, ByLoad: true, Optimal: 3,
 				Driver: "messages_per_second", MessagesPerSecond: 25000, BytesPerSecond: 1e6, CPULoad: 0.05, Reason: "cooling down 10s after the last repartitioning",

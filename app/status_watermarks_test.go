@@ -16,7 +16,7 @@ import (
 func TestStatusWatermarks(t *testing.T) {
 	const now = uint64(1_800_000_000_000_000)
 	const sec = uint64(1_000_000)
-	s := &pipelineStatus{&status.Snapshot{
+	s := &pipelineStatus{Snapshot: &status.Snapshot{
 		Attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working",
 			EventWatermarks: &ytstore.EventWatermarks{Streams: map[string]uint64{"lines": now - 3660*sec, "words": now - 3660*sec, "counts": now - 7300*sec}}},
 		Partitions: []ytstore.Partition{

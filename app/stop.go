@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -69,6 +70,56 @@ func init() {
 		name:     "stop",
 		examples: []string{"yt-flow stop --proxy localhost:8000 --path //home/me/pipe --wait --timeout 1m"},
 		summary:  "drain and stop a pipeline (target state stopped)",
-		setup:    setTarget("stop", ytstore.TargetStopped, ytstore.StateStopped),
+		setup:    setupStop,
 	})
+}
+
+// setupStop is setTarget for stop, with --abort-operation: once the pipeline is stopped,
+// the vanilla operation it is deployed as (yt-flow deploy) is aborted.
+func setupStop(fs *flag.FlagSet, env *environ) runFunc {
+	var pf pipelineFlags
+	pf.define(fs)
+	wait := fs.Bool("wait", false, "wait until the pipeline reaches the state")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long --wait waits")
+	abort := fs.Bool("abort-operation", false, "then abort the vanilla operation the pipeline is deployed as (implies --wait)")
+	return func(ctx context.Context, s *settings) int {
+		if code := pf.check(fs, true); code >= 0 {
+			return code
+		}
+		code := setTargetState(ctx, env, s, "stop", ytstore.TargetStopped, pf, *wait || *abort, *timeout, []string{ytstore.StateStopped})
+		if code != 0 || !*abort {
+			return code
+		}
+		return abortDeployment(ctx, env, s, pf)
+	}
+}
+
+// abortDeployment aborts the operation the pipeline is deployed as, if it runs.
+func abortDeployment(ctx context.Context, env *environ, s *settings, pf pipelineFlags) int {
+	st, err := openPipelineStore(ctx, s, pf.proxy, pf.path)
+	if err != nil {
+		return failf(env.stderr, "stop: %v", err)
+	}
+	defer st.Close()
+	d, ok, err := st.Deployment(ctx)
+	if err != nil {
+		return failf(env.stderr, "stop: %v", err)
+	}
+	if !ok {
+		fmt.Fprintf(env.stdout, "pipeline %s: not deployed as an operation\n", pf.path)
+		return 0
+	}
+	op, err := st.Operation(ctx, d.OperationID)
+	if errors.Is(err, ytstore.ErrNoSuchOperation) || err == nil && op.Finished {
+		fmt.Fprintf(env.stdout, "operation %s: already ended\n", d.OperationID)
+		return 0
+	}
+	if err != nil {
+		return failf(env.stderr, "stop: %v", err)
+	}
+	if err := st.AbortOperation(ctx, op.ID, "yt-flow stop --abort-operation"); err != nil {
+		return failf(env.stderr, "stop: %v", err)
+	}
+	fmt.Fprintf(env.stdout, "operation %s: aborted\n", op.ID)
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/monitoring"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 func init() {
@@ -29,14 +31,17 @@ func setupWorker(fs *flag.FlagSet, env *environ) runFunc {
 	addConnFlags(fs, proxy, "YTsaurus HTTP proxy (default $YT_PROXY)")
 	path := fs.String("path", "", "pipeline node path, e.g. //home/me/pipe (required)")
 	listen := fs.String("listen", "127.0.0.1:0", "address of the inter-job transport endpoint")
+	advHost := fs.String("advertise-host", "", "host published with the endpoint's port, as other hosts reach this one (for --listen on a wildcard address; default: the listener's address)")
+	advHostname := fs.Bool("advertise-hostname", false, "publish this host's name (as the OS reports it) with the endpoint's port, like --advertise-host")
 	id := fs.String("id", "", "worker id (default: a random id)")
 	poll := fs.Duration("poll-period", 200*time.Millisecond, "how often the layout is read")
 	verbose := fs.Bool("v", false, "debug logs")
+	exitDone := fs.Bool("exit-when-completed", false, "exit (status 0) once the pipeline is completed, as the jobs of a deployed pipeline do (yt-flow deploy)")
 	ackDelay := fs.Duration("test-ack-delay", 0, "TESTING AID for fault tests: hold every push reply that acknowledges messages this long after they commit (a slow network; never needed in production)")
 	var mf monitoringFlags
 	mf.define(fs)
 	return func(ctx context.Context, s *settings) int {
-		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay, mf})
+		return runWorker(ctx, env, s, fs, workerFlags{*proxy, *path, *listen, *id, *poll, *verbose, *ackDelay, mf, *exitDone, *advHost, *advHostname})
 	}
 }
 
@@ -47,6 +52,9 @@ type workerFlags struct {
 	verbose                 bool
 	ackDelay                time.Duration
 	monitoring              monitoringFlags
+	exitWhenCompleted       bool
+	advertiseHost           string
+	advertiseHostname       bool
 }
 
 func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet, f workerFlags) int {
@@ -81,8 +89,27 @@ func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 		fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
 		return 1
 	}
+	if f.exitWhenCompleted {
+		run, stop, _, err := untilCompleted(ctx, ytstore.Config{Proxy: f.proxy, Token: token, Path: f.path}, time.Second, logger.Structured())
+		if err != nil {
+			fmt.Fprintf(env.stderr, "yt-flow worker: %v\n", err)
+			return 1
+		}
+		defer stop()
+		ctx = run
+	}
+	if f.advertiseHostname {
+		if f.advertiseHost != "" {
+			fmt.Fprintln(env.stderr, "yt-flow worker: --advertise-host and --advertise-hostname exclude each other")
+			return 2
+		}
+		if f.advertiseHost, err = os.Hostname(); err != nil {
+			fmt.Fprintf(env.stderr, "yt-flow worker: --advertise-hostname: %v\n", err)
+			return 1
+		}
+	}
 	w := job.NewWorker(job.Config{
-		Proxy: f.proxy, Token: token, Path: f.path, Listen: f.listen, WorkerID: f.id,
+		Proxy: f.proxy, Token: token, Path: f.path, Listen: f.listen, AdvertiseHost: f.advertiseHost, WorkerID: f.id,
 		Logger: logger.Structured(), PollPeriod: f.poll, TestAckDelay: f.ackDelay,
 	})
 	mon, err := f.monitoring.start(ctx, monitoring.NewWorker(nil, w))

@@ -30,6 +30,9 @@ type WordCount struct {
 	// Expected word → count of the input.
 	Expected map[string]int64
 	Store    *ytstore.Store
+	// QueueStore reaches the queues (input, consumer, output, producer): Store, or the
+	// store of WordCountOptions.Remote.
+	QueueStore *ytstore.Store
 	// pending holds the input rows not inserted yet (WordCountOptions.Deferred; Feed).
 	pending []map[string]any
 }
@@ -52,6 +55,10 @@ type WordCountOptions struct {
 	// so that the pipeline still runs while their faults are injected.
 	MaxRowsPerBatch int
 	Seed            uint64
+	// Remote, when set, holds the queues (input with its consumer, output with its
+	// producer): the spec names them <cluster=remote>, and its runner config maps remote to
+	// the cluster's proxy. The pipeline and the counts table stay on the test's cluster.
+	Remote *Cluster
 	// Inject replaces the random word of input line i with Inject[i].
 	Inject map[int]string
 	// CountFunction is the count computation's processing function ("" = CountWords);
@@ -62,23 +69,31 @@ type WordCountOptions struct {
 	Unbounded, Deferred bool
 }
 
+// RemoteCluster is the cluster name of WordCountOptions.Remote in the spec.
+const RemoteCluster = "remote"
+
 // NewWordCount creates the user tables, loads the input and writes the spec file.
 func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *WordCount {
 	t.Helper()
 	root := c.Root(name)
 	w := &WordCount{C: c, Root: root, Path: root + "/pipeline", Expected: map[string]int64{}}
 	w.Store = c.Store(w.Path)
+	w.QueueStore = w.Store
+	if o.Remote != nil {
+		w.QueueStore = o.Remote.Store(w.Path)
+	}
 	ctx := context.Background()
-	mk := func(ut ytstore.UserTable) {
+	mkOn := func(st *ytstore.Store, ut ytstore.UserTable) {
 		t.Helper()
-		if err := w.Store.EnsureUserTable(ctx, ut); err != nil {
+		if err := st.EnsureUserTable(ctx, ut); err != nil {
 			t.Fatal(err)
 		}
 	}
+	mk := func(ut ytstore.UserTable) { mkOn(w.QueueStore, ut) }
 	mk(ytstore.UserTable{Path: root + "/input", Kind: ytstore.UserQueue, TabletCount: o.Tablets,
 		Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}})
 	mk(ytstore.UserTable{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: root + "/input"})
-	mk(ytstore.UserTable{Path: root + "/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
+	mkOn(w.Store, ytstore.UserTable{Path: root + "/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
 		{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending},
 		{Name: "word", Type: schema.TypeString, SortOrder: schema.SortAscending},
 		{Name: "count", Type: schema.TypeInt64},
@@ -96,7 +111,7 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 		if len(rows) == 0 {
 			return
 		}
-		if err := w.Store.InsertRows(ctx, root+"/input", rows); err != nil {
+		if err := w.QueueStore.InsertRows(ctx, root+"/input", rows); err != nil {
 			t.Fatal(err)
 		}
 		rows = rows[:0]
@@ -122,6 +137,12 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
 		Finite: !o.Unbounded, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
 		MaxRowsPerBatch: o.MaxRowsPerBatch, CountFunction: o.CountFunction, CountDynamic: o.CountDynamic})
+	if o.Remote != nil {
+		for _, q := range []string{"input", "consumer", "output", "producer"} {
+			text = strings.ReplaceAll(text, fmt.Sprintf("%q", root+"/"+q), fmt.Sprintf("%q", "<cluster="+RemoteCluster+">"+root+"/"+q))
+		}
+		text = strings.Replace(text, "{", fmt.Sprintf("{\n    clusters = {%s = %q};", RemoteCluster, o.Remote.Proxy), 1)
+	}
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -305,7 +326,7 @@ func (w *WordCount) Counts(t *testing.T) map[string]int64 {
 // Output reads every row of the output queue as (word, count) pairs.
 func (w *WordCount) Output(t *testing.T) [][2]any {
 	t.Helper()
-	rows, err := w.Store.SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
+	rows, err := w.queues().SelectRows(context.Background(), fmt.Sprintf("word, count FROM [%s/output]", w.Root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +337,15 @@ func (w *WordCount) Output(t *testing.T) [][2]any {
 	return out
 }
 
+// queues is the store of the queues: QueueStore, or Store for a WordCount made without
+// NewWordCount.
+func (w *WordCount) queues() *ytstore.Store {
+	if w.QueueStore != nil {
+		return w.QueueStore
+	}
+	return w.Store
+}
+
 // Feed inserts the next n deferred input rows (WordCountOptions.Deferred; all that are left
 // when fewer) and returns how many are left.
 func (w *WordCount) Feed(t *testing.T, n int) int {
@@ -323,7 +353,7 @@ func (w *WordCount) Feed(t *testing.T, n int) int {
 	n = min(n, len(w.pending))
 	for len(w.pending) > 0 && n > 0 {
 		k := min(n, 1000)
-		if err := w.Store.InsertRows(context.Background(), w.Root+"/input", w.pending[:k]); err != nil {
+		if err := w.queues().InsertRows(context.Background(), w.Root+"/input", w.pending[:k]); err != nil {
 			t.Fatal(err)
 		}
 		w.pending, n = w.pending[k:], n-k

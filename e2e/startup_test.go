@@ -59,5 +59,11 @@ func TestHandStartedControllerAssignsOnce(t *testing.T) {
 	if assigned["worker-a"] == 0 || assigned["worker-b"] == 0 {
 		t.Errorf("jobs assigned per worker %v: both workers should get jobs in the first assignment; events %q", assigned, events)
 	}
+	// The async sink delivers after the commits that filled the table: the pipeline is
+	// completed once it has delivered everything.
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		s := wc.State()
+		return s == "completed", fmt.Sprintf("pipeline state %q", s)
+	})
 	wc.CheckExactlyOnce(t)
 }

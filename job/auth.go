@@ -145,3 +145,13 @@ func isLoopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// advertised is the address published for a listener on addr (host:port) when it is known
+// to other hosts as host: host with addr's port.
+func advertised(addr, host string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return net.JoinHostPort(host, port)
+}

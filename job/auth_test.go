@@ -156,3 +156,16 @@ func TestWorkerReadsRotatedSecret(t *testing.T) {
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 }
+
+func TestAdvertisedAddress(t *testing.T) {
+	for _, tc := range []struct{ addr, host, want string }{
+		{"[::]:4242", "node-1.example.com", "node-1.example.com:4242"},
+		{"0.0.0.0:80", "10.0.0.7", "10.0.0.7:80"},
+		{"0.0.0.0:80", "fe80::1", "[fe80::1]:80"},
+		{"not-an-address", "h", "not-an-address"},
+	} {
+		if got := advertised(tc.addr, tc.host); got != tc.want {
+			t.Errorf("advertised(%q, %q) = %q, want %q", tc.addr, tc.host, got, tc.want)
+		}
+	}
+}

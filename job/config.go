@@ -18,6 +18,10 @@ type Config struct {
 	Path string
 	// Listen is the address of the inter-job HTTP endpoint; default "127.0.0.1:0".
 	Listen string
+	// AdvertiseHost, when set, is the host the worker publishes with its endpoint's port
+	// instead of the listener's own host: the name or address other hosts reach it by, for a
+	// listener on a wildcard address (":0", "0.0.0.0:0"). Default: the listener's address.
+	AdvertiseHost string
 	// WorkerID names the worker; default a fresh random id.
 	WorkerID string
 	// Logger receives structured logs; nil discards them.

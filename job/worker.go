@@ -254,6 +254,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.stopAll()
 	addr := ln.Addr().String()
 	w.log.Info("transport endpoint listening", log.String("address", addr), log.String("reachable", listenNote(addr)))
+	if w.cfg.AdvertiseHost != "" {
+		addr = advertised(addr, w.cfg.AdvertiseHost)
+		w.log.Info("transport endpoint published", log.String("address", addr))
+	}
 	if w.cfg.InProcessPeers {
 		peers.Store(addr, w)
 		defer peers.Delete(addr) // before the jobs stop: later pushes go over HTTP and fail

@@ -18,6 +18,7 @@ func addSeeds(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{path="//p"; spec={computations={}}}`))
+	f.Add(crossClusterSpec("<cluster=a>//in", "<cluster=a>//c", "<cluster=b>//o", "//o2", "<cluster=a>//p"))
 	f.Add([]byte(`{computations={a={computation_class_name="transform"}}}`))
 	f.Add([]byte(`{computations={a={computation_class_name="transform"; pivot_finder={part_count=4; window_size=100}}}}`))
 	f.Add([]byte(`{computations={a={parameters={desired_average_partition_messages_per_second=20.5; allowed_partition_count_deviation=1.5;

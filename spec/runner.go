@@ -17,6 +17,17 @@ func (p *parser) config(root *yson.Node) *Config {
 	cfg.Proxy = f.String("proxy", "")
 	cfg.ClusterURL = f.String("cluster_url", "")
 	cfg.ProxyRole = f.String("proxy_role", "")
+	if m := f.AnyMap("clusters"); m != nil {
+		cfg.Clusters = map[string]string{}
+		for name, v := range m {
+			proxy, ok := v.(string)
+			if !ok || proxy == "" || name == "" {
+				p.errorf(f.Path("clusters")+"/"+name, "want a cluster name mapped to a proxy (a non-empty string)")
+				continue
+			}
+			cfg.Clusters[name] = proxy
+		}
+	}
 	if n := f.Required("spec"); n != nil {
 		cfg.Spec = p.pipeline(n, "spec")
 	}
@@ -38,7 +49,7 @@ func (p *parser) config(root *yson.Node) *Config {
 	}
 	if n := f.Node("vanilla"); n != nil {
 		cfg.Vanilla = p.vanilla(n, "vanilla")
-		p.ignore("vanilla", "yt-flow starts no vanilla operation: run `yt-flow controller` and `yt-flow worker` processes, or `yt-flow run`")
+		p.ignore("vanilla", "read only by `yt-flow deploy` (task counts, cache_path, max_failed_job_count, pool, title, resources, port_count, environment); start and run ignore it")
 	}
 	if n := f.Node("direct_controller_commands"); n != nil {
 		dc := p.w.Fields(n, "direct_controller_commands")

@@ -38,6 +38,9 @@ type Config struct {
 	ClusterURL string
 	// ProxyRole selects a proxy role (optional).
 	ProxyRole string
+	// Clusters maps the cluster names of queue paths (<cluster=NAME>//path) to proxies: a
+	// yt-flow extension of the runner config; nil when absent.
+	Clusters map[string]string
 	// Spec is the static spec (required, never nil after a successful parse).
 	Spec *Pipeline
 	// Dynamic is the dynamic spec; an absent dynamic_spec parses as empty (never nil).

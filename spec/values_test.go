@@ -42,7 +42,8 @@ func TestAllFeaturesValues(t *testing.T) {
 	src := q.Sources["q"]
 	qp := src.Params.(*queue.SourceParams)
 	assert.Equal(t, "queue", src.Class.Name)
-	assert.Equal(t, "<cluster=c>//in", qp.QueuePath)
+	assert.Equal(t, "//in", qp.QueuePath)
+	assert.Equal(t, "c", qp.Cluster)
 	assert.Equal(t, "//consumer", qp.ConsumerPath)
 	assert.False(t, qp.TryParseFlowQueueMeta)
 	assert.Equal(t, "flow_queue_meta", qp.FlowQueueMetaColumn)

@@ -26,6 +26,15 @@
 // first, and waits for the requests admitted (for up to five seconds, as for those of its
 // connections).
 //
+// # Vanilla operations
+//
+// The scheduler commands (start_operation of type vanilla, get_operation, list_operations,
+// abort_operation, complete_operation, list_jobs, get_job, get_job_stderr, abort_job) run
+// each job as a local child process in a sandbox with the YTsaurus job environment,
+// replace failed and aborted jobs as YTsaurus does, and kill every job process on abort,
+// completion, Close and the death of the server's process (ops.go, ops_jobs.go,
+// ops_spec.go, ops_proc_*.go). Operations are held in memory only.
+//
 // # Wire protocol
 //
 // Parameters come from the query string (strings), X-YT-Parameters (text YSON, or base64

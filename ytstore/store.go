@@ -35,6 +35,7 @@ type Config struct {
 // Store gives access to one pipeline on one cluster. It is safe for concurrent
 // use. Close releases the client and aborts the sessions it started.
 type Store struct {
+	cfg    Config // as opened (Cluster opens others like it)
 	proxy  string
 	yc     yt.Client
 	path   ypath.Path
@@ -50,6 +51,8 @@ type Store struct {
 	txTimestamps   atomic.Int32
 	txCheckRunning atomic.Bool
 	// jobStatusCols records which optional columns job_status has (jobStatusColumns).
+	remotes remotes // stores of other clusters (Cluster)
+
 	eventWatermarksMu   sync.Mutex
 	eventWatermarksRead bool
 	jobStatusCols       jobStatusOptional
@@ -79,6 +82,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
 		// No compression over loopback: see codecFor.
 		CompressionCodec: codecFor(cfg.Proxy),
+		// A deployed pipeline's controllers and workers are jobs of a vanilla operation
+		// (yt-flow deploy) that talk to the cluster all their life, as Flow's do; the SDK
+		// refuses clients inside jobs (YT_JOB_ID set) unless this is set.
+		AllowRequestsFromJob: true,
 	}
 	hc, err := newHTTPClient(yconf)
 	if err != nil {
@@ -90,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
 	}
 	_ = ctx // reserved: connecting is lazy in the SDK
-	return &Store{proxy: cfg.Proxy, yc: yc, path: path, logger: logger}, nil
+	return &Store{cfg: cfg, proxy: cfg.Proxy, yc: yc, path: path, logger: logger}, nil
 }
 
 // sdkLogger is the logger the client gets: it logs the client's "request failed" and
@@ -122,6 +129,7 @@ func (s *Store) Path() string { return s.path.String() }
 // (sessions) are aborted. Leases are not: they are plain transactions that
 // outlive the store until aborted or expired. Close is idempotent.
 func (s *Store) Close() {
+	s.closeRemotes()
 	s.yc.Stop()
 }
 

@@ -17,10 +17,13 @@ const (
 // SourceParams are the parameters of TQueueSource.
 type SourceParams struct {
 	QueuePath, ConsumerPath string // required
-	Finite                  bool
-	TryParseFlowQueueMeta   bool   // default true
-	FlowQueueMetaColumn     string // default "flow_queue_meta"
-	IgnoreMalformedMeta     bool
+	// Cluster is the cluster of the queue and its consumer (queue_path's <cluster=NAME>);
+	// "" is the pipeline's.
+	Cluster               string
+	Finite                bool
+	TryParseFlowQueueMeta bool   // default true
+	FlowQueueMetaColumn   string // default "flow_queue_meta"
+	IgnoreMalformedMeta   bool
 	// PartitionFilter lists [begin, end) tablet ranges; nil reads all tablets.
 	PartitionFilter [][2]int64
 }
@@ -33,7 +36,10 @@ func (p *SourceParams) String() string { return "queue " + p.QueuePath }
 
 // SinkParams are the parameters of the queue sinks.
 type SinkParams struct {
-	QueuePath           string // required
+	QueuePath string // required
+	// Cluster is the cluster of the queue and its producer (queue_path's <cluster=NAME>);
+	// "" is the pipeline's. Only the async sink may name one.
+	Cluster             string
 	ProducerPath        string // required for the async sink
 	WriteFlowQueueMeta  bool
 	FlowQueueMetaColumn string
@@ -71,8 +77,10 @@ func init() {
 
 func parseSource(f *yson.Fields) any {
 	q := &SourceParams{}
-	q.QueuePath = registry.RichPath(f, "queue_path")
-	q.ConsumerPath = registry.RichPath(f, "consumer_path")
+	q.Cluster, q.QueuePath = registry.ClusterPath(f, "queue_path")
+	var consumerCluster string
+	consumerCluster, q.ConsumerPath = registry.ClusterPath(f, "consumer_path")
+	sameCluster(f, "consumer_path", q.Cluster, consumerCluster)
 	q.Finite = f.Bool("finite", false)
 	q.TryParseFlowQueueMeta = f.Bool("try_parse_flow_queue_meta", true)
 	q.FlowQueueMetaColumn = f.String("flow_queue_meta_column", "flow_queue_meta")
@@ -87,13 +95,15 @@ func parseSource(f *yson.Fields) any {
 
 func parseSink(f *yson.Fields, async bool) any {
 	q := &SinkParams{}
-	q.QueuePath = registry.RichPath(f, "queue_path")
+	q.Cluster, q.QueuePath = registry.ClusterPath(f, "queue_path")
 	q.WriteFlowQueueMeta = f.Bool("write_flow_queue_meta", false)
 	q.FlowQueueMetaColumn = f.String("flow_queue_meta_column", "flow_queue_meta")
 	q.ColumnFilter = f.Strings("column_filter", true)
 	routing := []string{"tablet_index_expression", "tablet_index_routing_hash_expression", "tablet_index_routing_hash_policy", "tablet_count"}
 	if async {
-		q.ProducerPath = registry.RichPath(f, "producer_path")
+		var producerCluster string
+		producerCluster, q.ProducerPath = registry.ClusterPath(f, "producer_path")
+		sameCluster(f, "producer_path", q.Cluster, producerCluster)
 		q.RequireSyncReplica = f.Bool("require_sync_replica", true)
 		for _, key := range routing {
 			if f.Has(key) {
@@ -102,6 +112,9 @@ func parseSink(f *yson.Fields, async bool) any {
 			}
 		}
 		return q
+	}
+	if q.Cluster != "" {
+		f.Errorf("queue_path", "the sync queue sink writes in the epoch's transaction, on the pipeline's cluster only: cluster %q is another; write there with NYT::NFlow::TAsyncQueueSink", q.Cluster)
 	}
 	q.TabletIndexExpression = f.String("tablet_index_expression", "")
 	q.TabletIndexRoutingHashExpression = f.String("tablet_index_routing_hash_expression", "")
@@ -119,4 +132,17 @@ func parseSink(f *yson.Fields, async bool) any {
 
 func sinkColumns(params any) map[string][]string {
 	return map[string][]string{"column_filter": params.(*SinkParams).ColumnFilter}
+}
+
+// sameCluster reports at key when its path names another cluster than the queue's: a
+// consumer or producer lives with its queue (a path without a cluster is on the queue's).
+func sameCluster(f *yson.Fields, key, queue, other string) {
+	if other == "" || other == queue {
+		return
+	}
+	where := "the pipeline's cluster"
+	if queue != "" {
+		where = "cluster " + queue
+	}
+	f.Errorf(key, "is on cluster %s, the queue on %s: a consumer or producer is on its queue's cluster", other, where)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 func init() {
@@ -14,7 +16,13 @@ func init() {
 		Ends:       ends,
 		Source: func(env connector.Env, params any) (connector.Source, error) {
 			p := params.(*SourceParams)
-			return NewSource(env.Store, p.QueuePath, p.ConsumerPath, env.SourcePartition, p.Finite), nil
+			st, err := storeOf(env, p.Cluster)
+			if err != nil {
+				return nil, fmt.Errorf("queue source %s: %w", p.QueuePath, err)
+			}
+			src := NewSource(st, p.QueuePath, p.ConsumerPath, env.SourcePartition, p.Finite)
+			src.remote = p.Cluster != ""
+			return src, nil
 		},
 	})
 	connector.RegisterSink(SyncSinkClass, connector.Constructors{
@@ -28,10 +36,19 @@ func init() {
 		// the same session, and the queue drops rows it already accepted.
 		AsyncSink: func(env connector.Env, params any) (connector.AsyncSink, error) {
 			p := params.(*SinkParams)
-			return NewAsyncSink(env.Store, p.ProducerPath, p.QueuePath, env.PartitionID+"/"+env.SinkID), nil
+			st, err := storeOf(env, p.Cluster)
+			if err != nil {
+				return nil, fmt.Errorf("async queue sink %s: %w", p.QueuePath, err)
+			}
+			return NewAsyncSink(st, p.ProducerPath, p.QueuePath, env.PartitionID+"/"+env.SinkID), nil
 		},
 		BestEffort: func(env connector.Env, params any) (connector.BestEffortWriter, error) {
-			return &BestEffort{store: env.Store, queuePath: params.(*SinkParams).QueuePath}, nil
+			p := params.(*SinkParams)
+			st, err := storeOf(env, p.Cluster)
+			if err != nil {
+				return nil, fmt.Errorf("async queue sink %s: %w", p.QueuePath, err)
+			}
+			return &BestEffort{store: st, queuePath: p.QueuePath}, nil
 		},
 	})
 }
@@ -39,7 +56,11 @@ func init() {
 // partitions lists the tablets of the source's queue that its partition_filter admits.
 func partitions(ctx context.Context, env connector.Env, params any) ([]int64, error) {
 	p := params.(*SourceParams)
-	n, err := env.Store.TabletCount(ctx, p.QueuePath)
+	st, err := storeOf(env, p.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", p.QueuePath, err)
+	}
+	n, err := st.TabletCount(ctx, p.QueuePath)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: tablet count: %w", p.QueuePath, err)
 	}
@@ -64,7 +85,11 @@ func ends(ctx context.Context, env connector.Env, params any) (map[int64]int64, 
 		Index int64  `yson:"index"`
 		Total *int64 `yson:"total_row_count"`
 	}
-	if err := env.Store.GetAttribute(ctx, p.QueuePath, "tablets", &tablets); err != nil {
+	st, err := storeOf(env, p.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: %w", p.QueuePath, err)
+	}
+	if err := st.GetAttribute(ctx, p.QueuePath, "tablets", &tablets); err != nil {
 		return nil, fmt.Errorf("queue %s: @tablets: %w", p.QueuePath, err)
 	}
 	m := map[int64]int64{}
@@ -79,4 +104,17 @@ func ends(ctx context.Context, env connector.Env, params any) (map[int64]int64, 
 		m[idx] = *tb.Total
 	}
 	return m, nil
+}
+
+// clusterTimeout bounds the read of the pipeline's clusters map when a connector opens.
+const clusterTimeout = 30 * time.Second
+
+// storeOf is the store of cluster ("" the pipeline's own) for the connector opened in env.
+func storeOf(env connector.Env, cluster string) (*ytstore.Store, error) {
+	if cluster == "" {
+		return env.Store, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	return env.Store.Cluster(ctx, cluster)
 }

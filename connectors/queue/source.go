@@ -16,6 +16,9 @@ type Source struct {
 	queuePath, consumerPath string
 	partition               int32
 	finite                  bool
+	// remote is set when the queue is on another cluster than the pipeline: its rows'
+	// timestamps are not the pipeline cluster's, so they bound nothing (Row.Born 0).
+	remote bool
 }
 
 // NewSource returns a reader of partition of queuePath through consumerPath.
@@ -37,6 +40,9 @@ func (s *Source) Read(ctx context.Context, from connector.Position, max int64) (
 	out := make([]connector.Row, len(rows))
 	for i, r := range rows {
 		out[i] = connector.Row{Offset: r.Offset, Timestamp: micros(r.Timestamp), Born: r.Timestamp, Columns: r.Columns}
+		if s.remote {
+			out[i].Born = 0
+		}
 	}
 	connector.OffsetRows(out)
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"go.ytsaurus.tech/yt/go/ypath"
+	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/yson"
 )
@@ -79,4 +80,47 @@ func PartitionFilter(f *yson.Fields) [][2]int64 {
 type FiniteParams interface {
 	// IsFinite tells whether the source completes at its end.
 	IsFinite() bool
+}
+
+// ClusterPath consumes the required rich path at key and splits off its cluster attribute
+// (<cluster=NAME>//path, a path on another cluster): it returns the cluster ("" for the
+// pipeline's own) and the path without the attribute (as given when it has none).
+func ClusterPath(f *yson.Fields, key string) (cluster, path string) {
+	s := RichPath(f, key)
+	if !strings.HasPrefix(s, "<") {
+		return "", s
+	}
+	r, err := parseRichPath(s)
+	if err != nil || r.Cluster == "" {
+		return "", s
+	}
+	return r.Cluster, string(r.Path)
+}
+
+// PathAttrs returns the attributes of a rich path string (<k=v;…>//path) as a map, nil when
+// it has none or they do not parse.
+func PathAttrs(s string) map[string]any {
+	if !strings.HasPrefix(s, "<") {
+		return nil
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] != '>' {
+			continue
+		}
+		var m map[string]any
+		if sdkyson.Unmarshal([]byte("{"+s[1:i]+"}"), &m) == nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// PlainPath is the path of a rich path string without its attributes (s itself when it does
+// not parse).
+func PlainPath(s string) string {
+	r, err := parseRichPath(s)
+	if err != nil {
+		return s
+	}
+	return string(r.Path)
 }
