@@ -43,6 +43,9 @@ type JobStats struct {
 	Duplicates        int64  `json:"duplicates_dropped"`
 	BestEffortDropped int64  `json:"best_effort_dropped"`
 	Completed         bool   `json:"completed"`
+	AlignmentHolds    int64  `json:"alignment_holds"`
+	// EpochParts is the wall time (ns) by epoch part (job.EpochPartNames).
+	EpochParts map[string]int64 `json:"epoch_parts_ns"`
 }
 
 // WorkerStats reads GET http://addr/stats, signed with the pipeline's transport secret key

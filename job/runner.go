@@ -123,6 +123,9 @@ type runner struct {
 	lastStamp uint64
 	// eventSeen is the largest event timestamp a source job read (eventtime.go).
 	eventSeen atomic.Uint64
+	// alignmentHeld is whether watermark_alignment held the source reads of the last epoch
+	// back: the wait after it counts as the watermark_alignment epoch part.
+	alignmentHeld atomic.Bool
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
 	// last one that found rows; 0 while the sources give rows (eventtime.go).
 	sourceIdleSince atomic.Uint64
@@ -417,7 +420,11 @@ func (r *runner) run(ctx context.Context) error {
 			case <-t.C:
 			}
 			t.Stop()
-			r.stats.phases.since(&r.stats.phases.idle, start)
+			part := &r.stats.phases.idle
+			if r.alignmentHeld.Load() {
+				part = &r.stats.phases.alignment // waiting for the group's watermark
+			}
+			r.stats.phases.since(part, start)
 		} else if pace := r.pace(); pace > 0 {
 			// A batch that did not fill up but was not small either (load, not a trickle)
 			// is followed by the next one after pace at the earliest, so that it gathers

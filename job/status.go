@@ -73,7 +73,10 @@ func (s *runnerStats) sink(id string) *sinkStats {
 // took; a job logs them when it stops.
 type epochPhases struct {
 	fetch, prepare, process, commit, idle atomic.Int64
-	rows                                  atomic.Int64
+	// alignment is the wait after an epoch in which watermark_alignment held the job's
+	// source reads back (Flow's Input.WatermarkAlignment), counted apart from idle.
+	alignment atomic.Int64
+	rows      atomic.Int64
 }
 
 func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
@@ -86,7 +89,7 @@ func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
 func (p *epochPhases) parts() map[string]int64 {
 	return map[string]int64{
 		"input_fetch": p.fetch.Load(), "prepare": p.prepare.Load(), "process": p.process.Load(),
-		"commit": p.commit.Load(), "idle": p.idle.Load(),
+		"commit": p.commit.Load(), "idle": p.idle.Load(), "watermark_alignment": p.alignment.Load(),
 	}
 }
 
@@ -95,7 +98,8 @@ func (p *epochPhases) fields() []log.Field {
 	return []log.Field{
 		log.Int64("input_fetch_ms", ms(&p.fetch)), log.Int64("prepare_ms", ms(&p.prepare)),
 		log.Int64("process_ms", ms(&p.process)), log.Int64("commit_ms", ms(&p.commit)),
-		log.Int64("idle_ms", ms(&p.idle)), log.Int64("rows", p.rows.Load()),
+		log.Int64("idle_ms", ms(&p.idle)), log.Int64("watermark_alignment_ms", ms(&p.alignment)),
+		log.Int64("rows", p.rows.Load()),
 	}
 }
 
@@ -231,7 +235,7 @@ type SinkStats struct {
 }
 
 // EpochPartNames are the keys of JobStats.EpochParts, in the order of an epoch.
-var EpochPartNames = []string{"input_fetch", "prepare", "process", "commit", "idle"}
+var EpochPartNames = []string{"input_fetch", "prepare", "process", "commit", "idle", "watermark_alignment"}
 
 // plus returns the counters of s added to those of an earlier run of the same job (the
 // worker ran it before); the gauges (inbox, outbox, completed) are s's.
