@@ -153,6 +153,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// stopping or pausing job keeps its timers for the next start (TestCompletionFiresTimers).
 	if (!draining || completing) && !blocked {
 		b.Timers = r.timers.DueBy(r.timerClock(now, completing), limit)
+		r.addVisits(ctx, b, limit-len(b.Timers), completing)
 	}
 	if r.applied.Swap(draining) != draining {
 		r.w.wakeStatus()
@@ -200,6 +201,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	abandon := func() {
 		r.inbox.release(inputIDs(b.Inputs))
 		r.outbox.giveBack()
+		r.visitsAbandoned()
 	}
 
 	if r.cfg.Swift {
@@ -348,6 +350,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.inbox.ack(c.Acks)
 	r.timers.Apply(c)
 	r.pendingTimers.Store(int64(r.timers.Len()))
+	r.visitsCommitted()
 	if r.cfg.Source {
 		for _, st := range c.States {
 			if st.Value == nil {

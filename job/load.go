@@ -80,6 +80,9 @@ func (r *runner) load(ctx context.Context) error {
 			r.seq[id] = n
 		}
 	}
+	if err := r.loadVisitCursors(ps); err != nil {
+		return err
+	}
 	for name, b := range ps {
 		if user, ok := strings.CutPrefix(name, userStatePrefix); ok {
 			r.partState[user] = b

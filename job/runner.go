@@ -47,10 +47,13 @@ type runner struct {
 	// commit see it (*ytstore.Store; tests wrap it).
 	loads   stateLoader
 	reads   epochReads
-	commits committer
-	comp    *spec.Computation
-	dyn     spec.DynamicComputation
-	fn      flow.Function
+	scanner stateScanner
+	// visitors are the key visitor streams of a keyed job (keyvisit.go).
+	visitors []*keyVisitor
+	commits  committer
+	comp     *spec.Computation
+	dyn      spec.DynamicComputation
+	fn       flow.Function
 	// shareStates lets invocations read the state cache's maps instead of copies
 	// (flow.LeavesStateAlone).
 	shareStates bool
@@ -197,7 +200,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
 	}
 	r := &runner{
-		w: w, job: j, loads: w.store, reads: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		w: w, job: j, loads: w.store, reads: w.store, scanner: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),
@@ -212,6 +215,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
+	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
+		r.visitors = newKeyVisitors(comp)
+	}
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs, columns: comp.PassthroughColumns}
 		r.shareStates = true // it reads no state

@@ -26,6 +26,8 @@ type runnerStats struct {
 	readAheads atomic.Int64
 	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
 	alignmentHolds atomic.Int64
+	// visits counts the key visitor visits the job's epochs took (keyvisit.go), committed or not.
+	visits atomic.Int64
 	// pushesLocal, pushesInProcess and pushesHTTP count pushes to reader jobs on this worker,
 	// on other workers of this process (Config.InProcessPeers) and on others.
 	pushesLocal, pushesInProcess, pushesHTTP atomic.Int64
@@ -148,7 +150,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 func (r *runner) inFlight(inbox int64) int64 {
 	n := inbox + int64(r.outbox.held()) + r.swiftSourceHeld()
 	if r.completing() {
-		n += r.pendingTimers.Load()
+		n += r.pendingTimers.Load() + r.visitsPending()
 	}
 	return n
 }
@@ -201,6 +203,8 @@ type JobStats struct {
 	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
 	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
 	AlignmentHolds int64 `json:"alignment_holds"`
+	// Visits counts the key visitor visits the job's epochs took (key_visitor_streams).
+	Visits int64 `json:"visits"`
 	// Messages counts the inputs and source rows of applied epochs, less duplicates (a swift
 	// source job counts its rows as it reads them).
 	Messages int64 `json:"messages"`
@@ -250,6 +254,7 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.PayloadsTaken += old.PayloadsTaken
 	s.LookupsSkipped += old.LookupsSkipped
 	s.AlignmentHolds += old.AlignmentHolds
+	s.Visits += old.Visits
 	s.Messages += old.Messages
 	s.FencedCommits += old.FencedCommits
 	s.NotApplied += old.NotApplied
@@ -301,8 +306,8 @@ func (r *runner) jobStats() JobStats {
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
-		AlignmentHolds: r.stats.alignmentHolds.Load(),
-		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
+		AlignmentHolds: r.stats.alignmentHolds.Load(), Visits: r.stats.visits.Load(),
+		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),

@@ -126,7 +126,29 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 			sf.Close()
 		})
 	}
-	for _, key := range []string{"key_visitor_streams", "external_state_managers", "external_state_joiners", "state_joiners",
+	if kn := f.Node("key_visitor_streams"); kn != nil {
+		d.KeyVisitorStreams = map[string]*DynamicKeyVisitor{}
+		p.w.Each(kn, f.Path("key_visitor_streams"), func(id string, v *yson.Node, path string) {
+			kf := p.w.Fields(v, path)
+			kv := DefaultDynamicKeyVisitor()
+			if pn := kf.Node("parameters"); pn != nil {
+				pf := p.w.Fields(pn, kf.Path("parameters"))
+				kv.Period = p.positive(pf, "period", kv.Period)
+				kv.BufferRowLimit = int(pf.Int("buffer_row_limit", int64(kv.BufferRowLimit), 1, math.MaxInt32))
+				kv.MaxScanRowsPerIteration = int(pf.Int("max_scan_rows_per_iteration", int64(kv.MaxScanRowsPerIteration), 1, math.MaxInt32))
+				kv.BackgroundFillPeriod = p.positive(pf, "background_fill_period", kv.BackgroundFillPeriod)
+				kv.CatchupLagThreshold = p.positive(pf, "catchup_lag_threshold", kv.CatchupLagThreshold)
+				kv.CatchupSpeedupMultiplier = pf.Float("catchup_speedup_multiplier", kv.CatchupSpeedupMultiplier)
+				if kv.CatchupSpeedupMultiplier < 1 {
+					p.errorf(pf.Path("catchup_speedup_multiplier"), "must be at least 1, got %v", kv.CatchupSpeedupMultiplier)
+				}
+				pf.Close()
+			}
+			d.KeyVisitorStreams[id] = &kv
+			kf.Close()
+		})
+	}
+	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners",
 		"state_manager", "input_store", "timer_store", "output_store", "retryable_request", "tracer"} {
 		if f.Has(key) {
 			p.ignore(f.Path(key), "tunes storage, retries or tracing of Flow's workers (or a feature the static spec names)")
@@ -208,6 +230,11 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 			}
 			if src.Class != nil && src.Class.ParseDynamic != nil {
 				dynamicParams(&p.w, src.Class, src.Params, dc.SourceStreams[sid].Parameters, yson.Join(cp, id+"/source_streams/"+sid+"/parameters"))
+			}
+		}
+		for _, sid := range sortedKeys(dc.KeyVisitorStreams) {
+			if _, ok := c.KeyVisitors[sid]; !ok {
+				p.errorf(yson.Join(cp, id+"/key_visitor_streams/"+sid), "computation %q has no key visitor stream %q", id, sid)
 			}
 		}
 		for _, sid := range sortedKeys(dc.Sinks) {

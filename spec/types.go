@@ -182,7 +182,9 @@ type Computation struct {
 	Watermark *WatermarkStrategy
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
-	KeyVisitorStreams     map[string]any
+	KeyVisitorStreams map[string]any
+	// KeyVisitors are the key_visitor_streams, by stream id (nil: none).
+	KeyVisitors           map[string]*KeyVisitor
 	WatermarkStrategy     map[string]any
 	RequiredResourceIDs   map[string]any
 	ExternalStateManagers map[string]any
@@ -369,6 +371,36 @@ type DynamicPipeline struct {
 	Notes Notes
 }
 
+// KeyVisitor is one key visitor stream of a computation (key_visitor_streams): a background
+// scan that visits every key of the computation that has state, once per pass (period).
+type KeyVisitor struct {
+	ID string
+	// Names are the states whose keys are visited (empty: every state of the computation).
+	Names []string
+	// ExternalNames (external state) are not supported; BucketCount (8) and UpstreamStreams
+	// are accepted as Flow's.
+	ExternalNames   []string
+	BucketCount     int
+	UpstreamStreams []string
+}
+
+// DynamicKeyVisitor is the dynamic part of a key visitor stream (dynamic_spec/computations/<id>/
+// key_visitor_streams/<stream>/parameters); unset keys carry Flow's defaults.
+type DynamicKeyVisitor struct {
+	Period                   time.Duration // 1d; a pass over the keys per period
+	BufferRowLimit           int           // 5000; at most this many visits per epoch
+	MaxScanRowsPerIteration  int           // 10000; at most this many state rows read per scan
+	BackgroundFillPeriod     time.Duration // 500ms (accepted)
+	CatchupLagThreshold      time.Duration // 1m (accepted)
+	CatchupSpeedupMultiplier float64       // 1.2 (accepted)
+}
+
+// DefaultDynamicKeyVisitor is a key visitor stream's dynamic part when the spec sets none.
+func DefaultDynamicKeyVisitor() DynamicKeyVisitor {
+	return DynamicKeyVisitor{Period: 24 * time.Hour, BufferRowLimit: 5000, MaxScanRowsPerIteration: 10000,
+		BackgroundFillPeriod: 500 * time.Millisecond, CatchupLagThreshold: time.Minute, CatchupSpeedupMultiplier: 1.2}
+}
+
 // DynamicComputation holds one computation's dynamic settings; unset keys carry Flow's defaults.
 type DynamicComputation struct {
 	BatchDuration            time.Duration // 1s
@@ -393,6 +425,9 @@ type DynamicComputation struct {
 	// SourceStreams and Sinks hold per-entity dynamic blocks.
 	SourceStreams map[string]*DynamicSource
 	Sinks         map[string]*DynamicSink
+	// KeyVisitorStreams are the dynamic parts of the key visitor streams, by stream id (a
+	// stream without one runs with DefaultDynamicKeyVisitor).
+	KeyVisitorStreams map[string]*DynamicKeyVisitor
 	// FailurePolicy is what the runtime does with messages the process function keeps
 	// failing on (failure_policy, a yt-flow extension); the zero value retries for ever.
 	FailurePolicy FailurePolicy

@@ -1,6 +1,7 @@
 // Package wordcount holds the process functions of the word count example
 // (examples/word_count): SplitWords turns lines of text into words, CountWords keeps a running
-// count per word. Importing the package registers both under those names.
+// count per word. Importing the package registers both under those names, and
+// CountWordsVisited: CountWords with a key visitor handler (VisitCount).
 package wordcount
 
 import (
@@ -15,6 +16,23 @@ import (
 func init() {
 	flow.Register("SplitWords", flow.PerMessage(SplitWords))
 	flow.Register("CountWords", flow.Batch(CountWords))
+	flow.Register("CountWordsVisited", flow.Process{OnMessages: CountWords, OnVisit: VisitCount})
+}
+
+// VisitCount handles a key visitor's visit of a word (key [hash, word]): it emits
+// {word, pass, pass_start, count} to stream visits, count being the word's state "count".
+func VisitCount(ctx *flow.Context, v *flow.Visit) error {
+	key := ctx.Key()
+	if len(key) != 2 {
+		return fmt.Errorf("key %v: want [hash, word]", key)
+	}
+	word, ok := key[1].(string)
+	if !ok {
+		return fmt.Errorf("key %v: want [hash, word string], got %T", key, key[1])
+	}
+	n, _ := flow.StateOf[int64](ctx, "count").Get()
+	ctx.AddMessage("visits", flow.Row{"word": word, "pass": int64(v.Pass), "pass_start": int64(v.PassStart), "count": n})
+	return nil
 }
 
 // SplitWords reads the string column text of a source message and emits one message {word} to
