@@ -26,7 +26,7 @@ const keyVisitorSpec = `{
         computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
         processing_function = "SplitWords";
         source_streams = {lines = {source_class_name = "NYT::NFlow::TQueueSource";
-          parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = %false}}};
+          parameters = {queue_path = "ROOT/input"; consumer_path = "ROOT/consumer"; finite = FINITE}}};
         output_stream_ids = ["words"];
       };
       count = {
@@ -101,7 +101,7 @@ func TestKeyVisitorVisitsEachKeyOncePerPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
-	text := strings.NewReplacer("ROOT", root, "PERIOD", "4000").Replace(keyVisitorSpec)
+	text := strings.NewReplacer("ROOT", root, "PERIOD", "4000", "FINITE", "%false").Replace(keyVisitorSpec)
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -219,4 +219,83 @@ func TestKeyVisitorVisitsEachKeyOncePerPass(t *testing.T) {
 		t.Errorf("visits carried counts %v, want every word's count, 1", counts)
 	}
 	t.Logf("%d visits; passes %d..%d complete, each visiting all %d words once", len(vs), killedIn, last-1, keys)
+}
+
+// TestKeyVisitorFinalPass: once the upstream of a key visitor completes (a finite source read
+// to its end), the visitor runs a final pass over every key, and only then does the pipeline
+// complete: the last pass in the visits queue holds each of the 1,000 words exactly once, with
+// its final count.
+func TestKeyVisitorFinalPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e")
+	}
+	const keys = 1000
+	c := NewCluster(t)
+	root := c.Root("keyvisitorfinal")
+	w := &WordCount{C: c, Root: root, Path: root + "/pipeline"}
+	w.Store = c.Store(w.Path)
+	ctx := context.Background()
+	mk := func(ut ytstore.UserTable) {
+		t.Helper()
+		if err := w.Store.EnsureUserTable(ctx, ut); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(ytstore.UserTable{Path: root + "/input", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{{Name: "text", Type: schema.TypeString}}}})
+	mk(ytstore.UserTable{Path: root + "/consumer", Kind: ytstore.UserConsumer, Queue: root + "/input"})
+	mk(ytstore.UserTable{Path: root + "/counts", Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
+		{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending},
+		{Name: "word", Type: schema.TypeString, SortOrder: schema.SortAscending},
+		{Name: "count", Type: schema.TypeInt64},
+	}}})
+	mk(ytstore.UserTable{Path: root + "/visits", Kind: ytstore.UserQueue, Schema: schema.Schema{Columns: []schema.Column{
+		{Name: "word", Type: schema.TypeString}, {Name: "pass", Type: schema.TypeInt64},
+		{Name: "pass_start", Type: schema.TypeInt64}, {Name: "count", Type: schema.TypeInt64},
+	}}})
+	rows := make([]map[string]any, 0, 2*keys)
+	for i := range 2 * keys {
+		rows = append(rows, map[string]any{"text": fmt.Sprintf("k%04d", i%keys)})
+	}
+	if err := w.Store.InsertRows(ctx, root+"/input", rows); err != nil {
+		t.Fatal(err)
+	}
+	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
+	// A period of a day: the only passes are the first (from the job's start) and the final.
+	text := strings.NewReplacer("ROOT", root, "PERIOD", "86400000", "FINITE", "%true").Replace(keyVisitorSpec)
+	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.StartPipeline(t)
+	w.Controller(t, "controller")
+	w.Worker(t, "worker")
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		st := w.State()
+		return st == "completed", fmt.Sprintf("pipeline state %q", st)
+	})
+	got, err := w.Store.SelectRows(ctx, fmt.Sprintf("word, pass, count FROM [%s/visits]", root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for _, r := range got {
+		last = max(last, toInt(r["pass"]))
+	}
+	final := map[string][]int64{}
+	for _, r := range got {
+		if toInt(r["pass"]) == last {
+			final[fmt.Sprint(r["word"])] = append(final[fmt.Sprint(r["word"])], toInt(r["count"]))
+		}
+	}
+	bad := 0
+	for word, cs := range final {
+		if len(cs) != 1 || cs[0] != 2 {
+			if bad++; bad <= 5 {
+				t.Errorf("final pass %d: word %s visited with counts %v, want once with 2", last, word, cs)
+			}
+		}
+	}
+	if last == 0 || len(final) != keys {
+		t.Errorf("final pass %d visited %d words, want pass ≥ 1 over all %d", last, len(final), keys)
+	}
+	t.Logf("%d visits in all; the final pass %d visited %d words", len(got), last, len(final))
 }
