@@ -129,6 +129,9 @@ type runner struct {
 	// alignmentHeld is whether watermark_alignment held the source reads of the last epoch
 	// back: the wait after it counts as the watermark_alignment epoch part.
 	alignmentHeld atomic.Bool
+	// throttleTaken counts the input rows a throttled job took, throttleWant the rows it asks
+	// for in all (job_status.throttle_requested; throttle.go).
+	throttleTaken, throttleWant atomic.Int64
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
 	// last one that found rows; 0 while the sources give rows (eventtime.go).
 	sourceIdleSince atomic.Uint64

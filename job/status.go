@@ -28,6 +28,8 @@ type runnerStats struct {
 	alignmentHolds atomic.Int64
 	// visits counts the key visitor visits the job's epochs took (keyvisit.go), committed or not.
 	visits atomic.Int64
+	// throttledEpochs counts the epochs of a throttled job that took no input for want of a grant.
+	throttledEpochs atomic.Int64
 	// pushesLocal, pushesInProcess and pushesHTTP count pushes to reader jobs on this worker,
 	// on other workers of this process (Config.InProcessPeers) and on others.
 	pushesLocal, pushesInProcess, pushesHTTP atomic.Int64
@@ -142,6 +144,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
+		ThrottleRequested: ytstore.OptionalUint64(max(r.throttleWant.Load(), 0)),
 	}
 }
 
@@ -205,6 +208,10 @@ type JobStats struct {
 	AlignmentHolds int64 `json:"alignment_holds"`
 	// Visits counts the key visitor visits the job's epochs took (key_visitor_streams).
 	Visits int64 `json:"visits"`
+	// ThrottleTaken counts the input rows a throttled job took (at most what it was granted)
+	// and ThrottledEpochs its epochs that took none for want of a grant.
+	ThrottleTaken   int64 `json:"throttle_taken"`
+	ThrottledEpochs int64 `json:"throttled_epochs"`
 	// Messages counts the inputs and source rows of applied epochs, less duplicates (a swift
 	// source job counts its rows as it reads them).
 	Messages int64 `json:"messages"`
@@ -255,6 +262,8 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.LookupsSkipped += old.LookupsSkipped
 	s.AlignmentHolds += old.AlignmentHolds
 	s.Visits += old.Visits
+	s.ThrottleTaken += old.ThrottleTaken
+	s.ThrottledEpochs += old.ThrottledEpochs
 	s.Messages += old.Messages
 	s.FencedCommits += old.FencedCommits
 	s.NotApplied += old.NotApplied
@@ -307,6 +316,7 @@ func (r *runner) jobStats() JobStats {
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
 		AlignmentHolds: r.stats.alignmentHolds.Load(), Visits: r.stats.visits.Load(),
+		ThrottleTaken: r.throttleTaken.Load(), ThrottledEpochs: r.stats.throttledEpochs.Load(),
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),

@@ -357,8 +357,10 @@ type DynamicPipeline struct {
 	TargetState  string
 	Computations map[string]*DynamicComputation
 	// Blocks accepted as written and not interpreted by the core (generic form).
-	Resources                  map[string]any
-	Throttlers                 map[string]any
+	Resources  map[string]any
+	Throttlers map[string]any
+	// ThrottlerSpecs are the throttlers, by id (dynamic_spec/throttlers).
+	ThrottlerSpecs             map[string]*Throttler
 	JobManager                 map[string]any
 	JobTracker                 map[string]any
 	MessageDistributor         map[string]any
@@ -382,6 +384,19 @@ type KeyVisitor struct {
 	ExternalNames   []string
 	BucketCount     int
 	UpstreamStreams []string
+}
+
+// Throttler is one distributed throttler (dynamic_spec/throttlers/<id>): a token bucket on the
+// controller that the jobs of the computations naming it draw from.
+type Throttler struct {
+	// Limit is the units per Period (10s); 0: unlimited.
+	Limit          float64
+	Period         time.Duration
+	RequestPeriod  time.Duration // 5s (accepted; jobs ask at each status report)
+	RPCTimeout     time.Duration // 30s (accepted)
+	MaxGrantAmount int64         // 0: no cap on one grant
+	// Classes are the weights by class id; "default" has weight 1.
+	Classes map[string]float64
 }
 
 // DynamicKeyVisitor is the dynamic part of a key visitor stream (dynamic_spec/computations/<id>/
@@ -425,6 +440,9 @@ type DynamicComputation struct {
 	// SourceStreams and Sinks hold per-entity dynamic blocks.
 	SourceStreams map[string]*DynamicSource
 	Sinks         map[string]*DynamicSink
+	// InputRowsThrottlerID names the throttler (of DynamicPipeline.ThrottlerSpecs) the
+	// computation's input rows draw from, in class InputRowsThrottlerClassID ("": default).
+	InputRowsThrottlerID, InputRowsThrottlerClassID string
 	// KeyVisitorStreams are the dynamic parts of the key visitor streams, by stream id (a
 	// stream without one runs with DefaultDynamicKeyVisitor).
 	KeyVisitorStreams map[string]*DynamicKeyVisitor

@@ -137,6 +137,11 @@ type JobStatus struct {
 	// watermark_generator.idle_partitions.duration (controller.EventWatermarkBound).
 	// Pipelines created before the column existed do not store it (always 0).
 	EventIdleSince OptionalUint64 `yson:"event_idle_since,omitempty"`
+	// ThrottleRequested is, for a job whose computation draws its input rows from a
+	// distributed throttler (input_rows_throttler_id), the rows it asked for in all: the
+	// controller grants up to this much (@throttler_grants). Pipelines created before the
+	// column existed do not store it (their jobs are not throttled).
+	ThrottleRequested OptionalUint64 `yson:"throttle_requested,omitempty"`
 }
 
 // OptionalUint64 is a uint64 column that may be null (read as 0): a column added to a table
@@ -216,6 +221,7 @@ func coordTables() []tableDef {
 			coordVal("system_watermark", schema.TypeUint64),
 			coordVal("event_watermark", schema.TypeUint64),
 			coordVal("event_idle_since", schema.TypeUint64),
+			coordVal("throttle_requested", schema.TypeUint64),
 		)},
 		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
 			coordVal("time", schema.TypeUint64),
@@ -339,7 +345,7 @@ func (s *Store) EventWatermarks(ctx context.Context) (bool, error) {
 // jobStatusOptional records which columns added to job_status after its first version the
 // pipeline's table has.
 type jobStatusOptional struct {
-	eventWatermark, eventIdleSince bool
+	eventWatermark, eventIdleSince, throttleRequested bool
 }
 
 // jobStatusColumns reads, once, which optional columns the pipeline's job_status has; a
@@ -361,6 +367,8 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 			s.jobStatusCols.eventWatermark = true
 		case "event_idle_since":
 			s.jobStatusCols.eventIdleSince = true
+		case "throttle_requested":
+			s.jobStatusCols.throttleRequested = true
 		}
 	}
 	if !s.jobStatusCols.eventWatermark {
@@ -369,6 +377,14 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 		s.logger.Warn("job_status has no event_idle_since column (pipeline created by an older version): idle source partitions hold the event watermark back")
 	}
 	return s.jobStatusCols, nil
+}
+
+// Throttling reports whether the pipeline's job_status table has the throttle_requested column
+// (pipelines created by older versions do not: their jobs are not throttled). The answer is
+// read once; a failed read is an error, tried again at the next call.
+func (s *Store) Throttling(ctx context.Context) (bool, error) {
+	cols, err := s.jobStatusColumns(ctx)
+	return cols.throttleRequested, err
 }
 
 func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) error {
@@ -386,6 +402,9 @@ func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) er
 	}
 	if !cols.eventIdleSince {
 		st.EventIdleSince = 0
+	}
+	if !cols.throttleRequested {
+		st.ThrottleRequested = 0
 	}
 	if err := tx.insert(ctx, TableJobStatus, []any{st}); err != nil {
 		return err
