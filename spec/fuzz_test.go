@@ -19,6 +19,7 @@ func addSeeds(f *testing.F) {
 	}
 	f.Add([]byte(`{path="//p"; spec={computations={}}}`))
 	f.Add([]byte(`{computations={a={computation_class_name="transform"}}}`))
+	f.Add([]byte(`{throttlers={t={limit=5;classes={c={weight=2.0}}}};computations={c={input_rows_throttler_id=t;input_rows_throttler_class_id=c;key_visitor_streams={v={parameters={period=1000;buffer_row_limit=3}}}}}}`))
 }
 
 // checkResult asserts the parse contract: a value or a *ValidationError with located,
