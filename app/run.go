@@ -49,7 +49,9 @@ type runOptions struct {
 	// kafkaEmbedded is --kafka-embedded: a kfake broker in the process (see embeddedKafka),
 	// loaded from kafkaInput (--kafka-input, default input.txt next to the spec).
 	kafkaEmbedded bool
-	kafkaInput    string
+	// clickHouseEmbedded is --clickhouse-embedded (see embeddedClickHouse).
+	clickHouseEmbedded bool
+	kafkaInput         string
 }
 
 func setupRun(fs *flag.FlagSet, env *environ) runFunc {
@@ -62,6 +64,7 @@ func setupRun(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&o.logFile, "log", "", "log file (default: DATA_DIR/yt-flow.log, or stderr with --proxy)")
 	fs.DurationVar(&o.progress, "progress", time.Second, "how often progress is printed (0: never)")
 	fs.StringVar(&o.statusListen, "status-listen", "", statusListenUsage)
+	fs.BoolVar(&o.clickHouseEmbedded, "clickhouse-embedded", false, "start a ClickHouse server (chDB; $CHDB_LIB names libchdb.so) for the spec's ClickHouse sinks, run the setup's clickhouse statements on it and print its clickhouse results at the end")
 	fs.BoolVar(&o.kafkaEmbedded, "kafka-embedded", false, "start a Kafka broker (kfake) in the process for the spec's Kafka source and sinks, load --kafka-input into the source topic, stop once it is consumed and print the sink topics")
 	fs.StringVar(&o.kafkaInput, "kafka-input", "", "with --kafka-embedded: file whose lines are the source topic's records (default: input.txt next to the spec)")
 	o.monitor.define(fs)
@@ -89,7 +92,8 @@ type runner struct {
 	token  string
 	start  time.Time
 	logger log.Structured
-	kafka  *embeddedKafka // --kafka-embedded, else nil
+	kafka  *embeddedKafka      // --kafka-embedded, else nil
+	ch     *embeddedClickHouse // --clickhouse-embedded, else nil
 }
 
 func (r *runner) say(format string, args ...any) {
@@ -120,6 +124,17 @@ func (r *runner) run(ctx context.Context) int {
 		}
 		defer r.kafka.close()
 		r.say("embedded Kafka (kfake) at %s: topic %s loaded from %s", strings.Join(r.kafka.cluster.ListenAddrs(), ","), r.kafka.in, input)
+	}
+	if r.o.clickHouseEmbedded {
+		if r.ch, err = startEmbeddedClickHouse(ctx, r.o.dataDir); err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		defer r.ch.close()
+		var n int
+		if static, n, err = pointClickHouseSinks(static, r.ch.tcp); err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+		r.say("embedded ClickHouse (chDB) at %s (HTTP %s), data in %s: %d sink(s) pointed at it", r.ch.tcp, r.ch.http, filepath.Dir(r.ch.logPath), n)
 	}
 	proxy := cmp.Or(r.o.proxy, cfg.Proxy) // --proxy, $YT_PROXY or the config file, then the spec's
 	embedded := proxy == ""
@@ -176,6 +191,11 @@ func (r *runner) run(ctx context.Context) int {
 	if setup != nil {
 		if err := setup.apply(ctx, st, r.say); err != nil {
 			return failf(r.env.stderr, "run: setup: %v", err)
+		}
+		if r.ch != nil {
+			if err := r.ch.prepare(ctx, setup.ClickHouse); err != nil {
+				return failf(r.env.stderr, "run: %v", err)
+			}
 		}
 	}
 	summary, err := startPipeline(ctx, st, static, dynamic)
@@ -260,6 +280,11 @@ func (r *runner) run(ctx context.Context) int {
 			r.say("pipeline %s completed in %.1fs", cfg.Path, time.Since(r.start).Seconds())
 		}
 		r.report(context.WithoutCancel(ctx), st, setup)
+		if r.ch != nil && setup != nil {
+			if err := r.ch.report(context.WithoutCancel(ctx), setup.ClickHouse, r.say); err != nil {
+				return failf(r.env.stderr, "run: ClickHouse results: %v", err)
+			}
+		}
 	case exitInterrupted:
 		// An unbounded pipeline ends with Ctrl-C: show what it has produced so far.
 		r.report(context.WithoutCancel(ctx), st, setup)

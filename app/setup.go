@@ -27,6 +27,8 @@ type setupFile struct {
 	Tables  []ytstore.UserTable
 	Inputs  []setupInput
 	Results []setupResult
+	// ClickHouse is the clickhouse block (used with --clickhouse-embedded), or nil.
+	ClickHouse *clickHouseSetup
 }
 
 type setupInput struct {
@@ -124,6 +126,9 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 			s.Results = append(s.Results, setupResult{Title: f.String("title", ""), Query: f.RequiredString("query")})
 			f.Close()
 		})
+	}
+	if n := top.Node("clickhouse"); n != nil {
+		s.ClickHouse = parseClickHouseSetup(&w, n, "clickhouse")
 	}
 	top.Close()
 	if !w.OK() {

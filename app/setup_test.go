@@ -66,15 +66,19 @@ func TestSetupUnknownColumnType(t *testing.T) {
 // TestSetupExamplesParse checks that the setup files shipped with the examples parse and
 // name their input files, which exist.
 func TestSetupExamplesParse(t *testing.T) {
-	for _, ex := range []string{"word_count", "sessions", "static_count"} {
+	for _, ex := range []string{"word_count", "sessions", "static_count", "clickhouse_events"} {
 		path := filepath.Join("..", "examples", ex, "local.yson")
 		s, err := loadSetup(path)
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		if len(s.Tables) == 0 || len(s.Inputs) == 0 || len(s.Results) == 0 {
-			t.Errorf("%s: %d tables, %d inputs, %d results; want each", path, len(s.Tables), len(s.Inputs), len(s.Results))
+		results := len(s.Results)
+		if s.ClickHouse != nil {
+			results += len(s.ClickHouse.Results)
+		}
+		if len(s.Tables) == 0 || len(s.Inputs) == 0 || results == 0 {
+			t.Errorf("%s: %d tables, %d inputs, %d results; want each", path, len(s.Tables), len(s.Inputs), results)
 		}
 		for _, in := range s.Inputs {
 			if _, err := os.Stat(filepath.Join(s.dir, in.File)); err != nil {
@@ -128,7 +132,7 @@ func TestSetupMissingInputFile(t *testing.T) {
 // every table has a path and a kind (a consumer its queue), every input a queue, a file
 // and a known format, every result a query; and that every rejection says it is the setup.
 func FuzzParseSetup(f *testing.F) {
-	for _, ex := range []string{"word_count", "sessions", "static_count"} {
+	for _, ex := range []string{"word_count", "sessions", "static_count", "clickhouse_events"} {
 		if b, err := os.ReadFile(filepath.Join("..", "examples", ex, "local.yson")); err == nil {
 			f.Add(b)
 		}
@@ -137,7 +141,7 @@ func FuzzParseSetup(f *testing.F) {
 		`{}`, `{tables = []}`, `{tables = {}}`, `{tables = [{kind = queue}]}`,
 		`{tables = [{path = "//c"; kind = consumer}]}`,
 		`{inputs = [{queue = "//q"; file = "in.txt"; format = yson}]}`,
-		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
+		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{clickhouse = {statements = ["CREATE TABLE t (a UInt8) ENGINE = Memory"]; results = [{query = "SELECT 1"}]}}`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -176,6 +180,13 @@ func FuzzParseSetup(f *testing.F) {
 		for i, r := range s.Results {
 			if r.Query == "" {
 				t.Fatalf("result %d accepted without a query", i)
+			}
+		}
+		if s.ClickHouse != nil {
+			for i, r := range s.ClickHouse.Results {
+				if r.Query == "" {
+					t.Fatalf("clickhouse result %d accepted without a query", i)
+				}
 			}
 		}
 	})

@@ -18,4 +18,7 @@
 // async queue sink): Sessions creates its tables and spec (compact or full dedup index,
 // exactly-once or at-least-once), SessionsLoad feeds it at a steady rate and observes each
 // event's commit at the keyed stage, and TableCounter splits the written rows by table.
+//
+// bench/peers compares yt-flow with what a Go user would otherwise run (raw produce,
+// franz-go's exactly-once GroupTransactSession, goka) on one Kafka job, side by side.
 package bench

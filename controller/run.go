@@ -310,6 +310,9 @@ type cycler struct {
 	notify *notifier
 	// cycles counts the completed cycles (Snapshot.Cycle).
 	cycles int64
+	// listErrs is the last error listing each source's partitions (by list key), logged to
+	// controller_logs when it first appears or changes, and when the listing works again.
+	listErrs map[string]string
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -465,7 +468,18 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 		ix, err := ctors.Partitions(ctx, connector.Env{Store: c.st, PipelinePath: c.cfg.Path, SourceID: src.ID, SourcePartition: -1}, src.Params)
 		if err != nil {
 			c.lg.Warn("cannot list source partitions", log.String("source", src.ID), log.String("class", src.Class), log.Error(err))
+			if c.listErrs == nil {
+				c.listErrs = map[string]string{}
+			}
+			if msg := err.Error(); c.listErrs[src.ListKey] != msg {
+				c.listErrs[src.ListKey] = msg
+				c.log(ctx, fmt.Sprintf("source %s: cannot list its partitions (retried every cycle): %s", src.ID, msg))
+			}
 			continue
+		}
+		if _, failed := c.listErrs[src.ListKey]; failed {
+			delete(c.listErrs, src.ListKey)
+			c.log(ctx, fmt.Sprintf("source %s: partitions listed again", src.ID))
 		}
 		in.SourcePartitions[src.ListKey] = ix
 	}

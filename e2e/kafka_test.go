@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,6 +176,7 @@ type KafkaCount struct {
 	Expected map[string]int64
 	Store    *ytstore.Store
 	input    []*kgo.Record // what Feed writes, in order
+	opts     KafkaCountOptions
 }
 
 // Feed writes the input into the input topic at about perSecond records a second from a
@@ -227,22 +230,45 @@ type KafkaCountOptions struct {
 	Guarantee       string
 	MaxRowsPerBatch int
 	Seed            uint64
+	// BrokerLater points the spec at a loopback port nothing listens on; StartBroker starts
+	// kfake there. SkipInputTopic leaves the input topic uncreated (CreateInputTopic).
+	BrokerLater, SkipInputTopic bool
+	// MetadataTimeout is the source's metadata_timeout (default Flow's 30s).
+	MetadataTimeout time.Duration
 }
 
-// NewKafkaCount starts kfake, creates the topics, draws the input (one word per record,
-// round-robin over the input partitions; Feed writes it) and writes the spec file.
-func NewKafkaCount(t *testing.T, c *Cluster, name string, o KafkaCountOptions) *KafkaCount {
+// StartBroker starts kfake (on the port of Brokers with BrokerLater) and creates the topics
+// (the input topic only without SkipInputTopic).
+func (k *KafkaCount) StartBroker(t *testing.T) {
 	t.Helper()
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1)) // listens on 127.0.0.1
+	opts := []kfake.Opt{kfake.NumBrokers(1)} // listens on 127.0.0.1
+	if k.opts.BrokerLater {
+		_, port, _ := net.SplitHostPort(k.Brokers[0])
+		n, _ := strconv.Atoi(port)
+		opts = append(opts, kfake.Ports(n))
+	}
+	kf, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(kf.Close)
-	root := c.Root(name)
-	k := &KafkaCount{C: c, Path: root + "/pipeline", Brokers: kf.ListenAddrs(), In: name + "-in", Out: name + "-out",
-		Expected: map[string]int64{}}
-	k.Store = c.Store(k.Path)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	k.Brokers = kf.ListenAddrs()
+	topics := map[string]int{k.Out: k.opts.OutputPartitions}
+	if !k.opts.SkipInputTopic {
+		topics[k.In] = k.opts.InputPartitions
+	}
+	k.createTopics(t, topics)
+}
+
+// CreateInputTopic creates the input topic (after SkipInputTopic).
+func (k *KafkaCount) CreateInputTopic(t *testing.T) {
+	t.Helper()
+	k.createTopics(t, map[string]int{k.In: k.opts.InputPartitions})
+}
+
+func (k *KafkaCount) createTopics(t *testing.T, topics map[string]int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +276,7 @@ func NewKafkaCount(t *testing.T, c *Cluster, name string, o KafkaCountOptions) *
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	for topic, n := range map[string]int{k.In: o.InputPartitions, k.Out: o.OutputPartitions} {
+	for topic, n := range topics {
 		resp, err := adm.CreateTopic(ctx, int32(n), 1, nil, topic)
 		if err == nil {
 			err = resp.Err
@@ -258,6 +284,27 @@ func NewKafkaCount(t *testing.T, c *Cluster, name string, o KafkaCountOptions) *
 		if err != nil {
 			t.Fatalf("create topic %s: %v", topic, err)
 		}
+	}
+}
+
+// NewKafkaCount starts kfake (unless BrokerLater), creates the topics, draws the input (one word per record,
+// round-robin over the input partitions; Feed writes it) and writes the spec file.
+func NewKafkaCount(t *testing.T, c *Cluster, name string, o KafkaCountOptions) *KafkaCount {
+	t.Helper()
+	root := c.Root(name)
+	k := &KafkaCount{C: c, Path: root + "/pipeline", In: name + "-in", Out: name + "-out",
+		Expected: map[string]int64{}, opts: o}
+	k.Store = c.Store(k.Path)
+	if o.BrokerLater {
+		// A loopback port nothing listens on until StartBroker.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.Brokers = []string{ln.Addr().String()}
+		ln.Close()
+	} else {
+		k.StartBroker(t)
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 7))
 	k.input = make([]*kgo.Record, 0, o.Messages)
@@ -268,7 +315,7 @@ func NewKafkaCount(t *testing.T, c *Cluster, name string, o KafkaCountOptions) *
 	}
 	text := strings.NewReplacer("PATH", k.Path, "BROKERS", strings.Join(k.Brokers, ","), "IN", k.In, "OUT", k.Out,
 		"GROUP", name, "GUARANTEE", o.Guarantee, "SPLITN", fmt.Sprint(o.InputPartitions), "COUNTN", fmt.Sprint(o.CountPartitions),
-		"ROWS", fmt.Sprint(cmpOr(o.MaxRowsPerBatch, 1000))).Replace(kafkaCountSpec)
+		"ROWS", fmt.Sprint(cmpOr(o.MaxRowsPerBatch, 1000)), "MDTIMEOUT", fmt.Sprint(cmp.Or(o.MetadataTimeout, 30*time.Second).Milliseconds())).Replace(kafkaCountSpec)
 	k.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(k.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -296,7 +343,7 @@ const kafkaCountSpec = `{
                 source_streams = {
                     records = {
                         source_class_name = "NYT::NFlow::TKafkaSource";
-                        parameters = {topic = "IN"; group_id = "GROUP"};
+                        parameters = {topic = "IN"; group_id = "GROUP"; metadata_timeout = MDTIMEOUT};
                     };
                 };
                 output_stream_ids = ["words"];

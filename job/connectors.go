@@ -50,27 +50,34 @@ func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epo
 		return dest, fmt.Errorf("job %s: computation %s: sink %s: %w", j.JobID, comp.ID, id, err)
 	}
 	env.Dynamic = dyn
-	opened := func(err error) error {
+	entity := &dynEntity{id: id, sink: true, name: "sink " + id, path: "dynamic_spec/computations/" + comp.ID + "/sinks/" + id + "/parameters",
+		class: s.Class, static: s.Params, current: dyn}
+	if ds := r.dyn.Sinks[id]; ds != nil {
+		entity.atMostOnce = ds.AtMostOnce
+	}
+	opened := func(impl any, err error) error {
 		if err != nil {
 			return fmt.Errorf("job %s: computation %s: sink %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
 		}
+		entity.impl = impl
+		r.dynEntities = append(r.dynEntities, entity)
 		return nil
 	}
 	switch {
 	case s.Class.Kind == registry.SyncSink && ctors.SyncSink != nil:
 		sink, err := ctors.SyncSink(env, s.Params)
 		dest.Kind, r.syncSinks[dest.ID] = epoch.ToSyncSink, sink
-		return dest, opened(err)
+		return dest, opened(sink, err)
 	case s.Class.Kind == registry.AtLeastOnceSyncSink && ctors.AtLeastOnceSyncSink != nil:
 		// The core routes its outputs as a sync sink's; the epoch writes them before it
 		// commits (writeBeforeCommit).
 		sink, err := ctors.AtLeastOnceSyncSink(env, s.Params)
 		dest.Kind, r.aloSinks[dest.ID] = epoch.ToSyncSink, sink
-		return dest, opened(err)
+		return dest, opened(sink, err)
 	case s.Class.Kind == registry.AsyncSink && s.AtMostOnce != nil && s.AtMostOnce.Enabled && ctors.BestEffort != nil:
 		w, err := ctors.BestEffort(env, s.Params)
 		if err != nil {
-			return dest, opened(err)
+			return dest, opened(nil, err)
 		}
 		limit, suspend := s.AtMostOnce.TotalQueueBytesLimit, s.AtMostOnce.SuspendDestructionDuration
 		if ds, ok := r.dyn.Sinks[id]; ok && ds != nil && ds.AtMostOnce != nil {
@@ -82,11 +89,11 @@ func (r *runner) openSink(j ytstore.Job, comp *spec.Computation, id string) (epo
 			}
 		}
 		dest.Kind, r.bestEffort[dest.ID] = epoch.ToBestEffortSink, connector.NewAtMostOnce(w, limit, suspend)
-		return dest, nil
+		return dest, opened(w, nil)
 	case s.Class.Kind == registry.AsyncSink && ctors.AsyncSink != nil:
 		sink, err := ctors.AsyncSink(env, s.Params)
 		dest.Kind, r.asyncSinks[dest.ID] = epoch.ToAsyncSink, sink
-		return dest, opened(err)
+		return dest, opened(sink, err)
 	}
 	return dest, unsupported
 }
@@ -120,6 +127,8 @@ func (r *runner) openSource(j ytstore.Job, comp *spec.Computation, id string) (c
 	if err != nil {
 		return nil, fmt.Errorf("job %s: computation %s: source %s (%s): %w", j.JobID, comp.ID, id, s.Class.Name, err)
 	}
+	r.dynEntities = append(r.dynEntities, &dynEntity{id: id, name: "source " + id, path: "dynamic_spec/computations/" + comp.ID + "/source_streams/" + id + "/parameters",
+		class: s.Class, static: s.Params, current: dyn, impl: src})
 	return src, nil
 }
 

@@ -346,6 +346,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	}
 	r.failures = 0
 	r.problem.Store(nil)
+	r.topologyPending = nil // kept by this commit
 	r.setAsideCommitted(letters)
 	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates) + len(b.Sources)))
 	r.outbox.committed()

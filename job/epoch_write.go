@@ -118,6 +118,9 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 	if err := r.writeVisitCursors(w.PartitionStates); err != nil {
 		return nil, nil, nil, err
 	}
+	for id, fp := range r.topologyPending {
+		w.PartitionStates[topologyStatePrefix+id] = []byte(fp)
+	}
 	for sp, off := range c.Offsets {
 		pos, err := r.sourcePosition(sp.SourceID, off)
 		if err != nil {

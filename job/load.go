@@ -12,6 +12,7 @@ import (
 
 	"go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -83,6 +84,9 @@ func (r *runner) load(ctx context.Context) error {
 	if err := r.loadVisitCursors(ps); err != nil {
 		return err
 	}
+	if err := r.checkTopologies(ps, outs); err != nil {
+		return err
+	}
 	for name, b := range ps {
 		if user, ok := strings.CutPrefix(name, userStatePrefix); ok {
 			r.partState[user] = b
@@ -138,4 +142,40 @@ func (r *runner) timerRow(t epoch.DueTimer, systemTS uint64) (ytstore.TimerRow, 
 		row.Payload = b
 	}
 	return row, nil
+}
+
+// checkTopologies compares the topology fingerprint of each async sink that has one
+// (connector.Topology) with the one kept in the partition state. A change is refused while
+// the partition holds outputs for the sink (committed under the old one); without any, the
+// new fingerprint is kept with the next commit (r.topologyPending).
+//
+// Invariant: outputs committed under one topology of a sink are never delivered along
+// another (TestTopologyChangeRefusedWithBacklog).
+func (r *runner) checkTopologies(ps map[string][]byte, outs []ytstore.OutputRow) error {
+	for id, sink := range r.asyncSinks {
+		t, ok := sink.(connector.Topology)
+		if !ok {
+			continue
+		}
+		fp := t.Topology()
+		old, had := ps[topologyStatePrefix+id]
+		if had && string(old) == fp {
+			continue
+		}
+		pending := 0
+		for i := range outs {
+			if outs[i].Destination == sinkDestPrefix+id {
+				pending++
+			}
+		}
+		if had && pending > 0 {
+			return fmt.Errorf("job %s: computation %s: sink %s: %w: %d outputs of partition %s wait for delivery along the old one (%s, now %s); restore the sink's old parameters until they are delivered (yt-flow status shows the backlog), then change them",
+				r.job.JobID, r.comp.ID, id, connector.ErrTopologyChanged, pending, r.job.PartitionID, old, fp)
+		}
+		if r.topologyPending == nil {
+			r.topologyPending = map[string]string{}
+		}
+		r.topologyPending[id] = fp
+	}
+	return nil
 }

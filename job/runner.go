@@ -53,7 +53,14 @@ type runner struct {
 	commits  committer
 	comp     *spec.Computation
 	dyn      spec.DynamicComputation
-	fn       flow.Function
+	// dynVersion is the dynamic spec version r.dyn comes from; pendingDyn a newer one the
+	// worker offered (dynamic.go); dynDraining mirrors r.dyn.Draining for other goroutines;
+	// dynEntities are the job's sources and sinks with their dynamic parameters.
+	dynVersion  atomic.Int64
+	pendingDyn  atomic.Pointer[dynamicOffer]
+	dynDraining atomic.Bool
+	dynEntities []*dynEntity
+	fn          flow.Function
 	// shareStates lets invocations read the state cache's maps instead of copies
 	// (flow.LeavesStateAlone).
 	shareStates bool
@@ -91,6 +98,9 @@ type runner struct {
 	asyncSinks   map[string]connector.AsyncSink
 	bestEffort   map[string]*connector.AtMostOnce
 	seq          map[string]int64 // next producer sequence number per async sink
+	// topologyPending holds the topology fingerprints of async sinks to keep with the next
+	// commit (checkTopologies).
+	topologyPending map[string]string
 	// partState is the user state of a source job (per partition; invocations have a nil
 	// key), kept in partition_states under userStatePrefix.
 	partState map[string][]byte
@@ -139,8 +149,21 @@ type runner struct {
 	// problem is the last transient error (source unreadable, lookup failed, epoch not
 	// applied), reported in job_status while the job keeps running; cleared by a commit.
 	problem atomic.Pointer[string]
+	// broken is the error of an async sink that gave up (connector.ErrSinkBroken): it stays
+	// in job_status, ahead of any transient problem, until the job ends.
+	broken atomic.Pointer[string]
 	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
 	swiftSrc []*swiftSource
+}
+
+// noteBroken records that async sink dest gave up for good (err wraps
+// connector.ErrSinkBroken): job_status shows it until the job ends; the first time it is
+// logged as an error.
+func (r *runner) noteBroken(dest string, err error) {
+	msg := fmt.Sprintf("job %s (computation %s, partition %s): deliver to %s: %v", r.job.JobID, r.comp.ID, r.job.PartitionID, dest, err)
+	if r.broken.Swap(&msg) == nil {
+		r.log.Error("async sink broken: it delivers nothing until the pipeline is paused and started", log.String("sink", dest), log.Error(err))
+	}
 }
 
 // noteProblem records a transient error for job_status.
@@ -154,7 +177,7 @@ func (r *runner) noteProblem(what string, err error) {
 // computation is not drained by the dynamic spec. An unread target state counts as working,
 // so pending timers hold completion back rather than being lost.
 func (r *runner) completing() bool {
-	if !r.draining.Load() || r.retiring.Load() || r.dyn.Draining {
+	if !r.draining.Load() || r.retiring.Load() || r.dynDraining.Load() {
 		return false
 	}
 	t := r.w.targetState.Load()
@@ -191,9 +214,11 @@ func (r *runner) wake() {
 }
 
 const (
-	seqStatePrefix  = "seq/"
-	userStatePrefix = "state/"
-	sinkDestPrefix  = "sink/"
+	seqStatePrefix = "seq/"
+	// topologyStatePrefix keeps an async sink's topology fingerprint (load.go checkTopologies).
+	topologyStatePrefix = "topology/"
+	userStatePrefix     = "state/"
+	sinkDestPrefix      = "sink/"
 )
 
 // newRunner prepares a runner for job j of pipeline p; it reads nothing yet.
@@ -232,13 +257,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		r.fn = fn
 		r.shareStates = flow.LeavesStateAlone(fn)
 	}
-	r.params = flow.Row{}
-	for k, v := range comp.ProcessingFunctionParameters {
-		r.params[k] = v
-	}
-	for k, v := range r.dyn.ProcessingFunctionParameters {
-		r.params[k] = v
-	}
+	r.dynDraining.Store(r.dyn.Draining)
+	r.setParams()
 	r.cfg = epoch.Config{
 		ComputationID: comp.ID, PartitionID: j.PartitionID,
 		Dedup: comp.ProcessingMode != spec.AtLeastOnceConsistent && !comp.Kind.Source() && comp.Kind != spec.KindSwiftMap,
@@ -398,6 +418,9 @@ func (r *runner) run(ctx context.Context) error {
 	busy := false          // an epoch found work lately (recentlyBusy)
 	var lastWork time.Time // when an epoch last found work
 	for ctx.Err() == nil {
+		if err := r.applyPendingDynamic(ctx); err != nil {
+			return err
+		}
 		started := time.Now()
 		r.batchRows = 0
 		committed, idle, err := r.epoch(ctx, lastCommit)

@@ -330,7 +330,11 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 		r.outbox.finish(r.job.PartitionID, dest, done)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, connector.ErrSinkBroken):
+			r.noteBroken(dest, err)
+		default:
 			r.log.Warn("async sink delivery failed; the batches not delivered will be offered again", log.String("sink", dest), log.Int("delivered", n), log.Int("batches", len(batches)), log.Error(err))
 			r.noteProblem("deliver to "+dest, err)
 		}

@@ -127,7 +127,9 @@ func (r *runner) updateCompleted() {
 func (r *runner) status(state, errText string) ytstore.JobStatus {
 	inbox := int64(r.inbox.len())
 	if errText == "" {
-		if p := r.problem.Load(); p != nil {
+		if p := r.broken.Load(); p != nil {
+			errText = *p
+		} else if p := r.problem.Load(); p != nil {
 			errText = *p
 		}
 	}

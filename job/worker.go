@@ -72,6 +72,10 @@ type Worker struct {
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
+	// dynSeen is the last @dynamic_spec parsed, with its version (parseDynamic); dynBad the
+	// version of one that did not parse (logged once).
+	dynSeen atomic.Pointer[dynamicOffer]
+	dynBad  atomic.Int64
 	// jobs is the layout as last polled (guarded by mu).
 	jobs []ytstore.Job
 }
@@ -380,6 +384,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
 				w.targetState.Store(&a.TargetState)
+				w.offerDynamic(a)
 			}
 		}
 		if periodic || w.auth.stale.Load() {

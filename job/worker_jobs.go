@@ -81,11 +81,9 @@ func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPip
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pipeline %s: @spec: %w", w.cfg.Path, err)
 	}
-	var dyn *spec.DynamicPipeline
-	if len(attrs.DynamicSpec) > 0 {
-		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
-			return nil, nil, nil, fmt.Errorf("pipeline %s: @dynamic_spec: %w", w.cfg.Path, err)
-		}
+	dyn, err := w.parseDynamic(attrs)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	keyer, err := newKeyer(p)
 	if err != nil {
@@ -110,6 +108,12 @@ func (w *Worker) startJob(ctx context.Context, j ytstore.Job, p *spec.Pipeline, 
 		return
 	}
 	r.setFlags(j)
+	if d := w.dynSeen.Load(); d != nil {
+		r.dynVersion.Store(d.version)
+		if d.spec != dyn {
+			r.offerDynamic(d.spec, d.version) // a newer one than the job was built with
+		}
+	}
 	jctx, cancel := context.WithCancel(ctx)
 	h.r, h.cancel = r, cancel
 	w.mu.Lock()
@@ -160,4 +164,46 @@ func (w *Worker) stopAll() (stopped []*runnerHandle) {
 	w.stopping = nil
 	w.mu.Unlock()
 	return hs
+}
+
+// parseDynamic parses the pipeline's @dynamic_spec and remembers it with its version
+// (w.dynSeen) for the jobs started next.
+func (w *Worker) parseDynamic(attrs *ytstore.Attributes) (*spec.DynamicPipeline, error) {
+	if d := w.dynSeen.Load(); d != nil && d.version == attrs.DynamicSpecVersion {
+		return d.spec, nil
+	}
+	var dyn *spec.DynamicPipeline
+	if len(attrs.DynamicSpec) > 0 {
+		var err error
+		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
+			return nil, fmt.Errorf("pipeline %s: @dynamic_spec (version %d): %w", w.cfg.Path, attrs.DynamicSpecVersion, err)
+		}
+	}
+	w.dynSeen.Store(&dynamicOffer{spec: dyn, version: attrs.DynamicSpecVersion})
+	return dyn, nil
+}
+
+// offerDynamic hands a changed @dynamic_spec to the running jobs, which apply it between two
+// epochs (runner.applyPendingDynamic). A dynamic spec that does not parse (yt-flow
+// set-pipeline-dynamic-spec validates it first) is logged and left unapplied.
+func (w *Worker) offerDynamic(attrs *ytstore.Attributes) {
+	if d := w.dynSeen.Load(); d != nil && d.version == attrs.DynamicSpecVersion {
+		return
+	}
+	if w.dynBad.Load() == attrs.DynamicSpecVersion {
+		return
+	}
+	dyn, err := w.parseDynamic(attrs)
+	if err != nil {
+		w.dynBad.Store(attrs.DynamicSpecVersion)
+		w.log.Error("cannot apply the new dynamic spec; the jobs keep the one they run with", log.Error(err))
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.runners {
+		if h.r != nil {
+			h.r.offerDynamic(dyn, attrs.DynamicSpecVersion)
+		}
+	}
 }

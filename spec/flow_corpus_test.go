@@ -12,9 +12,8 @@ import (
 
 // corpusExpectations reads the header comments of a testdata/flow spec: "// unsupported: PATH"
 // for each feature yt-flow does not run yet, "// run: SETUP" when it runs on the embedded
-// server (app's TestFlowCorpusRuns runs it with that setup file), "// runs elsewhere: WHY"
-// when yt-flow runs every feature but the spec needs what the corpus run does not provide (a
-// Kafka broker, input tables); the connector's own tests run those classes.
+// server (app's TestFlowCorpusRuns runs it with that setup file, and with the test's own
+// servers where the spec names a Kafka broker, an HTTP endpoint or ClickHouse servers).
 func corpusExpectations(t *testing.T, data []byte) (unsupported []string, run string) {
 	t.Helper()
 	for _, line := range strings.Split(string(data), "\n") {
@@ -27,15 +26,9 @@ func corpusExpectations(t *testing.T, data []byte) (unsupported []string, run st
 		if s, ok := strings.CutPrefix(line, "// run: "); ok {
 			run = s
 		}
-		if strings.HasPrefix(line, "// runs elsewhere: ") {
-			run = elsewhere
-		}
 	}
 	return unsupported, run
 }
-
-// elsewhere marks a corpus spec that yt-flow runs, but not in the corpus run.
-const elsewhere = "(elsewhere)"
 
 // TestFlowCorpus: specs written for YTsaurus Flow, one per Flow feature (every connector
 // class, companion classes and the companion manager, throttlers, key visitor, state joiner,
@@ -61,11 +54,9 @@ func TestFlowCorpus(t *testing.T) {
 			}
 			assert.Equal(t, want, got, "the header's unsupported lines")
 			if len(got) == 0 {
-				require.NotEmpty(t, run, "a spec whose features yt-flow runs names its setup file (// run: …) or says why it runs elsewhere")
-				if run != elsewhere {
-					_, err := os.Stat(filepath.Join(filepath.Dir(file), run))
-					require.NoError(t, err)
-				}
+				require.NotEmpty(t, run, "a spec whose features yt-flow runs names its setup file (// run: …)")
+				_, err := os.Stat(filepath.Join(filepath.Dir(file), run))
+				require.NoError(t, err)
 			} else {
 				assert.Empty(t, run, "a spec yt-flow refuses does not run")
 			}

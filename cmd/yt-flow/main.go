@@ -6,6 +6,7 @@ package main
 
 import (
 	"github.com/ytflow/yt-flow/app"
+	_ "github.com/ytflow/yt-flow/examples/clickhouse_events"
 	_ "github.com/ytflow/yt-flow/examples/kafka_count"
 	_ "github.com/ytflow/yt-flow/examples/sessions"
 	_ "github.com/ytflow/yt-flow/examples/static_count"

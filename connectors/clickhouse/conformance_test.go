@@ -11,8 +11,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver"
 	"github.com/ytflow/yt-flow/connectors/connectortest"
+	"github.com/ytflow/yt-flow/internal/chserver"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 

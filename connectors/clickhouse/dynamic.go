@@ -1,6 +1,9 @@
 package clickhouse
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ytflow/yt-flow/yson"
@@ -69,4 +72,42 @@ func parseDynamic(f *yson.Fields, _ any) any {
 		d.ReplayHorizon = def.ReplayHorizon
 	}
 	return d
+}
+
+// Reconfigure applies new dynamic parameters with the next insert (connector.Reconfigurer).
+func (s *batching) Reconfigure(_ context.Context, dynamic any) error {
+	return s.t.reconfigure(dynamic)
+}
+
+// Reconfigure applies new dynamic parameters with the next insert (connector.Reconfigurer).
+func (s *atLeastOnce) Reconfigure(_ context.Context, dynamic any) error {
+	return s.t.reconfigure(dynamic)
+}
+
+// Reconfigure applies new dynamic parameters with the next insert (connector.Reconfigurer).
+func (s *atMostOnce) Reconfigure(_ context.Context, dynamic any) error {
+	return s.t.reconfigure(dynamic)
+}
+
+// Reconfigure applies new dynamic parameters to every shard with its next insert
+// (connector.Reconfigurer).
+func (s *sharded) Reconfigure(_ context.Context, dynamic any) error {
+	for _, t := range s.targets {
+		if err := t.reconfigure(dynamic); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Topology is the sharded sink's routing (connector.Topology): its shard names and sharding
+// key columns, which decide each batch's shard and token. Hosts within a shard do not count.
+// The runtime refuses a change of either while outputs committed under the old routing wait
+// for delivery (flow-docs' topology fingerprint guard).
+func (s *sharded) Topology() string {
+	keys := "message id"
+	if len(s.params.ShardingKeyColumns) > 0 {
+		keys = strings.Join(s.params.ShardingKeyColumns, ",")
+	}
+	return fmt.Sprintf("shards %s by %s", strings.Join(s.params.Shards, ","), keys)
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/ytflow/yt-flow/connectors/connector"
 )
 
 // TestShardOf: rendezvous hashing is deterministic, spreads keys over the shards, and
@@ -42,6 +44,8 @@ func TestParseSharded(t *testing.T) {
 	assert.Equal(t, []string{"s1", "s2"}, sp.Shards)
 	assert.Equal(t, map[string][]string{"s1": {"a", "a2"}, "s2": {"b:9000"}}, sp.ShardHosts)
 	assert.Equal(t, []string{"k"}, sp.ShardingKeyColumns)
+	var topo connector.Topology = newSharded("out", sp, nil)
+	assert.Equal(t, "shards s1,s2 by k", topo.Topology(), "the routing: shard names and key columns, not hosts")
 
 	_, problems = parsed(t, `{shard_hosts = {s1 = []; s2 = "x"}; host = "h"; table = "t"}`, parseSharded)
 	assert.Equal(t, []string{

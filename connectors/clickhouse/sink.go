@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ import (
 // a permanent error or ran out of max_insert_attempts, or the table failed the session's
 // checks. The instance refuses every further write until the pipeline is paused and started
 // (a new instance validates again).
-var ErrBroken = errors.New("ClickHouse sink is broken until the pipeline is paused and started")
+var ErrBroken = fmt.Errorf("ClickHouse sink is %w", connector.ErrSinkBroken)
 
 // Log receives the sinks' warnings (a table that does not deduplicate, a deduplication window
 // shorter than replay_horizon). A binary may replace it before it opens pipelines.
@@ -58,6 +59,11 @@ type target struct {
 	password string // read when the session opens; never logged
 	broken   error
 	dec      ybin.Decoder
+	// pending holds dynamic parameters Reconfigure took, applied by the next write
+	// (applyPending); reconnects counts the clients it recreated and checks the table
+	// validations (for tests).
+	pending            atomic.Pointer[Dynamic]
+	reconnects, checks int
 }
 
 func newTarget(class, sinkID string, p *Params, dyn *Dynamic, tlsConfig *tls.Config) *target {
@@ -105,6 +111,9 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 	if t.broken != nil {
 		return t.broken
 	}
+	if err := t.applyPending(ctx); err != nil {
+		return err
+	}
 	if t.conn.c != nil {
 		return nil
 	}
@@ -115,20 +124,12 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 		}
 		t.password = pw
 	}
-	opts, err := t.options()
+	conn, err := t.connect(ctx)
 	if err != nil {
-		return t.breakWith(err)
-	}
-	conn, err := clickhouse.Open(opts)
-	if err != nil {
-		return t.fail("open a client", err)
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
 	defer cancel()
-	if err := conn.Ping(cctx); err != nil {
-		_ = conn.Close()
-		return t.fail("connect", err)
-	}
 	if err := t.check(cctx, conn, dedup); err != nil {
 		_ = conn.Close()
 		if errors.Is(err, ErrTarget) {
@@ -138,6 +139,65 @@ func (t *target) session(ctx context.Context, dedup bool) error {
 	}
 	t.conn.c = conn
 	return nil
+}
+
+// reconfigure takes new dynamic parameters (connector.Reconfigurer); the next write applies
+// them. It may run while a write is in progress.
+func (t *target) reconfigure(dynamic any) error {
+	d, ok := dynamic.(*Dynamic)
+	if !ok || d == nil {
+		return fmt.Errorf("%s: reconfigure: dynamic parameters of type %T", t.name, dynamic)
+	}
+	c := *d
+	t.pending.Store(&c)
+	return nil
+}
+
+// applyPending applies the dynamic parameters reconfigure took. A write_timeout change
+// recreates the open session's client with the new timeouts; the table, validated when the
+// session opened, is not checked again.
+//
+// Invariant: a live write_timeout change recreates the client without validating the table
+// again (TestReconfigureWriteTimeout).
+func (t *target) applyPending(ctx context.Context) error {
+	d := t.pending.Swap(nil)
+	if d == nil {
+		return nil
+	}
+	old := t.dyn
+	t.dyn = *d
+	if t.conn.c == nil || old.WriteTimeout == d.WriteTimeout {
+		return nil
+	}
+	t.log.Info("write_timeout changed: recreating the client", log.String("sink", t.name), log.Duration("write_timeout", d.WriteTimeout))
+	t.conn.close()
+	conn, err := t.connect(ctx)
+	if err != nil {
+		return err
+	}
+	t.conn.c = conn
+	t.reconnects++
+	return nil
+}
+
+// connect opens a client of the hosts with the current parameters and pings it within
+// write_timeout.
+func (t *target) connect(ctx context.Context) (driver.Conn, error) {
+	opts, err := t.options()
+	if err != nil {
+		return nil, t.breakWith(err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, t.fail("open a client", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
+	defer cancel()
+	if err := conn.Ping(cctx); err != nil {
+		_ = conn.Close()
+		return nil, t.fail("connect", err)
+	}
+	return conn, nil
 }
 
 // options are the client options of the parameters.
@@ -218,6 +278,7 @@ func (t *target) tls() (*tls.Config, error) {
 
 // check validates the table: its engine (system.tables) and its columns (system.columns).
 func (t *target) check(ctx context.Context, conn driver.Conn, dedup bool) error {
+	t.checks++
 	p := t.params
 	var e Engine
 	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", p.Database, p.Table).Scan(&e.Name, &e.Full)

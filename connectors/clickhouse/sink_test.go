@@ -20,9 +20,9 @@ import (
 
 	xzap "go.ytsaurus.tech/library/go/core/log/zap"
 
-	"github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver"
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/connectors/registry"
+	"github.com/ytflow/yt-flow/internal/chserver"
 )
 
 func TestMain(m *testing.M) {
@@ -327,4 +327,66 @@ func TestBatchingRefusesIndependentHosts(t *testing.T) {
 	assert.ErrorContains(t, err, "clickhouse_batching sink out: table default.t: unsuitable ClickHouse table: hosts lists 2 servers ("+a.srv.TCPAddr+", "+b.srv.TCPAddr+")")
 	rows, _ := a.counts(t, "t")
 	assert.Zero(t, rows)
+}
+
+// TestReconfigureWriteTimeout: a live write_timeout change (the runtime's Reconfigure between
+// two epochs) recreates the sink's client with the new timeouts at its next insert without
+// validating the table again; the other dynamic parameters apply at once; an unchanged
+// write_timeout keeps the client.
+func TestReconfigureWriteTimeout(t *testing.T) {
+	s := startServer(t)
+	s.exec(t, `CREATE TABLE t (id UInt64, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 1000`)
+	b := newBatching(newTarget(Class, "out", s.params("t"), nil, nil))
+	defer b.Close()
+	deliver := func(from, to int) {
+		t.Helper()
+		n, err := b.Deliver(s.ctx, batchesOf(from, to, 100))
+		require.NoError(t, err)
+		require.Equal(t, (to-from+99)/100, n)
+	}
+	deliver(0, 100)
+	require.Equal(t, 1, b.t.checks)
+	first := b.t.conn.c
+
+	dyn := DefaultDynamic()
+	dyn.WriteTimeout = 5 * time.Second
+	dyn.MaxRowsPerBatch = 50
+	var rc connector.Reconfigurer = b
+	require.NoError(t, rc.Reconfigure(s.ctx, &dyn))
+	deliver(100, 300)
+	assert.Equal(t, 1, b.t.checks, "the table is not validated again")
+	assert.Equal(t, 1, b.t.reconnects)
+	assert.NotSame(t, first, b.t.conn.c, "a new client")
+	assert.Equal(t, 5*time.Second, b.t.dyn.WriteTimeout)
+	assert.Equal(t, int64(50), b.t.dyn.MaxRowsPerBatch)
+
+	dyn.MaxRowsPerBatch = 200
+	require.NoError(t, rc.Reconfigure(s.ctx, &dyn))
+	deliver(300, 400)
+	assert.Equal(t, 1, b.t.reconnects, "same write_timeout: same client")
+	assert.Equal(t, int64(200), b.t.dyn.MaxRowsPerBatch)
+	rows, unique := s.counts(t, "t")
+	assert.Equal(t, [2]uint64{400, 400}, [2]uint64{rows, unique})
+	require.Error(t, rc.Reconfigure(s.ctx, "not dynamic parameters"))
+}
+
+// TestShardedRefusesIndependentHosts: a shard of the sharded sink whose hosts are two
+// independent (non-replicated) servers is refused at session start, naming the shard, and
+// nothing is written to either.
+func TestShardedRefusesIndependentHosts(t *testing.T) {
+	a, b := startServer(t), startServer(t)
+	for _, s := range []*server{a, b} {
+		s.exec(t, `CREATE TABLE t (id UInt64, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 10`)
+	}
+	p := &ShardedParams{Params: *a.params("t"), Shards: []string{"east"}, ShardHosts: map[string][]string{"east": {a.srv.TCPAddr, b.srv.TCPAddr}}}
+	p.Hosts = nil
+	sink := newSharded("out", p, nil)
+	_, err := sink.Deliver(a.ctx, batchesOf(0, 10, 10))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrBroken))
+	assert.ErrorContains(t, err, "sink out shard east: table default.t: unsuitable ClickHouse table: hosts lists 2 servers")
+	for _, s := range []*server{a, b} {
+		rows, _ := s.counts(t, "t")
+		assert.Zero(t, rows)
+	}
 }

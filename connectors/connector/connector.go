@@ -17,6 +17,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -129,7 +130,9 @@ func (b *Batch) Token(env Env) string {
 // holds durably (all of them when err is nil). Those are acknowledged — the runtime deletes
 // them from the output store — and the rest are offered again, the same batches with the same
 // rows, after a failure or a restart: a target must deduplicate a batch it already holds (by
-// sequence number, by Token, or by message id).
+// sequence number, by Token, or by message id). An instance that gave up for good returns
+// errors wrapping ErrSinkBroken from then on, without writing; the runtime reports the sink
+// broken with that error (job status, `yt-flow status`) until the job restarts.
 type AsyncSink interface {
 	Deliver(ctx context.Context, batches []Batch) (delivered int, err error)
 }
@@ -139,6 +142,41 @@ type AsyncSink interface {
 type BestEffortWriter interface {
 	WriteBestEffort(ctx context.Context, rows []map[string]any) error
 }
+
+// Topology is implemented by an async sink whose routing of outputs depends on its
+// parameters, as the sharded ClickHouse sink's shards decide where a batch goes and which
+// token it carries. Topology returns a fingerprint of that routing. The runtime keeps it with
+// the partition's state and refuses to start a job whose undelivered outputs were committed
+// under another fingerprint (ErrTopologyChanged): sent along the new routing, a batch
+// partly delivered along the old one would be written twice.
+type Topology interface {
+	Topology() string
+}
+
+// ErrTopologyChanged is wrapped by the error of a job refused because of Topology.
+var ErrTopologyChanged = errors.New("the sink's topology changed while outputs committed under the old one are undelivered")
+
+// Reconfigurer is implemented by a source or sink that applies a change of its dynamic
+// parameters in place. When the pipeline's dynamic spec changes while a job runs, the
+// runtime calls Reconfigure between two epochs with the newly parsed dynamic parameters
+// (registry.Class.ParseDynamic, as Env.Dynamic holds them at open), only when they differ
+// from the ones in force. An async sink's Deliver or a best-effort writer may be running
+// meanwhile: the connector guards what it replaces. An error keeps the old parameters and
+// ends the job, which the controller restarts with the new ones. A connector that does not
+// implement it is reopened: its job restarts (ErrRestartToReconfigure).
+type Reconfigurer interface {
+	Reconfigure(ctx context.Context, dynamic any) error
+}
+
+// ErrRestartToReconfigure ends a job whose connector cannot apply new dynamic parameters in
+// place; the controller starts the job again, and it opens the connector with them.
+var ErrRestartToReconfigure = errors.New("dynamic parameters changed: the job restarts to apply them")
+
+// ErrSinkBroken is wrapped by the errors of an async sink instance that gave up (its attempts
+// ran out, or its target refused it for good): it stays broken, writing nothing, until its
+// job restarts (the pipeline is paused and started). The committed outputs it holds stay in
+// the output store and are delivered after the restart.
+var ErrSinkBroken = errors.New("broken until the pipeline is paused and started")
 
 // Constructors of one class. A class sets the ones of its role and kind.
 type Constructors struct {

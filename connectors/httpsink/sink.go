@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
@@ -22,9 +23,14 @@ import (
 
 // ErrUndeliverable is wrapped by the error of a Deliver call that gave up on a message: its
 // attempts ran out (max_attempt_count, request_timeout), a redirect broke the policy, or its
-// payload is not a string. The batches before the message's are held; a later call offers
-// the message again.
+// payload is not a string. The batches before the message's are held; the instance is broken
+// (ErrBroken) and a restarted job's instance offers the message again.
 var ErrUndeliverable = errors.New("message not delivered")
+
+// ErrBroken is wrapped by the errors of an instance that gave up on a message
+// (ErrUndeliverable): it sends nothing more until the pipeline is paused and started, when
+// its job's new instance offers the undelivered batches again.
+var ErrBroken = fmt.Errorf("HTTP sink is %w", connector.ErrSinkBroken)
 
 // errRedirect is a redirect the sink does not follow.
 var errRedirect = errors.New("redirect refused")
@@ -47,6 +53,22 @@ type sink struct {
 	client *http.Client
 	rand   *rand.Rand   // the jitter of the retry delays
 	dec    ybin.Decoder // shares the key strings of the rows it decodes
+	// broken is the error of the give-up that broke the instance (wrapping ErrBroken), or nil.
+	broken error
+	// pending holds the dynamic parameters Reconfigure took; the next Deliver applies them.
+	pending atomic.Pointer[Dynamic]
+}
+
+// Reconfigure takes new dynamic parameters (timeouts, retry delays, max_attempt_count); the
+// next Deliver applies them (connector.Reconfigurer). It may run while a Deliver does.
+func (s *sink) Reconfigure(_ context.Context, dynamic any) error {
+	d, ok := dynamic.(*Dynamic)
+	if !ok || d == nil {
+		return fmt.Errorf("%s: reconfigure: dynamic parameters of type %T", s.name, dynamic)
+	}
+	c := *d
+	s.pending.Store(&c)
+	return nil
 }
 
 // newSink opens the sink of sinkID with static parameters p and dynamic parameters dyn (nil:
@@ -120,28 +142,49 @@ func (s *sink) checkRedirect(req *http.Request, via []*http.Request) error {
 // read (a null payload is skipped and counts as held). On the first message that cannot be
 // delivered it returns the batches before that message's and an error wrapping
 // ErrUndeliverable that names the sink, the URL and the last status or error — never a
-// header value. A cancelled ctx returns its error the same way, without ErrUndeliverable.
+// header value. The instance is then broken, as Flow's: every later call returns that error
+// wrapping ErrBroken (connector.ErrSinkBroken) and sends nothing, until the job restarts and
+// a new instance offers the batches again. A cancelled ctx returns its error the same way,
+// without ErrUndeliverable, and breaks nothing.
 //
 // Invariant: a batch is reported held only after every message of it was answered with a
 // 2xx, and a resend carries the same idempotency key (TestDeliverPartialCount,
 // TestIdempotencyKeyStable, TestHTTPSinkConformance).
+// Invariant: a broken instance writes nothing; its batches stay pending for the next instance
+// (TestDeliverPartialCount, TestHTTPSinkUnreachableURL).
 func (s *sink) Deliver(ctx context.Context, batches []connector.Batch) (int, error) {
+	if s.broken != nil {
+		return 0, s.broken
+	}
+	if d := s.pending.Swap(nil); d != nil {
+		s.dyn = *d
+	}
 	for i := range batches {
 		for j := range batches[i].Rows {
 			d := &batches[i].Rows[j]
 			body, ok, err := s.payload(d)
 			if err != nil {
-				return i, fmt.Errorf("%s: POST %s: message %s (seq %d): %w: %w", s.name, s.url, hex.EncodeToString([]byte(d.MessageID)), d.SequenceNumber, ErrUndeliverable, err)
+				return i, s.breakWith(fmt.Errorf("%s: POST %s: message %s (seq %d): %w: %w", s.name, s.url, hex.EncodeToString([]byte(d.MessageID)), d.SequenceNumber, ErrUndeliverable, err))
 			}
 			if !ok {
 				continue
 			}
 			if err := s.post(ctx, d, body); err != nil {
+				if errors.Is(err, ErrUndeliverable) {
+					err = s.breakWith(err)
+				}
 				return i, err
 			}
 		}
 	}
 	return len(batches), nil
+}
+
+// breakWith marks the instance broken by err (a give-up, wrapping ErrUndeliverable) and
+// returns the error every call returns from now on.
+func (s *sink) breakWith(err error) error {
+	s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
+	return s.broken
 }
 
 // payload returns the message's payload column; ok is false for a null payload.

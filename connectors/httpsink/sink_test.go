@@ -166,7 +166,7 @@ func TestDeliverRetriesClosedConnection(t *testing.T) {
 
 // TestDeliverPartialCount: when a message's attempts run out, Deliver reports the batches
 // before its batch as held — not its own batch, although part of it got through — and an
-// error naming the sink, the URL and the last status.
+// error naming the sink, the URL and the last status; the instance is broken from then on.
 func TestDeliverPartialCount(t *testing.T) {
 	var accept atomic.Bool
 	srv, rec := serve(t, func(w http.ResponseWriter, _ *http.Request, _ int, rq request) {
@@ -188,8 +188,21 @@ func TestDeliverPartialCount(t *testing.T) {
 		assert.Contains(t, msg, want)
 	}
 
-	// Offered again, the rest goes through once the target takes the message.
+	// The instance is broken: offered again, even to a target that now takes the message, it
+	// sends nothing and returns the give-up's error.
 	accept.Store(true)
+	sent := len(rec.bodies())
+	n, err = s.Deliver(context.Background(), []connector.Batch{batch(2, "c", "bad", "d"), batch(5, "e")})
+	require.ErrorIs(t, err, ErrBroken)
+	require.ErrorIs(t, err, connector.ErrSinkBroken)
+	require.ErrorIs(t, err, ErrUndeliverable)
+	assert.Zero(t, n)
+	assert.Contains(t, err.Error(), "HTTP sink is broken until the pipeline is paused and started: async_http sink out: POST "+srv.URL+"/in")
+	assert.Contains(t, err.Error(), "502 Bad Gateway", "the last error")
+	assert.Len(t, rec.bodies(), sent, "a broken instance sends nothing")
+
+	// A restarted job's instance delivers the rest.
+	s = newSink("out", params(srv.URL+"/in"), d, nil, 1)
 	n, err = s.Deliver(context.Background(), []connector.Batch{batch(2, "c", "bad", "d"), batch(5, "e")})
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
@@ -230,6 +243,7 @@ func TestDeliverCancelled(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.NotErrorIs(t, err, ErrUndeliverable)
 	assert.Zero(t, n)
+	assert.NoError(t, s.broken, "a cancelled delivery breaks nothing")
 }
 
 // TestRedirects: POST and its body are kept on every redirect status, up to
@@ -398,4 +412,35 @@ func TestStaticHeadersNotInErrors(t *testing.T) {
 		assert.NotContains(t, err.Error(), secret)
 	}
 	t.Log(err)
+}
+
+// TestReconfigureMaxAttempts: new dynamic parameters (connector.Reconfigurer) apply from the
+// next Deliver: with max_attempt_count 2 a message the server fails three times is not
+// delivered (the instance breaks); a second instance opened with 2 and reconfigured to 5
+// before its Deliver delivers it.
+func TestReconfigureMaxAttempts(t *testing.T) {
+	var failures atomic.Int64
+	srv, _ := serve(t, func(w http.ResponseWriter, _ *http.Request, _ int, _ request) {
+		if failures.Add(-1) >= 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	d := fastRetries()
+	d.MaxAttemptCount = 2
+	failures.Store(3)
+	_, err := newSink("out", params(srv.URL), d, nil, 1).Deliver(context.Background(), []connector.Batch{batch(0, "a")})
+	require.ErrorIs(t, err, ErrUndeliverable)
+
+	failures.Store(3)
+	s := newSink("out", params(srv.URL), d, nil, 1)
+	more := *d
+	more.MaxAttemptCount = 5
+	var rc connector.Reconfigurer = s
+	require.NoError(t, rc.Reconfigure(context.Background(), &more))
+	n, err := s.Deliver(context.Background(), []connector.Batch{batch(0, "a")})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.Error(t, rc.Reconfigure(context.Background(), nil))
 }

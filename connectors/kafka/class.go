@@ -7,7 +7,10 @@
 package kafka
 
 import (
+	"fmt"
 	"time"
+
+	"go.ytsaurus.tech/yt/go/schema"
 
 	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/yson"
@@ -78,16 +81,18 @@ func init() {
 	registry.Register(registry.Class{
 		Name: Class, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TKafkaSink"},
 		Guarantee: registry.ExactlyOnce, Kind: registry.AsyncSink, AtMostOnce: true, Runs: true,
-		Summary: "delivers committed outputs in Kafka transactions with a progress marker",
-		Parse:   func(f *yson.Fields) any { return parseSink(f, true) },
-		Columns: sinkColumns,
+		Summary:  "delivers committed outputs in Kafka transactions with a progress marker",
+		Parse:    func(f *yson.Fields) any { return parseSink(f, true) },
+		Columns:  sinkColumns,
+		Validate: validateSink,
 	})
 	registry.Register(registry.Class{
 		Name: AtLeastOnceSinkClass, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TAtLeastOnceKafkaSink"},
 		Guarantee: registry.AtLeastOnce, Kind: registry.AtLeastOnceSyncSink, Runs: true,
-		Summary: "writes an epoch's records before its commit (fresh idempotent producer per start)",
-		Parse:   func(f *yson.Fields) any { return parseSink(f, false) },
-		Columns: sinkColumns,
+		Summary:  "writes an epoch's records before its commit (fresh idempotent producer per start)",
+		Parse:    func(f *yson.Fields) any { return parseSink(f, false) },
+		Columns:  sinkColumns,
+		Validate: validateSink,
 	})
 }
 
@@ -98,6 +103,38 @@ func sinkColumns(params any) map[string][]string {
 		cols["key_column"] = []string{p.KeyColumn}
 	}
 	return cols
+}
+
+// recordTypes are the column types whose values have record bytes (bytesOf): strings as they
+// are, numbers and booleans in decimal text.
+var recordTypes = map[schema.Type]bool{
+	schema.TypeString: true, schema.TypeBytes: true, schema.TypeBoolean: true,
+	schema.TypeInt8: true, schema.TypeInt16: true, schema.TypeInt32: true, schema.TypeInt64: true,
+	schema.TypeUint8: true, schema.TypeUint16: true, schema.TypeUint32: true, schema.TypeUint64: true,
+	schema.TypeFloat32: true, schema.TypeFloat64: true,
+}
+
+// validateSink checks that payload_column and key_column name columns whose values have
+// record bytes in every input stream (a missing column is the spec's own error).
+func validateSink(params any, inputs []registry.Input, report func(key, format string, args ...any)) {
+	p := params.(*SinkParams)
+	for _, in := range inputs {
+		for _, kc := range [][2]string{{"payload_column", p.PayloadColumn}, {"key_column", p.KeyColumn}} {
+			key, col := kc[0], kc[1]
+			for _, c := range in.Schema.Columns {
+				if col != "" && c.Name == col && (c.ComplexType != nil || !recordTypes[c.Type]) {
+					report(key, "column %q of stream %q has type %s, which has no record bytes: name a string, number or boolean column", col, in.ID, typeName(c))
+				}
+			}
+		}
+	}
+}
+
+func typeName(c schema.Column) string {
+	if c.ComplexType != nil {
+		return fmt.Sprint(c.ComplexType)
+	}
+	return string(c.Type)
 }
 
 func parseSource(f *yson.Fields) any {

@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
@@ -71,8 +74,16 @@ func withClient[T any](ctx context.Context, env connector.Env, p *SourceParams, 
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, p.MetadataTimeout)
 	defer cancel()
-	return fn(ctx, kadm.NewClient(cl), p)
+	v, err := fn(ctx, kadm.NewClient(cl), p)
+	var netErr net.Error
+	if err != nil && !errors.Is(err, ErrNoTopic) && (ctx.Err() != nil || errors.As(err, &netErr)) {
+		err = fmt.Errorf("%w (brokers %s, metadata_timeout %v): check bootstrap_servers of resource %s and that the brokers are up", err, c.BootstrapServers, p.MetadataTimeout, ClientResourceID)
+	}
+	return v, err
 }
+
+// ErrNoTopic is the error of a source whose topic does not exist.
+var ErrNoTopic = errors.New("no such topic: create it, or correct topic")
 
 // partitions lists the topic's partitions that partition_filter admits: one Flow partition
 // per Kafka partition, with the same index.
@@ -82,8 +93,8 @@ func partitions(ctx context.Context, adm *kadm.Client, p *SourceParams) ([]int64
 		return nil, fmt.Errorf("%s: metadata: %w", p, err)
 	}
 	td, ok := topics[p.Topic]
-	if !ok {
-		return nil, fmt.Errorf("%s: no such topic", p)
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return nil, fmt.Errorf("%s: %w", p, ErrNoTopic)
 	}
 	if td.Err != nil {
 		return nil, fmt.Errorf("%s: metadata: %w", p, td.Err)

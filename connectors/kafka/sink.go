@@ -146,11 +146,22 @@ func (s *Sink) open(ctx context.Context, transactional bool) error {
 	return nil
 }
 
-// failed wraps err of op; a fencing error makes the instance a zombie for good.
+// failed wraps err of op (opErr); a fencing error makes the instance a zombie for good.
 func (s *Sink) failed(op string, err error) error {
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
 		s.fenced = fmt.Errorf("%s: %s: %w: %v", s, op, ErrFenced, err)
 		return s.fenced
+	}
+	return s.opErr(op, err)
+}
+
+// produceErr wraps the error of a produce without transactions.
+func (s *Sink) produceErr(err error) error { return s.opErr("produce", err) }
+
+// opErr names the sink and op, and for a missing topic what to do.
+func (s *Sink) opErr(op string, err error) error {
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("%s: %s: %w (the topic does not exist: create it, or correct topic)", s, op, err)
 	}
 	return fmt.Errorf("%s: %s: %w", s, op, err)
 }
@@ -353,7 +364,7 @@ func (s *Sink) deliverIdempotent(ctx context.Context, batches []connector.Batch)
 	for _, end := range ends {
 		for _, r := range results[start:end] {
 			if r.Err != nil {
-				return n, fmt.Errorf("%s: produce: %w", s, r.Err)
+				return n, s.produceErr(r.Err)
 			}
 		}
 		n, start = n+1, end
@@ -424,7 +435,7 @@ func (s *Sink) WriteBestEffort(ctx context.Context, rows []map[string]any) error
 		recs = append(recs, r)
 	}
 	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("%s: produce: %w", s, err)
+		return s.produceErr(err)
 	}
 	return nil
 }
@@ -448,7 +459,7 @@ func (s *Sink) WriteBeforeCommit(ctx context.Context, msgs []flow.Message) error
 		recs = append(recs, r)
 	}
 	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("%s: produce: %w", s, err)
+		return s.produceErr(err)
 	}
 	return nil
 }

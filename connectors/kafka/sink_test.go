@@ -228,3 +228,18 @@ func TestKafkaSinkAtLeastOnce(t *testing.T) {
 	require.Equal(t, []int{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}, values(c.readCommitted(topic)))
 	require.NoError(t, s.WriteBestEffort(ctx(t), []map[string]any{{"id": "x", "k": nil}}))
 }
+
+// TestKafkaSinkMissingTopic: a sink whose topic does not exist fails its delivery with an
+// error naming the sink, the topic and what to do, and writes nothing, under either guarantee.
+func TestKafkaSinkMissingTopic(t *testing.T) {
+	c := newCluster(t)
+	for _, g := range []string{ExactlyOnce, AtLeastOnce} {
+		s := c.sink("no-such-topic", "ytflow:test:p9:out", g)
+		n, err := s.Deliver(ctx(t), []connector.Batch{batch(0, 4)})
+		require.Zero(t, n, g)
+		require.ErrorContains(t, err, "kafka sink out (topic no-such-topic", g)
+		require.ErrorContains(t, err, "UNKNOWN_TOPIC_OR_PARTITION", g)
+		require.ErrorContains(t, err, "(the topic does not exist: create it, or correct topic)", g)
+		s.Close()
+	}
+}

@@ -216,7 +216,7 @@ func TestKafkaSourceConsumerGroupOffset(t *testing.T) {
 }
 
 // TestKafkaSourcePartitions: one Flow partition per Kafka partition, as partition_filter admits;
-// ends are the partitions' end offsets.
+// ends are the partitions' end offsets; a missing topic is ErrNoTopic.
 func TestKafkaSourcePartitions(t *testing.T) {
 	c := newCluster(t)
 	topic := c.topic(4)
@@ -233,4 +233,9 @@ func TestKafkaSourcePartitions(t *testing.T) {
 	e, err := ends(ctx(t), adm, p)
 	require.NoError(t, err)
 	require.Equal(t, map[int64]int64{0: 0, 1: 0, 2: 2, 3: 0}, e)
+
+	// A topic that does not exist is named, with what to do.
+	_, err = partitions(ctx(t), adm, sourceParams(topic+"-missing"))
+	require.ErrorIs(t, err, ErrNoTopic)
+	require.EqualError(t, err, "kafka topic "+topic+"-missing: no such topic: create it, or correct topic")
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver"
+	"github.com/ytflow/yt-flow/internal/chserver"
 )
 
 func TestMain(m *testing.M) {

@@ -20,14 +20,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ytflow/yt-flow/internal/chdb"
 )
 
 // LibEnv is the environment variable holding the path of libchdb.so.
-const LibEnv = "CHDB_LIB"
+const LibEnv = chdb.LibEnv
 
 // Install is how a developer gets the library, for skip messages and the README.
-const Install = "npm install --no-save --prefix DIR @chdb/lib-linux-x64-gnu@26.7.3-stable.1; " +
-	"export " + LibEnv + "=DIR/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so"
+const Install = chdb.Install
 
 // Lib returns the path of libchdb.so. When it is not set or not there, it skips t with the
 // way to get it, or fails t under CI=true.
@@ -81,7 +82,7 @@ func build() (string, error) {
 			return
 		}
 		binary = filepath.Join(dir, "chserver")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/ytflow/yt-flow/connectors/clickhouse/internal/chserver/cmd/chserver").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/ytflow/yt-flow/internal/chserver/cmd/chserver").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("build chserver: %w\n%s", err, out)
 		}
@@ -119,7 +120,13 @@ func StartDir(t testing.TB, dir string) *Server {
 func start(t testing.TB, s *Server) *Server {
 	t.Helper()
 	s.lib = Lib(t)
-	t.Cleanup(s.Kill)
+	t.Cleanup(s.Kill) // after the log below (cleanups run last first)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(s.Dir, "chserver.log"))
+			t.Logf("--- log of the ClickHouse server in %s (exited: %v) ---\n%s", s.Dir, s.exited(), tail(string(b), 4000))
+		}
+	})
 	var err error
 	for range 3 { // a port taken between picking and binding: pick again
 		if err = s.start(); err == nil {
@@ -128,6 +135,22 @@ func start(t testing.TB, s *Server) *Server {
 	}
 	t.Fatalf("start a ClickHouse server: %v", err)
 	return nil
+}
+
+// exited tells whether the server process ended (or was never started).
+func (s *Server) exited() bool {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Pid is the helper process's id.
@@ -141,11 +164,38 @@ func (s *Server) Pid() int {
 }
 
 func (s *Server) start() error {
-	bin, err := build()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	return s.startOn(ports)
+}
+
+// Revive starts the server again on its data directory and its ports when its process has
+// ended, and reports whether it did. chDB's server aborts when a client dies in the middle
+// of an INSERT (a killed worker, in the e2e tests): a test that kills its clients revives the
+// server as a supervisor would restart it; what it committed survives.
+func (s *Server) Revive(t testing.TB) bool {
+	t.Helper()
+	if !s.exited() {
+		return false
+	}
+	var tcp, http int
+	fmt.Sscanf(s.TCPAddr[strings.LastIndexByte(s.TCPAddr, ':')+1:], "%d", &tcp)
+	fmt.Sscanf(s.HTTPAddr[strings.LastIndexByte(s.HTTPAddr, ':')+1:], "%d", &http)
+	var err error
+	for range 20 { // the old process's ports may take a moment to be free again
+		if err = s.startOn([]int{tcp, http}); err == nil {
+			return true
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("revive the ClickHouse server on %s: %v", s.TCPAddr, err)
+	return false
+}
+
+func (s *Server) startOn(ports []int) error {
+	bin, err := build()
 	if err != nil {
 		return err
 	}
