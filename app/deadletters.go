@@ -1,6 +1,7 @@
 package app
 
-// yt-flow dead-letters list | drop: the messages failure_policy dead_letter set aside.
+// yt-flow dead-letters list | show | replay | drop: the messages failure_policy dead_letter
+// set aside.
 
 import (
 	"context"
@@ -14,7 +15,7 @@ import (
 )
 
 // deadLetterVerbs are the subcommands of dead-letters.
-var deadLetterVerbs = []string{"list", "drop"}
+var deadLetterVerbs = []string{"list", "show", "replay", "drop"}
 
 // deadLetterFilter chooses letters: by computation and by message ids (all when empty).
 type deadLetterFilter struct {
@@ -37,7 +38,7 @@ func deadLettersSetup(verb string) setupFunc {
 		var f deadLetterFilter
 		fs.StringVar(&f.computation, "computation", "", "only the letters of this computation")
 		ids := fs.String("message-id", "", "only these message ids (comma-separated)")
-		all := fs.Bool("all", false, "drop: every letter the other flags choose (without --message-id or --computation, all of them)")
+		all := fs.Bool("all", false, "replay, drop: every letter the other flags choose (without --message-id or --computation, all of them)")
 		return func(ctx context.Context, s *settings) int {
 			if code := pf.check(fs, true); code >= 0 {
 				return code
@@ -45,8 +46,8 @@ func deadLettersSetup(verb string) setupFunc {
 			if *ids != "" {
 				f.ids = strings.Split(*ids, ",")
 			}
-			if verb == "drop" && !*all && f.computation == "" && len(f.ids) == 0 {
-				fmt.Fprintf(env.stderr, "yt-flow dead-letters drop: choose letters with --message-id or --computation, or --all\n")
+			if (verb == "drop" || verb == "replay") && !*all && f.computation == "" && len(f.ids) == 0 {
+				fmt.Fprintf(env.stderr, "yt-flow dead-letters %s: choose letters with --message-id or --computation, or --all\n", verb)
 				return 2
 			}
 			st, err := openPipelineStore(ctx, s, pf.proxy, pf.path)
@@ -64,15 +65,32 @@ func deadLettersSetup(verb string) setupFunc {
 					chosen = append(chosen, l)
 				}
 			}
-			if verb == "list" {
+			switch verb {
+			case "list":
 				for _, l := range chosen {
 					printDeadLetter(env, l)
 				}
 				fmt.Fprintf(env.stdout, "%d dead letters\n", len(chosen))
 				return 0
+			case "show":
+				for _, l := range chosen {
+					showDeadLetter(env, l)
+				}
+				fmt.Fprintf(env.stdout, "%d dead letters\n", len(chosen))
+				return 0
+			case "replay":
+				return replayDeadLetters(ctx, env, st, pf.path, chosen)
 			}
 			if err := st.DropDeadLetters(ctx, chosen); err != nil {
 				return failf(env.stderr, "dead-letters drop: %v", err)
+			}
+			dropped := map[string]int64{}
+			for _, l := range chosen {
+				dropped[l.ComputationID]++
+			}
+			if err := st.CountDroppedDeadLetters(ctx, dropped); err != nil {
+				// The letters are gone; only the metric missed them.
+				fmt.Fprintf(env.stderr, "yt-flow dead-letters drop: the letters are dropped, but @dead_letters_dropped was not updated: %v\n", err)
 			}
 			fmt.Fprintf(env.stdout, "dropped %d dead letters\n", len(chosen))
 			return 0
@@ -98,7 +116,7 @@ func printDeadLetter(env *environ, l ytstore.DeadLetterRow) {
 // runDeadLetters dispatches dead-letters VERB [flags] to the verb's setup, as runMain does for
 // a command.
 func runDeadLetters(ctx context.Context, env *environ, args []string) int {
-	const usage = "usage: yt-flow dead-letters list|drop [flags] (yt-flow dead-letters list --help for the flags; replay and show are not implemented yet)\n"
+	const usage = "usage: yt-flow dead-letters list|show|replay|drop [flags] (yt-flow dead-letters list --help for the flags)\n"
 	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "--h"}, args[0]) {
 		fmt.Fprint(env.stderr, usage) // runMain adds the examples
 		return 0
@@ -122,9 +140,11 @@ func init() {
 		name: "dead-letters",
 		examples: []string{
 			"yt-flow dead-letters list --proxy localhost:8000 --path //home/me/pipe --computation count",
+			"yt-flow dead-letters show --proxy localhost:8000 --path //home/me/pipe --message-id ID1",
+			"yt-flow dead-letters replay --proxy localhost:8000 --path //home/me/pipe --computation count",
 			"yt-flow dead-letters drop --proxy localhost:8000 --path //home/me/pipe --message-id ID1,ID2",
 		},
-		summary: "list or drop the messages failure_policy dead_letter set aside (dead_letters)",
+		summary: "list, show, replay or drop the messages failure_policy dead_letter set aside (dead_letters)",
 		run:     runDeadLetters,
 	})
 }

@@ -35,7 +35,8 @@ type setupInput struct {
 	// Queue is the ordered table the rows go to (round-robin over its tablets), unless Table
 	// is set.
 	Queue string
-	// Table is the static table (a static_table of Tables) the rows are written to.
+	// Table is the static table (a static_table of Tables: written whole) or the sorted
+	// dynamic table (a sorted_table of Tables: rows inserted) the rows go to.
 	Table string
 	// File holds the rows; relative to the setup file's folder.
 	File string
@@ -110,8 +111,8 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 				w.Errorf(f.Path("queue"), "required (or table)")
 			case in.Queue != "" && in.Table != "":
 				w.Errorf(f.Path("table"), "set either queue or table, not both")
-			case in.Table != "" && s.staticTable(in.Table) == nil:
-				w.Errorf(f.Path("table"), "%s is not a static_table of tables", in.Table)
+			case in.Table != "" && s.staticTable(in.Table) == nil && s.sortedTable(in.Table) == nil:
+				w.Errorf(f.Path("table"), "%s is not a static_table or sorted_table of tables", in.Table)
 			}
 			if in.Format == "lines" && in.Column == "" {
 				w.Errorf(f.Path("column"), "required for the lines format")
@@ -139,6 +140,16 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 		return nil, fmt.Errorf("setup:\n%s", strings.Join(lines, "\n"))
 	}
 	return s, nil
+}
+
+// sortedTable returns the sorted_table entry of Tables at path, or nil.
+func (s *setupFile) sortedTable(path string) *ytstore.UserTable {
+	for i, t := range s.Tables {
+		if t.Path == path && t.Kind == ytstore.UserSortedTable {
+			return &s.Tables[i]
+		}
+	}
+	return nil
 }
 
 // staticTable returns the static_table entry of Tables at path, or nil.
@@ -230,7 +241,7 @@ func (s *setupFile) apply(ctx context.Context, st *ytstore.Store, progress func(
 		if err != nil {
 			return fmt.Errorf("setup: %s: %w", path, err)
 		}
-		if in.Table != "" {
+		if in.Table != "" && s.staticTable(in.Table) != nil {
 			// A static table is written whole, in one transaction, then marked loaded.
 			if err := st.WriteStaticTable(ctx, in.Table, s.staticTable(in.Table).Schema, rows); err != nil {
 				return err
@@ -241,12 +252,14 @@ func (s *setupFile) apply(ctx context.Context, st *ytstore.Store, progress func(
 			progress("loaded %d rows from %s into %s", len(rows), in.File, in.Table)
 			continue
 		}
-		tablets, err := st.TabletCount(ctx, target)
-		if err != nil {
-			return err
-		}
-		for i := range rows {
-			rows[i]["$tablet_index"] = int64(i % max(tablets, 1))
+		tablets := 0
+		if in.Queue != "" {
+			if tablets, err = st.TabletCount(ctx, target); err != nil {
+				return err
+			}
+			for i := range rows {
+				rows[i]["$tablet_index"] = int64(i % max(tablets, 1))
+			}
 		}
 		for start := 0; start < len(rows); start += 1000 {
 			if err := st.InsertRows(ctx, target, rows[start:min(start+1000, len(rows))]); err != nil {
@@ -255,6 +268,10 @@ func (s *setupFile) apply(ctx context.Context, st *ytstore.Store, progress func(
 		}
 		if err := st.SetAttribute(ctx, target, "yt_flow_loaded_input", digest); err != nil {
 			return err
+		}
+		if in.Queue == "" {
+			progress("loaded %d rows from %s into %s", len(rows), in.File, target)
+			continue
 		}
 		progress("loaded %d rows from %s into %s (%d tablets)", len(rows), in.File, target, tablets)
 	}

@@ -32,7 +32,9 @@ func TestSetupParseErrors(t *testing.T) {
 		{"input without target", `{inputs = [{file = "in.txt"; column = text}]}`, []string{"inputs/0/queue", "required (or table)"}},
 		{"input to queue and table", `{inputs = [{queue = "//q"; table = "//t"; file = "in.txt"; column = text}]}`, []string{"inputs/0/table", "not both"}},
 		{"input to an undeclared table", `{tables = [{path = "//t"; kind = sorted_table; schema = [{name = a; type = string}]}];
-			inputs = [{table = "//t"; file = "in.txt"; column = a}]}`, []string{"inputs/0/table", "//t is not a static_table of tables"}},
+			inputs = [{table = "//u"; file = "in.txt"; column = a}]}`, []string{"inputs/0/table", "//u is not a static_table or sorted_table of tables"}},
+		{"input to a queue as a table", `{tables = [{path = "//q"; kind = queue; schema = [{name = a; type = string}]}];
+			inputs = [{table = "//q"; file = "in.txt"; column = a}]}`, []string{"inputs/0/table", "//q is not a static_table or sorted_table of tables"}},
 		{"unknown key", `{tables = []; tabels = []}`, []string{"tabels"}},
 		{"every problem at once", `{tables = [{kind = queue}; {path = "//c"; kind = consumer}]; results = [{}]}`,
 			[]string{"tables/0/path", "tables/0/schema", "tables/1/queue", "results/0/query"}},

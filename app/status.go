@@ -172,6 +172,9 @@ func (s *pipelineStatus) writeFlow(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := s.writePartitioning(w); err != nil {
+		return err
+	}
 	streams := s.Streams()
 	if streams == nil {
 		return nil
@@ -216,3 +219,29 @@ func (s *pipelineStatus) writeWatermarks(w io.Writer, path string) error {
 }
 
 func sortedKeysOf[V any](m map[string]V) []string { return status.SortedKeys(m) }
+
+// writePartitioning prints, per keyed computation, its partition count and why, as the leader
+// published them in @partitioning.
+func (s *pipelineStatus) writePartitioning(w io.Writer) error {
+	pcs := s.Attrs.Partitioning
+	if len(pcs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\npartitioning (%d)\n", len(pcs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  COMPUTATION\tPARTITIONS\tOPTIMAL\tBY\tMSG/S\tBYTES/S\tCPU\tTIMERS\tREASON")
+	for _, id := range status.SortedKeys(pcs) {
+		pc := pcs[id]
+		by := "desired_partition_count"
+		if pc.ByLoad {
+			by = orDash(pc.Driver)
+		}
+		reason := pc.Reason
+		if len(pc.HeavyHitters) > 0 {
+			reason += fmt.Sprintf("; heavy hitters (key hashes no partition count spreads): %v", pc.HeavyHitters)
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.1f\t%.0f\t%.2f\t%.0f\t%s\n", id, pc.Current, pc.Optimal, by,
+			pc.MessagesPerSecond, pc.BytesPerSecond, pc.CPULoad, pc.Timers, reason)
+	}
+	return tw.Flush()
+}

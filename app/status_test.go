@@ -43,7 +43,9 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 	eventWM := now - 3600*sec
 	s := &pipelineStatus{&status.Snapshot{
 		Attrs: &ytstore.Attributes{Spec: []byte(statusTestSpec), PipelineState: "working", TargetState: "working", SystemWatermark: now - 90*sec,
-			EventWatermark: &eventWM},
+			EventWatermark: &eventWM, Partitioning: map[string]ytstore.PartitionCount{"count": {Current: 2, ByLoad: true, Optimal: 3,
+				Driver: "messages_per_second", MessagesPerSecond: 25000, BytesPerSecond: 1e6, CPULoad: 0.05, Reason: "cooling down 10s after the last repartitioning",
+				HeavyHitters: []uint64{42}}}},
 		Partitions: []ytstore.Partition{
 			{PartitionID: "count/0of2", ComputationID: "count", State: ytstore.PartitionActive},
 			{PartitionID: "count/1of2", ComputationID: "count", State: ytstore.PartitionActive},
@@ -79,6 +81,9 @@ func TestStatusShowsLagAndWatermark(t *testing.T) {
 		"  counts  count         sink out  5          1m5s",
 		"  lines   queue //q/in  split     123        -",
 		"  words   split         count     40         12s",
+		"partitioning (1)",
+		"  COMPUTATION  PARTITIONS  OPTIMAL  BY                   MSG/S    BYTES/S  CPU   TIMERS  REASON",
+		"  count        2           3        messages_per_second  25000.0  1000000  0.05  0       cooling down 10s after the last repartitioning; heavy hitters (key hashes no partition count spreads): [42]",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("status lacks line %q:\n%s", want, out)

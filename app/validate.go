@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 
+	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/spec"
 )
@@ -25,11 +28,63 @@ func init() {
 func setupValidate(fs *flag.FlagSet, env *environ) runFunc {
 	kind := fs.String("kind", "config", "document kind: config (runner config pipeline.yson), spec (static spec) or dynamic (dynamic spec)")
 	verbose := fs.Bool("verbose", false, "also list the keys yt-flow accepts and ignores (\"ignored: …\")")
+	checkTables := fs.Bool("check-tables", false, "also check the tables the connectors name on the cluster of --proxy (a service log table's key)")
+	var proxy string
+	addConnFlags(fs, &proxy, "YTsaurus HTTP proxy for --check-tables (default $YT_PROXY)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: yt-flow validate [-kind config|spec|dynamic] [-verbose] FILE...")
+		fmt.Fprintln(env.stderr, "usage: yt-flow validate [-kind config|spec|dynamic] [-verbose] [-check-tables -proxy HOST] FILE...")
 		fs.PrintDefaults()
 	}
-	return func(context.Context, *settings) int { return runValidate(env, fs, *kind, *verbose) }
+	return func(ctx context.Context, s *settings) int {
+		var tables *tableChecker
+		if *checkTables {
+			if proxy == "" {
+				fmt.Fprintln(env.stderr, "yt-flow validate: --check-tables needs --proxy (or $YT_PROXY)")
+				return 2
+			}
+			st, err := openPipelineStore(ctx, s, proxy, "//tmp/yt-flow-validate")
+			if err != nil {
+				return failf(env.stderr, "validate: %v", err)
+			}
+			defer st.Close()
+			tables = &tableChecker{ctx: ctx, cluster: st}
+		}
+		return runValidate(env, fs, *kind, *verbose, tables)
+	}
+}
+
+// tableChecker runs the connectors' CheckTables against a cluster.
+type tableChecker struct {
+	ctx     context.Context
+	cluster registry.Cluster
+}
+
+// check returns the problems the connector classes of pl find in the tables they name; the
+// paths start with prefix ("spec/" in a runner config).
+func (c *tableChecker) check(pl *spec.Pipeline, prefix string) []spec.Problem {
+	if c == nil || pl == nil {
+		return nil
+	}
+	var out []spec.Problem
+	at := func(base string) func(key, format string, args ...any) {
+		return func(key, format string, args ...any) {
+			out = append(out, spec.Problem{Path: prefix + base + "/" + key, Message: fmt.Sprintf(format, args...)})
+		}
+	}
+	for _, cid := range slices.Sorted(maps.Keys(pl.Computations)) {
+		comp := pl.Computations[cid]
+		for _, sid := range slices.Sorted(maps.Keys(comp.Sources)) {
+			if src := comp.Sources[sid]; src.Class != nil && src.Class.CheckTables != nil {
+				src.Class.CheckTables(c.ctx, c.cluster, src.Params, at("computations/"+cid+"/source_streams/"+sid+"/parameters"))
+			}
+		}
+		for _, kid := range slices.Sorted(maps.Keys(comp.Sinks)) {
+			if sk := comp.Sinks[kid]; sk.Class != nil && sk.Class.CheckTables != nil {
+				sk.Class.CheckTables(c.ctx, c.cluster, sk.Params, at("computations/"+cid+"/sinks/"+kid+"/parameters"))
+			}
+		}
+	}
+	return out
 }
 
 // runValidate parses each file as a runner config (or, with -kind, a bare static or dynamic
@@ -38,7 +93,10 @@ func setupValidate(fs *flag.FlagSet, env *environ) runFunc {
 // get warnings on stderr, "FILE: path: warning: …": a feature yt-flow does not run yet or a
 // processing function this program lacks (start and run refuse both). With verbose, the keys
 // yt-flow accepts and ignores follow on stdout as "FILE: path: ignored: why".
-func runValidate(env *environ, fs *flag.FlagSet, kind string, verbose bool) int {
+//
+// With tables (--check-tables), a file that parses is also checked against the cluster: the
+// problems the connectors find in the tables they name are reported like parse problems.
+func runValidate(env *environ, fs *flag.FlagSet, kind string, verbose bool, tables *tableChecker) int {
 	// parse returns the document's notes and its unregistered processing functions.
 	var parse func([]byte) (spec.Notes, []spec.Problem, error)
 	switch kind {
@@ -48,6 +106,9 @@ func runValidate(env *environ, fs *flag.FlagSet, kind string, verbose bool) int 
 			if err != nil {
 				return spec.Notes{}, nil, err
 			}
+			if probs := tables.check(c.Spec, "spec/"); len(probs) > 0 {
+				return spec.Notes{}, nil, &spec.ValidationError{Problems: probs}
+			}
 			return c.Notes, c.UnregisteredFunctions(registeredFunction), nil
 		}
 	case "spec":
@@ -55,6 +116,9 @@ func runValidate(env *environ, fs *flag.FlagSet, kind string, verbose bool) int 
 			pl, err := spec.ParsePipeline(b)
 			if err != nil {
 				return spec.Notes{}, nil, err
+			}
+			if probs := tables.check(pl, ""); len(probs) > 0 {
+				return spec.Notes{}, nil, &spec.ValidationError{Problems: probs}
 			}
 			return pl.Notes, pl.UnregisteredFunctions(registeredFunction), nil
 		}

@@ -32,7 +32,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yson")
 	bad := filepath.Join(dir, "bad.yson")
-	require.NoError(t, os.WriteFile(good, []byte(`{path="//p"; spec={computations={s={computation_class_name="source"; processing_function="F"; source_streams={r={source_class_name="service_log"; parameters={table_joiner={fetchers=[{table_path="//t"}]}}}}}}}}`), 0o644))
+	require.NoError(t, os.WriteFile(good, []byte(`{path="//p"; spec={computations={s={computation_class_name="source"; processing_function="F"; worker_group="g"; source_streams={r={source_class_name="service_log"; parameters={table_joiner={fetchers=[{table_path="//t"}]}}}}}}}}`), 0o644))
 	require.NoError(t, os.WriteFile(bad, []byte(`{path="//p"; extra=1; spec={computations={c={computation_class_name="transform"; processing_function="F";
 		group_by_schema=[{name="k"; type="uint64"}]; input_stream_ids=["in"]; output_stream_ids=["out"];
 		sinks={out={sink_class_name="TSyncQueueSink"; input_stream_ids=["out"]; parameters={}}}}};
@@ -46,7 +46,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	require.Len(t, lines, 6, stderr)
 	// A valid spec may still get warnings: what start and run would refuse.
 	assert.Equal(t, good+`: spec/computations/s/processing_function: warning: processing function "F" is not registered in this program`, lines[0])
-	assert.Equal(t, good+`: spec/computations/s/source_streams/r/source_class_name: warning: source class "service_log" is not supported by yt-flow yet`, lines[1])
+	assert.Equal(t, good+`: spec/computations/s/worker_group: warning: worker_group (placing jobs on a group of workers) is not supported by yt-flow yet`, lines[1])
 	lines = lines[2:]
 	assert.Equal(t, bad+": extra: unknown key", lines[0])
 	assert.Equal(t, bad+": spec/computations/c/sinks/out/parameters/queue_path: required", lines[1])

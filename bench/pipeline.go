@@ -30,6 +30,9 @@ type Options struct {
 	Tablets int
 	// CountPartitions of the keyed count computation; 0 means 1.
 	CountPartitions int
+	// CountByLoad leaves the count without desired_partition_count: partitioned by load with
+	// Flow's defaults (3 partitions at first); CountPartitions is not used.
+	CountByLoad bool
 	// ProcessingMode of the count computation; "" is exactly-once.
 	ProcessingMode string
 	// Finite makes the source finite: the pipeline completes once the input is read.
@@ -166,7 +169,7 @@ func (p *Pipeline) Specs() (static, dynamic yson.RawValue, err error) {
 		maxRows = v
 	}
 	text := e2e.WordCountSpec(e2e.SpecParams{Root: p.Root, ProcessingMode: o.ProcessingMode, Finite: o.Finite,
-		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
+		BatchDuration: o.BatchDuration, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, CountByLoad: o.CountByLoad, SwiftSource: o.SwiftSource,
 		MaxRowsPerBatch: maxRows})
 	if o.EmptyBatchBackoff > 0 {
 		text = strings.ReplaceAll(text, "batch_duration = ", fmt.Sprintf("empty_batch_backoff = %d; batch_duration = ", o.EmptyBatchBackoff.Milliseconds()))

@@ -7,15 +7,38 @@ import (
 	"math/bits"
 	"strconv"
 
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // desiredPartitions returns the partitions the topology asks for, and the
 // computations and sources whose partition set is unknown this cycle.
-func desiredPartitions(t Topology, listed map[string][]int64) (map[string]ytstore.Partition, map[string]bool) {
+//
+// A computation partitioned by load keeps its active partitions while they cover the key
+// space, takes the ranges of a repartitioning (auto) when there is one, and starts with
+// PartitionCount equal ranges.
+func desiredPartitions(t Topology, listed map[string][]int64, current []ytstore.Partition, auto map[string][]autopart.Range) (map[string]ytstore.Partition, map[string]bool) {
 	want := map[string]ytstore.Partition{}
 	unknown := map[string]bool{} // "computation/src/source" prefixes
 	for _, c := range t.Computations {
+		if len(c.Sources) == 0 && c.Auto != nil {
+			active, _ := keyedPartitions(current, c.ID)
+			rs, ok := auto[c.ID]
+			switch {
+			case ok:
+			case autopart.Covers(rangesOf(active)):
+				for _, pt := range active {
+					want[pt.PartitionID] = pt
+				}
+				continue
+			default:
+				rs = autopart.Even(max(c.PartitionCount, 1))
+			}
+			for _, pt := range rangePartitions(c.ID, rs) {
+				want[pt.PartitionID] = pt
+			}
+			continue
+		}
 		if len(c.Sources) == 0 {
 			n := max(c.PartitionCount, 1)
 			for i := range n {
@@ -75,7 +98,7 @@ func HashRange(i, n int) (lower, upper uint64) {
 // delivered its outbox), deletes partitions of unknown computations and
 // vanished source partitions, and deletes retired partitions whose job is done.
 func (p *plan) reconcilePartitions(statuses map[string]ytstore.JobStatus) {
-	want, unknown := desiredPartitions(p.in.Topology, p.in.SourcePartitions)
+	want, unknown := desiredPartitions(p.in.Topology, p.in.SourcePartitions, p.in.Partitions, p.auto)
 	keyed := map[string]bool{}
 	known := map[string]bool{}
 	for _, c := range p.in.Topology.Computations {

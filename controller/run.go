@@ -83,6 +83,8 @@ type Snapshot struct {
 	// Attributes are the pipeline's attributes as the cycle left them: PipelineState,
 	// SystemWatermark and EventWatermark are the values it published.
 	Attributes ytstore.Attributes
+	// Partitioning says, per keyed computation, its partition count and why.
+	Partitioning []PartitionCount
 }
 
 // dedupMergePeriod bounds the time between two publications of the dedup watermark to tables
@@ -294,6 +296,10 @@ type cycler struct {
 	// them (CollectDedup: tables of pipelines created before the merger), 0 not known yet.
 	gcMerger int
 
+	// failures maps a job id to the process failure its status reported, as last logged
+	// (FailureReports).
+	failures map[string]string
+
 	// parsed specs, cached by version
 	specVersion, dynVersion int64
 	topology                Topology
@@ -313,6 +319,11 @@ type cycler struct {
 	// listErrs is the last error listing each source's partitions (by list key), logged to
 	// controller_logs when it first appears or changes, and when the listing works again.
 	listErrs map[string]string
+
+	// partitioningKey and partitioningAt are what @partitioning last published and when
+	// (publishPartitioning).
+	partitioningKey string
+	partitioningAt  time.Time
 }
 
 // cycle observes the pipeline, decides and applies the decision; transition reports that
@@ -341,6 +352,7 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		c.lg.Info("pipeline state changed", log.String("from", attrs.PipelineState), log.String("state", d.PipelineState))
 		c.log(ctx, fmt.Sprintf("pipeline state %s -> %s", stateName(attrs.PipelineState), d.PipelineState))
 	}
+	c.publishPartitioning(ctx, d.Partitioning)
 	if err := c.advanceWatermark(ctx, in, attrs); err != nil {
 		return d.Transition, err
 	}
@@ -360,7 +372,7 @@ func (c *cycler) observed(in *Input, attrs *ytstore.Attributes, d *Decision) {
 	if c.cfg.Observe == nil {
 		return
 	}
-	s := &Snapshot{Leading: true, Cycle: c.cycles, Input: in, Attributes: *attrs}
+	s := &Snapshot{Leading: true, Cycle: c.cycles, Input: in, Attributes: *attrs, Partitioning: d.Partitioning}
 	if d.PipelineState != "" {
 		s.Attributes.PipelineState = d.PipelineState
 	}
@@ -434,6 +446,15 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	if in.Statuses, err = c.st.JobStatuses(ctx); err != nil {
 		return nil, nil, err
 	}
+	// Invariant: a job failing on a message is named in the controller log (computation,
+	// partition, key, message id, attempt, error) when it starts failing and when another
+	// message or error fails (TestFailureReports, TestPoisonMessageRetryStallsOnePartition).
+	var failing []string
+	failing, c.failures = FailureReports(c.failures, in.Statuses)
+	for _, l := range failing {
+		c.lg.Warn("a job reports a failing process function", log.String("status", l))
+	}
+	c.log(ctx, failing...)
 	c.layoutJobs = make(map[string]bool, len(in.Jobs))
 	for _, j := range in.Jobs {
 		c.layoutJobs[j.JobID] = true
@@ -465,7 +486,7 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	}
 	for _, src := range in.Topology.Listed() {
 		ctors, _ := connector.SourceOf(src.Class)
-		ix, err := ctors.Partitions(ctx, connector.Env{Store: c.st, PipelinePath: c.cfg.Path, SourceID: src.ID, SourcePartition: -1}, src.Params)
+		ix, err := ctors.Partitions(ctx, connector.Env{Store: c.st, PipelinePath: c.cfg.Path, SourceID: src.ID, SourcePartition: -1, Dynamic: src.Dynamic}, src.Params)
 		if err != nil {
 			c.lg.Warn("cannot list source partitions", log.String("source", src.ID), log.String("class", src.Class), log.Error(err))
 			if c.listErrs == nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -62,6 +63,8 @@ type Decision struct {
 	// SourceCompleted says a source partition completed in this step: the others of a
 	// finite pipeline are likely to follow, so the controller looks again sooner for a while.
 	SourceCompleted bool
+	// Partitioning says, per keyed computation, what its partition count is and why.
+	Partitioning []PartitionCount
 	// DrainObserved says this step saw every job drained once: the next step, once every
 	// job has reported again, may finish the transition, so it comes sooner still.
 	DrainObserved bool
@@ -77,6 +80,10 @@ type Scheduler struct {
 	// seen maps each live worker to the time this scheduler first saw it (µs; 0 for the
 	// workers of its first step); nil before the first step. See settling.
 	seen map[string]uint64
+	// partitioner keeps the load measurements of partitioning by load (autopart.go).
+	partitioner partitioner
+	// lastRebalance is the time (µs) of the last rebalancing by weight (rebalance.go).
+	lastRebalance uint64
 	// Settle is the settle window of the first assignment in µs (0: WorkerSettle; negative:
 	// none); it lasts at most five times as long after the first new worker appeared.
 	Settle int64
@@ -149,28 +156,6 @@ func (s *Scheduler) settling(in *Input) bool {
 	return newest != 0 && in.Now < newest+window && in.Now < oldest+MaxSettleFactor*window
 }
 
-// backoff delays the restart of a partition whose jobs keep failing, so that
-// a poison input does not spin jobs and leases every cycle.
-type backoff struct {
-	count     int
-	notBefore uint64 // µs
-}
-
-// Restart backoff after the n-th consecutive failure of a partition's job:
-// FailureBackoffBase * 2^(n-1), at most FailureBackoffMax.
-const (
-	FailureBackoffBase = 1_000_000  // µs
-	FailureBackoffMax  = 30_000_000 // µs
-)
-
-func backoffDelay(n int) uint64 {
-	d := uint64(FailureBackoffBase)
-	for i := 1; i < n && d < FailureBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, FailureBackoffMax)
-}
-
 type statusMark struct {
 	updatedAt uint64
 	epoch     int64
@@ -212,6 +197,7 @@ type plan struct {
 	jobs       map[string]ytstore.Job       // partition id -> its job after this step
 	isNew      map[string]bool              // partition id -> job is created by this step
 	relaxed    map[string]bool              // computation id -> relaxed distribution ordering
+	auto       map[string][]autopart.Range  // computation id -> new ranges (partitioning by load)
 	changed    bool                         // jobs or partitions were added or removed
 	settling   bool                         // the first assignment waits for more workers
 }
@@ -252,6 +238,7 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	for _, st := range in.Statuses {
 		statuses[st.JobID] = st
 	}
+	p.partitionByLoad(state == ytstore.StateWorking)
 	p.reconcilePartitions(statuses)
 	p.keepJobs(statuses)
 	allSourcesDone := p.completeSources(statuses)
@@ -412,16 +399,19 @@ func (p *plan) assign() {
 		return
 	}
 	load := map[string]int{}
+	weights := p.jobWeights()
+	wload := map[string]float64{} // measured weight per worker (rebalance.go)
 	for _, w := range workers {
 		load[w] = 0
 	}
-	for _, j := range p.jobs {
+	for pid, j := range p.jobs {
 		load[j.WorkerID]++
+		wload[j.WorkerID] += weights[pid]
 	}
-	least := func() string {
+	least := func() string { // fewest jobs; of those, the least measured weight
 		best := workers[0]
 		for _, w := range workers[1:] {
-			if load[w] < load[best] {
+			if load[w] < load[best] || load[w] == load[best] && wload[w] < wload[best] {
 				best = w
 			}
 		}
@@ -455,6 +445,7 @@ func (p *plan) assign() {
 		p.jobs[id] = p.newJob(p.partitions[id], w)
 		p.isNew[id] = true
 		load[w]++
+		wload[w] += weights[id]
 	}
 	for range len(p.jobs) {
 		hi, lo := most(), least()
@@ -472,7 +463,10 @@ func (p *plan) assign() {
 		p.isNew[pid] = true
 		load[hi]--
 		load[lo]++
+		wload[hi] -= weights[pid]
+		wload[lo] += weights[pid]
 	}
+	p.rebalanceByWeight(workers, load, wload, weights)
 	for _, pid := range sortedKeys(p.isNew) {
 		j := p.jobs[pid]
 		p.d.Events = append(p.d.Events, fmt.Sprintf("job %s of partition %s assigned to worker %s", j.JobID, pid, j.WorkerID))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/internal/throttle"
 )
 
@@ -23,8 +24,16 @@ type Computation struct {
 	// ranges.
 	Sources []Source
 	// PartitionCount is the number of hash-range partitions of a keyed
-	// computation (desired_partition_count, default 1).
+	// computation: desired_partition_count, or with Auto the count it starts with.
 	PartitionCount int
+	// Auto, for a keyed computation without desired_partition_count, partitions it by load
+	// (autopart.go): its partition count follows the measured load within Auto's bounds and
+	// targets. nil: PartitionCount equal ranges.
+	Auto *autopart.Params
+	// WeightMultiplier and InterruptingWeightMultiplier scale the measured weight of its jobs,
+	// of a retiring partition's job for the latter (weight_multiplier 1,
+	// interrupting_weight_multiplier 0.1; rebalance.go). 0 reads as 1 and 0.
+	WeightMultiplier, InterruptingWeightMultiplier float64
 	// Draining is the dynamic per-computation draining flag.
 	Draining bool
 	// RelaxedOrdering is distribution_ordering = "relaxed": after a change of
@@ -79,6 +88,9 @@ type Source struct {
 	// for the driver that lists the partitions.
 	Class  string
 	Params any
+	// Dynamic are the source's dynamic parameters as its class parsed them (nil: none, or
+	// they do not parse; the job reports that).
+	Dynamic any
 }
 
 // Listed returns the sources whose partitions the driver lists, one per ListKey.

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/internal/autopart"
 
 	"github.com/ytflow/yt-flow/internal/throttle"
 	"github.com/ytflow/yt-flow/spec"
@@ -18,7 +20,8 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	}
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
-		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed"}
+		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",
+			WeightMultiplier: d.Partitioning.WeightMultiplier, InterruptingWeightMultiplier: d.Partitioning.InterruptingWeightMultiplier}
 		tc.RowsThrottler, tc.RowsThrottlerClass = d.InputRowsThrottlerID, d.InputRowsThrottlerClassID
 		tc.Inputs = slices.Sorted(slices.Values(c.InputStreamIDs))
 		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
@@ -36,6 +39,11 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 				src := Source{ID: sid, Params: s.Params}
 				if s.Class != nil {
 					src.Class = s.Class.Name
+					var dp map[string]any
+					if ds := d.SourceStreams[sid]; ds != nil {
+						dp = ds.Parameters
+					}
+					src.Dynamic, _ = spec.DynamicParams(s.Class, s.Params, dp, "")
 					if ctors, ok := connector.SourceOf(s.Class.Name); ok && ctors.Partitions != nil {
 						src.ListKey = sourcePrefix(id, sid)
 					}
@@ -50,6 +58,10 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 			if d.MaxPartitionCount > 0 {
 				tc.PartitionCount = min(tc.PartitionCount, d.MaxPartitionCount)
 			}
+			if d.DesiredPartitionCount == 0 {
+				tc.Auto = autoParams(d)
+				tc.PartitionCount = tc.Auto.Initial()
+			}
 		}
 		t.Computations = append(t.Computations, tc)
 	}
@@ -61,4 +73,19 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 		}
 	}
 	return t
+}
+
+// autoParams are the partitioning-by-load parameters of a keyed computation without
+// desired_partition_count.
+func autoParams(d spec.DynamicComputation) *autopart.Params {
+	pp := d.Partitioning
+	p := autopart.DefaultParams()
+	p.Min = cmp.Or(d.MinPartitionCount, p.Min)
+	p.Max = cmp.Or(d.MaxPartitionCount, p.Max)
+	if d.MaxPartitionCount > 0 && d.MinPartitionCount == 0 {
+		p.Min = min(p.Min, p.Max) // max_partition_count below the default minimum
+	}
+	p.Targets = autopart.Load{CPU: pp.CPULoad, Memory: pp.MemoryUsed, Messages: pp.MessagesPerSecond, Bytes: pp.BytesPerSecond, Timers: pp.TimerCount}
+	p.Deviation, p.DoubleDelay, p.HalfDelay = pp.Deviation, pp.DoubleDelay, pp.HalfDelay
+	return &p
 }

@@ -17,7 +17,8 @@ import (
 // keyVisitorSpec: a queue of words (ROOT/input, not finite) split into words and counted per
 // word by CountWordsVisited, whose key visitor stream visits every word with a count once per
 // pass (period PERIOD ms); each visit writes {word, pass, pass_start, count} to the queue
-// ROOT/visits through a sync sink, in the commit that moves the visitor past the word.
+// ROOT/visits through a sync sink, in the commit that moves the visitor past the word. The count
+// runs on one partition, so that pass numbers are those of one cursor.
 const keyVisitorSpec = `{
   path = "ROOT/pipeline";
   spec = {
@@ -56,7 +57,8 @@ const keyVisitorSpec = `{
   };
   dynamic_spec = {computations = {
     split = {batch_duration = 100};
-    count = {batch_duration = 100; key_visitor_streams = {visitor = {parameters = {period = PERIOD}}}};
+    count = {batch_duration = 100; parameters = {desired_partition_count = 1};
+      key_visitor_streams = {visitor = {parameters = {period = PERIOD}}}};
   }};
 }`
 

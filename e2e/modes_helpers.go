@@ -48,6 +48,9 @@ type JobStats struct {
 	ThrottledEpochs   int64  `json:"throttled_epochs"`
 	// EpochParts is the wall time (ns) by epoch part (job.EpochPartNames).
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
+	Running    bool             `json:"running"`
+	// DynamicSpecVersion is the @dynamic_spec_version the job runs with.
+	DynamicSpecVersion int64 `json:"dynamic_spec_version"`
 }
 
 // WorkerStats reads GET http://addr/stats, signed with the pipeline's transport secret key

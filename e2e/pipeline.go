@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -29,6 +30,8 @@ type WordCount struct {
 	// Expected word → count of the input.
 	Expected map[string]int64
 	Store    *ytstore.Store
+	// pending holds the input rows not inserted yet (WordCountOptions.Deferred; Feed).
+	pending []map[string]any
 }
 
 // WordCountOptions shape the pipeline.
@@ -49,6 +52,14 @@ type WordCountOptions struct {
 	// so that the pipeline still runs while their faults are injected.
 	MaxRowsPerBatch int
 	Seed            uint64
+	// Inject replaces the random word of input line i with Inject[i].
+	Inject map[int]string
+	// CountFunction is the count computation's processing function ("" = CountWords);
+	// CountDynamic is added to its dynamic spec (e.g. "failure_policy = {mode = dead_letter}").
+	CountFunction, CountDynamic string
+	// Unbounded makes the queue source not end at the end of the queue (the pipeline never
+	// completes); Deferred inserts no input: Feed inserts it.
+	Unbounded, Deferred bool
 }
 
 // NewWordCount creates the user tables, loads the input and writes the spec file.
@@ -92,8 +103,16 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	}
 	for i := range o.Messages {
 		word := fmt.Sprintf("w%04d", rng.IntN(o.Words))
+		if inj, ok := o.Inject[i]; ok {
+			word = inj
+		}
 		w.Expected[word]++
-		rows = append(rows, map[string]any{"text": word, "$tablet_index": int64(i % max(o.Tablets, 1))})
+		row := map[string]any{"text": word, "$tablet_index": int64(i % max(o.Tablets, 1))}
+		if o.Deferred {
+			w.pending = append(w.pending, row)
+			continue
+		}
+		rows = append(rows, row)
 		if len(rows) == cap(rows) {
 			flush()
 		}
@@ -101,8 +120,8 @@ func NewWordCount(t *testing.T, c *Cluster, name string, o WordCountOptions) *Wo
 	flush()
 
 	text := WordCountSpec(SpecParams{Root: root, ProcessingMode: o.ProcessingMode, AtMostOnceBytes: o.AtMostOnceBytes,
-		Finite: true, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
-		MaxRowsPerBatch: o.MaxRowsPerBatch})
+		Finite: !o.Unbounded, SplitPartitions: o.Tablets, CountPartitions: o.CountPartitions, SwiftSource: o.SwiftSource,
+		MaxRowsPerBatch: o.MaxRowsPerBatch, CountFunction: o.CountFunction, CountDynamic: o.CountDynamic})
 	w.SpecFile = filepath.Join(t.TempDir(), "pipeline.yson")
 	if err := os.WriteFile(w.SpecFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -122,13 +141,20 @@ type SpecParams struct {
 	Finite bool
 	// BatchDuration of both computations; default 100ms.
 	BatchDuration time.Duration
-	// SplitPartitions and CountPartitions are the desired partition counts (default 1).
+	// SplitPartitions and CountPartitions are the desired partition counts (default 1: the
+	// spec always pins them).
 	SplitPartitions, CountPartitions int
 	// SwiftSource makes split a swift source (TSwiftOrderedSourceComputation: outputs
 	// delivered from memory, recomputed after a restart) instead of a transform source.
 	SwiftSource bool
 	// MaxRowsPerBatch of both computations; 0 keeps the default (1000).
 	MaxRowsPerBatch int
+	// CountByLoad leaves count without desired_partition_count: partitioned by load with
+	// Flow's defaults (CountPartitions is not used).
+	CountByLoad bool
+	// CountFunction is the count computation's processing function ("" = CountWords);
+	// CountDynamic is added to its dynamic spec.
+	CountFunction, CountDynamic string
 }
 
 // WordCountSpec renders the runner config of the word-count pipeline under p.Root:
@@ -156,9 +182,18 @@ func WordCountSpec(p SpecParams) string {
 	if p.MaxRowsPerBatch > 0 {
 		batchSpec += fmt.Sprintf("; max_rows_per_batch = %d", p.MaxRowsPerBatch)
 	}
-	return strings.NewReplacer("SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
-		"BATCH", batchSpec,
-		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1)), "COUNTN", fmt.Sprint(max(p.CountPartitions, 1))).Replace(wordCountSpec)
+	countParams := fmt.Sprintf("desired_partition_count = %d", max(p.CountPartitions, 1))
+	if p.CountByLoad {
+		countParams = ""
+	}
+	countFn := cmp.Or(p.CountFunction, "CountWords")
+	countBatch := batchSpec
+	if p.CountDynamic != "" {
+		countBatch += "; " + p.CountDynamic
+	}
+	return strings.NewReplacer("COUNTPARAMS", countParams, "COUNTFN", countFn, "SPLITCLASS", splitClass, "ROOT", p.Root, "MODE", mode, "AMO", amo, "FINITE", fmt.Sprintf("%%%t", p.Finite),
+		"BATCHCOUNT", countBatch, "BATCH", batchSpec,
+		"SPLITN", fmt.Sprint(max(p.SplitPartitions, 1))).Replace(wordCountSpec)
 }
 
 const wordCountSpec = `{
@@ -178,7 +213,7 @@ const wordCountSpec = `{
             };
             count = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionComputation";
-                processing_function = "CountWords";
+                processing_function = "COUNTFN";
                 MODE
                 group_by_schema = [
                     {name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(word)"};
@@ -209,7 +244,7 @@ const wordCountSpec = `{
     dynamic_spec = {
         computations = {
             split = {batch_duration = BATCH; parameters = {desired_partition_count = SPLITN}};
-            count = {batch_duration = BATCH; parameters = {desired_partition_count = COUNTN}};
+            count = {batch_duration = BATCHCOUNT; parameters = {COUNTPARAMS}};
         };
     };
 }
@@ -281,20 +316,41 @@ func (w *WordCount) Output(t *testing.T) [][2]any {
 	return out
 }
 
+// Feed inserts the next n deferred input rows (WordCountOptions.Deferred; all that are left
+// when fewer) and returns how many are left.
+func (w *WordCount) Feed(t *testing.T, n int) int {
+	t.Helper()
+	n = min(n, len(w.pending))
+	for len(w.pending) > 0 && n > 0 {
+		k := min(n, 1000)
+		if err := w.Store.InsertRows(context.Background(), w.Root+"/input", w.pending[:k]); err != nil {
+			t.Fatal(err)
+		}
+		w.pending, n = w.pending[k:], n-k
+	}
+	return len(w.pending)
+}
+
 // CheckExactlyOnce asserts the two sinks saw every input exactly once: the table holds
 // the exact count per word, and the output queue holds no (word, count) pair twice and
 // reaches the exact count for every word.
 func (w *WordCount) CheckExactlyOnce(t *testing.T) {
 	t.Helper()
+	w.CheckExactlyOnceOf(t, w.Expected)
+}
+
+// CheckExactlyOnceOf is CheckExactlyOnce with the expected counts given (word → count).
+func (w *WordCount) CheckExactlyOnceOf(t *testing.T, expected map[string]int64) {
+	t.Helper()
 	got := w.Counts(t)
 	var bad []string
-	for word, n := range w.Expected {
+	for word, n := range expected {
 		if got[word] != n {
 			bad = append(bad, fmt.Sprintf("%s: table %d, want %d", word, got[word], n))
 		}
 	}
 	for word := range got {
-		if _, ok := w.Expected[word]; !ok {
+		if _, ok := expected[word]; !ok {
 			bad = append(bad, fmt.Sprintf("%s: unexpected word in table", word))
 		}
 	}
@@ -310,7 +366,7 @@ func (w *WordCount) CheckExactlyOnce(t *testing.T) {
 			bad = append(bad, fmt.Sprintf("output %v delivered %d times", p, n))
 		}
 	}
-	for word, n := range w.Expected {
+	for word, n := range expected {
 		if maxCount[word] != n {
 			bad = append(bad, fmt.Sprintf("%s: output reaches %d, want %d", word, maxCount[word], n))
 		}

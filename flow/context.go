@@ -26,6 +26,7 @@ type run struct {
 	inline  [inlineSlots]namedSlot
 	inlined int
 	states  map[string]*stateSlot
+	ext     map[string]*extSlot  // external states written (ExternalStateOf)
 	err     error                // first misuse or bad state; fails the invocation
 	inputs  map[string]bool      // ids of the invocation's messages and timers, built on first use
 	params  map[reflect.Type]any // decoded parameters by type (see ParamsOf)
@@ -185,5 +186,6 @@ func (c *Context) result() (*Result, error) {
 		}
 		res.StateWrites[name] = s.cur
 	})
+	res.ExternalWrites = r.externalWrites()
 	return res, nil
 }

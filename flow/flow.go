@@ -86,6 +86,10 @@ type Invocation struct {
 	// State maps a state name to its YSON bytes as stored; an absent name means no state.
 	// The function must not modify it.
 	State map[string][]byte
+	// External maps an external state name ("/totals", of external_state_managers) to the row
+	// its table holds for the invocation's key, as the epoch read it; an absent name means no
+	// row. The function must not modify it. See ExternalStateOf.
+	External map[string]Row
 	// Parameters are the processing_function_parameters (static merged with dynamic).
 	Parameters Row
 	// Now is the current time in microseconds, supplied by the runtime. User code reads the
@@ -102,6 +106,9 @@ type Result struct {
 	// StateWrites holds the changed states only: name to new YSON bytes; a nil value means the
 	// state was cleared and its row is deleted.
 	StateWrites map[string][]byte
+	// ExternalWrites holds the changed external states only: name to the key's new row; a
+	// nil row means the row is deleted. The runtime fills the key columns from the key.
+	ExternalWrites map[string]Row
 
 	// iv is the invocation whose memory holds this Result (a Result made by Process), nil for
 	// a Result made elsewhere. See Release.

@@ -28,6 +28,7 @@ import (
 //     holds the message, and with which payload fingerprint.
 //   - LoadStates returns every state row of the computation's keys with the given hashes; the
 //     caller matches exact keys.
+//   - LoadReplays returns the replayed dead letters of the job's key range (replay.go).
 //
 // An error means the read did not happen; the epoch is abandoned and recomputed.
 type epochReads interface {
@@ -35,6 +36,7 @@ type epochReads interface {
 	GenerateTimestamp(ctx context.Context) (uint64, error)
 	LookupDedupRows(ctx context.Context, keys []ytstore.DedupKey) ([]ytstore.DedupHit, error)
 	LoadStates(ctx context.Context, computationID string, hashes []uint64) ([]ytstore.StateRow, error)
+	replayReads
 }
 
 func (r *runner) dedupKey(in epoch.Input) ytstore.DedupKey {
@@ -59,6 +61,9 @@ type prepared struct {
 
 	states    map[string]map[string][]byte
 	statesErr error
+	// external are the rows of the external states for the epoch's keys.
+	external    map[string]map[string]flow.Row
+	externalErr error
 	// loadedHashes are the key hashes read from the table (not cached), with their rows.
 	loadedHashes []uint64
 	loadedRows   []ytstore.StateRow
@@ -143,6 +148,9 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 				missing = append(missing, h)
 			}
 		}
+		if len(r.comp.ExternalStates) > 0 {
+			wg.Go(func() { pre.external, pre.externalErr = r.loadExternal(ctx, b) })
+		}
 		if len(missing) > 0 {
 			wg.Go(func() {
 				rows, err := r.reads.LoadStates(ctx, r.comp.ID, missing)
@@ -202,6 +210,9 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 		} else {
 			keyBuf = epoch.AppendKey(keyBuf[:0], g.Key)
 			inv.State = states[string(keyBuf)]
+			if r.extLoaded != nil {
+				inv.External, keyBuf = externalOf(r.extLoaded, g.Key, keyBuf)
+			}
 		}
 		res, err := r.fn.Invoke(inv)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -164,6 +165,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		b.Timers = r.timers.DueBy(r.timerClock(now, completing), limit)
 		r.addVisits(ctx, b, limit-len(b.Timers), completing)
 	}
+	// Replayed dead letters are new work: a draining job leaves them in the replay partition
+	// for the next start.
+	var replayed []ytstore.OutputKey // replay rows of replayed dead letters in b
+	if !draining && !blocked {
+		r.pollReplays(ctx, r.reads)
+		replayed = r.addReplays(b, limit)
+	}
 	if r.applied.Swap(draining) != draining {
 		r.w.wakeStatus()
 	}
@@ -261,6 +269,11 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load states: %w", r.job.JobID, pre.statesErr)
 	}
+	if pre.externalErr != nil {
+		abandon()
+		return 0, false, fmt.Errorf("job %s: load external state: %w", r.job.JobID, pre.externalErr)
+	}
+	r.extLoaded = pre.external
 	plan := r.planner.Plan(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
 		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped
@@ -288,6 +301,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		return 0, false, err
 	}
 	r.invokeAttempts = 0
+	r.extLoaded = nil
+	extWrites, err := r.externalWrites(plan, results)
+	if err != nil {
+		r.releaseResults(results)
+		abandon()
+		return 0, false, err
+	}
 	c, err := r.planner.Build(&r.cfg, b, plan, results)
 	r.releaseResults(results)
 	if err != nil {
@@ -303,15 +323,18 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, err
 	}
-	w.OutputsDone = done
+	// Invariant: a replayed dead letter's replay row is deleted by the commit that processes
+	// it (TestReplayDeadLettersExactlyOnce).
+	w.OutputsDone = slices.Concat(done, replayed)
 	w.Tx = pre.tx
+	w.Sinks = append(w.Sinks, extWrites...)
 	if r.dyn.FailurePolicy.Mode == spec.FailureDeadLetter {
 		// Invariant: a message set aside by failure_policy dead_letter is written to
 		// dead_letters in the commit that acknowledges it, so it is kept exactly once
 		// (TestDeadLettersExactlyOnce).
 		w.DeadLetters = letters
 	}
-	if !epoch.NeedCommit(c, len(done), now, lastCommit, r.leaseCheckPeriod()) {
+	if !epoch.NeedCommit(c, len(w.OutputsDone), now, lastCommit, r.leaseCheckPeriod()) {
 		abandon()
 		return 0, true, nil
 	}
@@ -348,6 +371,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.problem.Store(nil)
 	r.topologyPending = nil // kept by this commit
 	r.setAsideCommitted(letters)
+	r.replaysCommitted(replayed)
 	r.stats.messages.Add(int64(len(b.Inputs) - len(plan.Duplicates) + len(b.Sources)))
 	r.outbox.committed()
 	if r.fresh != nil && r.cfg.Dedup {
@@ -413,11 +437,29 @@ func (r *runner) swiftEpoch(ctx context.Context, b *epoch.Batch, now uint64) (ui
 	release := func() { r.inbox.release(inputIDs(b.Inputs)) }
 	plan := epoch.PlanEpoch(&r.cfg, b, nil)
 	r.inbox.ack(plan.Duplicates) // repeats within the batch: the first copy stands for them
+	if r.isolating() {
+		// A failing parent and its children are handled as one: the parent is set aside
+		// before any child exists, and acknowledged upstream only once its letter is
+		// committed (swiftSetAside).
+		if err := r.swiftSetAside(ctx, plan, now); err != nil {
+			release()
+			if errors.Is(err, errNotApplied) && ctx.Err() == nil {
+				r.noteProblem("commit dead letters", err)
+				return 0, true, nil
+			}
+			return 0, false, err
+		}
+	}
 	results, err := r.invoke(plan, nil, now)
 	if err != nil {
 		release()
+		if ie := (*invokeError)(nil); errors.As(err, &ie) {
+			r.invokeFailed(ctx, ie)
+			return 0, true, nil
+		}
 		return 0, false, err
 	}
+	r.invokeAttempts = 0
 	c, err := epoch.BuildCommit(&r.cfg, b, plan, results)
 	r.releaseResults(results)
 	if err != nil {

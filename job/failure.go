@@ -54,8 +54,8 @@ func (r *runner) invokeFailed(ctx context.Context, ie *invokeError) {
 	wait := invokeBackoff(r.invokeAttempts)
 	fields = append(fields, log.Duration("retry_in", wait))
 	r.log.Warn("process function failed; the epoch is retried", fields...)
-	msg := fmt.Sprintf("job %s (computation %s, partition %s): process function failed on key %v, message %q (%d messages), attempt %d: %s",
-		r.job.JobID, r.comp.ID, r.job.PartitionID, ie.Key, ie.MessageID, ie.Messages, r.invokeAttempts, ie.summary())
+	msg := fmt.Sprintf("job %s (computation %s, partition %s): %s on key %v, message %q (%d messages), attempt %d: %s",
+		r.job.JobID, r.comp.ID, r.job.PartitionID, ytstore.ProcessFailureMark, ie.Key, ie.MessageID, ie.Messages, r.invokeAttempts, ie.summary())
 	r.problem.Store(&msg)
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -113,7 +113,7 @@ func (r *runner) isolate(plan *epoch.Plan, states map[string]map[string][]byte, 
 			l.SystemTimestamp, l.EventTimestamp = f.Message.SystemTimestamp, f.Message.EventTimestamp
 		} else {
 			ptr = f.Timer
-			l.MessageID, l.StreamID, payload, l.Timer = f.Timer.MessageID, f.Timer.StreamID, f.Timer.Payload, true
+			l.MessageID, l.StreamID, payload, l.Timer, l.Trigger = f.Timer.MessageID, f.Timer.StreamID, f.Timer.Payload, true, f.Timer.Trigger
 			l.EventTimestamp = f.Timer.EventTimestamp
 		}
 		err := single[ptr]
@@ -155,4 +155,32 @@ func (r *runner) setAsideCommitted(letters []ytstore.DeadLetterRow) {
 			log.String("partition", r.job.PartitionID), log.String("message_id", l.MessageID), log.Bool("timer", l.Timer),
 			log.UInt64("attempts", l.Attempts), log.String("error", l.Error))
 	}
+}
+
+// swiftSetAside isolates the failing parents of a swift map epoch (isolate) and, before any
+// of the epoch's outputs exists, commits their letters (dead_letter) under the job's lease in
+// a transaction of their own; the set-aside parents then produce no child and are
+// acknowledged upstream with the epoch (childless). A job that dies in between recomputes the
+// parent after its retransmission, sets it aside again and writes the same letter row (the
+// same key): it is kept once.
+//
+// Invariant: a failing swift parent is set aside with none of its children delivered, and its
+// letter is committed before the parent is acknowledged (TestSwiftDeadLetters).
+func (r *runner) swiftSetAside(ctx context.Context, plan *epoch.Plan, now uint64) error {
+	token, err := r.reads.GenerateTimestamp(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: generate timestamp: %w", errNotApplied, err)
+	}
+	letters, err := r.isolate(plan, nil, now, token)
+	if err != nil {
+		return err
+	}
+	if len(letters) > 0 && r.dyn.FailurePolicy.Mode == spec.FailureDeadLetter {
+		w := &ytstore.EpochWrite{PartitionID: r.job.PartitionID, Lease: r.job.LeaseID, Token: token, DeadLetters: letters}
+		if err := r.commit(ctx, w); err != nil {
+			return err
+		}
+	}
+	r.setAsideCommitted(letters)
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -50,9 +51,14 @@ type runner struct {
 	scanner stateScanner
 	// visitors are the key visitor streams of a keyed job (keyvisit.go).
 	visitors []*keyVisitor
-	commits  committer
-	comp     *spec.Computation
-	dyn      spec.DynamicComputation
+	// extStore reads the external states' tables; ext are those tables once opened and
+	// extLoaded their rows for the current epoch (state name -> encoded key -> row).
+	extStore  externalStore
+	ext       []*extTable
+	extLoaded map[string]map[string]flow.Row
+	commits   committer
+	comp      *spec.Computation
+	dyn       spec.DynamicComputation
 	// dynVersion is the dynamic spec version r.dyn comes from; pendingDyn a newer one the
 	// worker offered (dynamic.go); dynDraining mirrors r.dyn.Draining for other goroutines;
 	// dynEntities are the job's sources and sinks with their dynamic parameters.
@@ -127,6 +133,8 @@ type runner struct {
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
 	invokeAttempts int
+	// replay holds the replayed dead letters read and not committed yet (replay.go).
+	replay replayFeed
 	// openEpoch is the time of the epoch in progress (0 between epochs); loaded is set once
 	// the durable state is loaded. Both feed job_status.system_watermark.
 	openEpoch atomic.Uint64
@@ -154,6 +162,9 @@ type runner struct {
 	broken atomic.Pointer[string]
 	// swiftSrc are the read-ahead windows of a swift source job (nil for other kinds).
 	swiftSrc []*swiftSource
+	// pivots keeps the key quantiles of a keyed job's inputs (pivot_finder; nil for source
+	// jobs), reported in job_status for partitioning by load.
+	pivots *autopart.Finder
 }
 
 // noteBroken records that async sink dest gave up for good (err wraps
@@ -228,7 +239,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
 	}
 	r := &runner{
-		w: w, job: j, loads: w.store, reads: w.store, scanner: w.store, commits: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		w: w, job: j, loads: w.store, reads: w.store, scanner: w.store, commits: w.store, extStore: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),
@@ -245,6 +256,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	r.upstream = upstreamOf(p, comp.ID)
 	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
 		r.visitors = newKeyVisitors(comp)
+	}
+	if !comp.Kind.Source() {
+		r.pivots = autopart.NewFinder(comp.PivotFinder.PartCount, comp.PivotFinder.WindowSize)
 	}
 	if comp.Passthrough {
 		r.fn = passthrough{outputs: comp.OutputStreamIDs, columns: comp.PassthroughColumns}

@@ -353,7 +353,7 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 func batchesOf(rows []*ytstore.OutputRow, bad func(*ytstore.OutputRow, error)) (batches []connector.Batch, ids [][]string) {
 	var chunk ytstore.OutputChunk
 	for _, row := range rows {
-		d := connector.Delivery{MessageID: row.MessageID, SequenceNumber: row.SequenceNumber}
+		d := connector.Delivery{MessageID: row.MessageID, SequenceNumber: row.SequenceNumber, SystemTimestamp: row.SystemTimestamp}
 		if ybin.IsMap(row.Payload) {
 			// The stored payload is the row, a binary YSON map: sent as it is.
 			d.Encoded = row.Payload

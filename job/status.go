@@ -11,6 +11,7 @@ import (
 
 	"go.ytsaurus.tech/library/go/core/log"
 
+	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -43,6 +44,8 @@ type runnerStats struct {
 	// messages counts the messages the job processed: inputs and source rows of applied
 	// epochs, less duplicates (a swift source counts its rows as it reads them).
 	messages atomic.Int64
+	// bytesIn counts the key and payload bytes of the inputs the job accepted.
+	bytesIn atomic.Int64
 	// fenced counts commits rejected because the job's lease was dead (the job stops);
 	// notApplied commits that did not apply (the epoch is recomputed); unknown commits whose
 	// outcome had to be resolved by re-reading the partition token.
@@ -53,6 +56,9 @@ type runnerStats struct {
 	// deadLettered and skipped count the messages and timers failure_policy set aside
 	// (dead_letter, skip) in applied epochs.
 	deadLettered, skipped atomic.Int64
+	// replayed counts the replayed dead letters (messages and timers) applied epochs
+	// processed (replay.go).
+	replayed atomic.Int64
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
 	sinks map[string]*sinkStats
@@ -145,9 +151,43 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
 		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
-		InFlight: r.inFlight(inbox), Draining: r.applied.Load(),
+		InFlight: r.inFlight(inbox), Draining: r.applied.Load(), Load: r.loadReport(),
 		ThrottleRequested: ytstore.OptionalUint64(max(r.throttleWant.Load(), 0)),
 	}
+}
+
+// loadReport is the job's load report (ytstore.Load): processed messages, received bytes, busy
+// time, stored timers and the pivots of its inputs.
+func (r *runner) loadReport() ytstore.Load {
+	busy := r.stats.phases.process.Load() / int64(time.Microsecond) // prepare is mostly waiting for reads
+	l := ytstore.Load{
+		Messages: ytstore.OptionalUint64(max(r.stats.messages.Load(), 0)), Bytes: ytstore.OptionalUint64(max(r.stats.bytesIn.Load(), 0)),
+		BusyTime: ytstore.OptionalUint64(max(busy, 0)), Timers: ytstore.OptionalUint64(max(r.pendingTimers.Load(), 0)),
+	}
+	if r.pivots != nil {
+		l.Pivots = r.pivots.Pivots()
+	}
+	return l
+}
+
+// noteInputs records the first n messages of ms within the job's range, which it accepted, for
+// its load report.
+func (r *runner) noteInputs(ms []wireMessage, n int) {
+	var bytes int64
+	for _, m := range ms {
+		if n == 0 {
+			break
+		}
+		if !epoch.InRange(m.KeyHash, r.job.LowerKey, r.job.UpperKey) {
+			continue
+		}
+		if r.pivots != nil {
+			r.pivots.Add(m.KeyHash)
+		}
+		bytes += int64(len(m.Key) + len(m.Payload))
+		n--
+	}
+	r.stats.bytesIn.Add(bytes)
 }
 
 // inFlight is what the job still holds: buffered inputs, undelivered outputs, swift source
@@ -230,6 +270,11 @@ type JobStats struct {
 	// applied epochs: written to dead_letters, or dropped.
 	DeadLettered int64 `json:"dead_lettered"`
 	Skipped      int64 `json:"skipped"`
+	// Replayed counts the replayed dead letters applied epochs processed.
+	Replayed int64 `json:"replayed"`
+	// DynamicSpecVersion is the @dynamic_spec_version the job runs with: the one it started
+	// with, or a later one it applied (dynamic.go).
+	DynamicSpecVersion int64 `json:"dynamic_spec_version,omitempty"`
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
@@ -273,6 +318,7 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.ProcessFailures += old.ProcessFailures
 	s.DeadLettered += old.DeadLettered
 	s.Skipped += old.Skipped
+	s.Replayed += old.Replayed
 	if len(old.EpochParts) > 0 {
 		parts := make(map[string]int64, len(EpochPartNames))
 		for k, v := range s.EpochParts {
@@ -324,6 +370,7 @@ func (r *runner) jobStats() JobStats {
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),
 		ProcessFailures: r.stats.invokeFailures.Load(), DeadLettered: r.stats.deadLettered.Load(), Skipped: r.stats.skipped.Load(),
+		Replayed: r.stats.replayed.Load(), DynamicSpecVersion: r.dynVersion.Load(),
 		EpochParts: r.stats.phases.parts(),
 		Sinks:      sinks,
 	}

@@ -3,9 +3,11 @@
 package job
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ytflow/yt-flow/ytstore"
@@ -44,4 +46,37 @@ func TestStatusReportedOnTransition(t *testing.T) {
 		st, _ := status()
 		return st.Draining && st.UpdatedAt > drained.UpdatedAt
 	})
+}
+
+// TestStatusReportsLoad: a keyed job reports in job_status the messages it processed, the
+// bytes it received, its busy time and the key quantiles of its inputs (pivot_finder), which
+// partitioning by load reads; a source job reports no pivots.
+func TestStatusReportsLoad(t *testing.T) {
+	e := startWordCount(t)
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("a b a", "b c")
+	e.waitCounts(map[string]int64{"a": 2, "b": 2, "c": 1})
+	var count, split ytstore.JobStatus
+	e.eventually("count-0 to report its five messages", func() bool {
+		sts, err := e.store.JobStatuses(e.ctx)
+		require.NoError(t, err)
+		for _, st := range sts {
+			switch st.JobID {
+			case "count-0":
+				count = st
+			case "split-0":
+				split = st
+			}
+		}
+		return count.Messages == 5 && split.Messages == 2
+	})
+	assert.Positive(t, int64(count.Bytes), "bytes received")
+	assert.Positive(t, int64(count.BusyTime), "busy time")
+	// Five inputs of three keys: 17 pivots (part_count 16) from the smallest key hash to the
+	// largest, ascending.
+	require.Len(t, count.Pivots, 17)
+	assert.True(t, slices.IsSorted(count.Pivots), "pivots ascending: %v", count.Pivots)
+	assert.Less(t, count.Pivots[0], count.Pivots[16])
+	assert.Empty(t, split.Pivots, "a source job keeps no pivots")
 }

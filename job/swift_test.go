@@ -4,10 +4,13 @@
 package job
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
@@ -185,4 +188,58 @@ func TestInboxKeepsOrderAcrossRetransmissions(t *testing.T) {
 	b.ack(wantOrder[2:5])
 	b.offer(sent[5:])
 	assert.Equal(t, wantOrder[5:], ids(b.take(10)))
+}
+
+// relayFailing is a swift map relaying words, except that it fails on those starting with
+// "bad" after emitting them (a child made before the failure must not escape).
+func relayFailing(c *flow.Context, m *flow.Message) error {
+	w, _ := m.Payload["word"].(string)
+	c.AddMessage("relayed", flow.Row{"word": w})
+	if strings.HasPrefix(w, "bad") {
+		return fmt.Errorf("word %q is bad", w)
+	}
+	return nil
+}
+
+func init() { flow.Register("test.RelayFailing", flow.PerMessage(relayFailing)) }
+
+// TestSwiftDeadLetters: with failure_policy dead_letter a swift map sets its failing parents
+// aside as one with their children: dead_letters holds each exactly once, no child of them
+// reaches the count, every other word is counted exactly once, and the upstream output store
+// drains (the set-aside parents are acknowledged).
+func TestSwiftDeadLetters(t *testing.T) {
+	specText := strings.Replace(swiftWordCountSpec, `computation_class_name = "NYT::NFlow::TSwiftPassthroughComputation";`,
+		`computation_class_name = "NYT::NFlow::TProcessFunctionSwiftMapComputation"; processing_function = "test.RelayFailing";`, 1)
+	require.NotEqual(t, swiftWordCountSpec, specText)
+	e := startWordCountSpec(t, specText, nil, nil)
+	require.NoError(t, e.store.SetSpecs(e.ctx, ytstore.SpecUpdate{Spec: yson.RawValue(specText), SpecVersion: 1,
+		DynamicSpec:        yson.RawValue(`{computations = {relay = {failure_policy = {mode = dead_letter; max_attempts = 2}}}}`),
+		DynamicSpecVersion: 1, TargetState: ytstore.TargetWorking}))
+	e.putJob("split-0", "split", "split-p0", 0)
+	e.putJob("relay-0", "relay", "relay-p0", -1)
+	e.putJob("count-0", "count", "count-p0", -1)
+	e.write("a bad1 b", "bad2 a")
+	e.waitCounts(map[string]int64{"a": 2, "b": 1})
+	var letters []ytstore.DeadLetterRow
+	e.eventually("two dead letters", func() bool {
+		var err error
+		letters, err = e.store.DeadLetters(e.ctx)
+		require.NoError(t, err)
+		return len(letters) >= 2
+	})
+	e.eventually("the upstream output store to drain", func() bool {
+		outs, err := e.store.LoadOutputs(e.ctx, "split-p0")
+		require.NoError(t, err)
+		return len(outs) == 0
+	})
+	e.write("c a")
+	e.waitCounts(map[string]int64{"a": 3, "b": 1, "c": 1})
+	letters, err := e.store.DeadLetters(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, letters, 2)
+	for _, l := range letters {
+		assert.Equal(t, "relay", l.ComputationID)
+		assert.Contains(t, l.Error, "is bad")
+	}
+	assert.Equal(t, int64(2), e.worker.Stats()["relay-0"].DeadLettered)
 }

@@ -236,6 +236,7 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 	if len(accepted) == 0 && len(ins) > 0 {
 		return reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
 	}
+	r.noteInputs(pr.Messages, len(accepted))
 	reset := !complete && pr.Session != 0
 	// answerNow replies with what is persisted now; the sender retransmits the rest.
 	answerNow := func() (pushResponse, error) {

@@ -111,6 +111,8 @@ var (
 		"1 for the pipeline's current state (@pipeline_state), 0 for the others.", []string{"state"}, nil)
 	descSpecVersion = prometheus.NewDesc("yt_flow_spec_version",
 		"@spec_version of the pipeline.", nil, nil)
+	descDeadLettersDropped = prometheus.NewDesc("yt_flow_dead_letters_dropped_total",
+		"Dead letters `yt-flow dead-letters drop` deleted (the pipeline's @dead_letters_dropped).", []string{"computation_id"}, nil)
 	descDynSpecVersion = prometheus.NewDesc("yt_flow_dynamic_spec_version",
 		"@dynamic_spec_version of the pipeline.", nil, nil)
 	descCurrentEpoch = prometheus.NewDesc("yt_flow_current_epoch",
@@ -138,8 +140,13 @@ var (
 	descCountLag = prometheus.NewDesc("yt_flow_stream_count_lag",
 		"Messages of the stream produced and not yet acknowledged by its consumers or sinks; of a source stream: rows not read yet; __united__: all messages the jobs hold; __united_source__: the source streams' sum.", []string{"stream_id"}, nil)
 
-	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descCurrentEpoch,
-		descComputationCount, descWorkerCount, descPartitionCount, descJobStatus, descInputLag, descInFlight,
+	descOptimalPartitions = prometheus.NewDesc("yt_flow_optimal_partition_count",
+		"The partition count a keyed computation's measured load needs (0 while not every partition is measured), labelled with what decides it: a target (messages_per_second, bytes_per_second, cpu_load, timer_count, memory_used), min_partition_count, max_partition_count or desired_partition_count.", []string{"computation_id", "driver"}, nil)
+	descComputationLoad = prometheus.NewDesc("yt_flow_computation_load",
+		"Measured load of a keyed computation's active partitions, as partitioning by load sees it: messages_per_second, bytes_per_second, cpu_load (cores of busy time), timer_count.", []string{"computation_id", "measure"}, nil)
+
+	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descDeadLettersDropped, descCurrentEpoch,
+		descComputationCount, descWorkerCount, descPartitionCount, descOptimalPartitions, descComputationLoad, descJobStatus, descInputLag, descInFlight,
 		descSystemWatermark, descEventWatermark, descTimeLag, descEventTimeLag, descCountLag}
 )
 
@@ -189,6 +196,9 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 	}
 	gauge(descSpecVersion, float64(a.SpecVersion))
 	gauge(descDynSpecVersion, float64(a.DynamicSpecVersion))
+	for _, comp := range sortedKeys(a.DeadLettersDropped) {
+		out = append(out, prometheus.MustNewConstMetric(descDeadLettersDropped, prometheus.CounterValue, float64(a.DeadLettersDropped[comp]), comp))
+	}
 	gauge(descCurrentEpoch, float64(s.Cycle))
 	gauge(descComputationCount, float64(len(in.Topology.Computations)))
 	alive := 0
@@ -261,6 +271,15 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 			emitted[sid] = true
 			gauge(descTimeLag, lag(v.watermark), sid)
 			gauge(descCountLag, float64(max(v.inFlight-v.inputLag, 0)), sid)
+		}
+	}
+	for _, pc := range s.Partitioning {
+		gauge(descOptimalPartitions, float64(pc.Optimal), pc.Computation, pc.Driver)
+		if pc.ByLoad {
+			gauge(descComputationLoad, pc.Load.Messages, pc.Computation, "messages_per_second")
+			gauge(descComputationLoad, pc.Load.Bytes, pc.Computation, "bytes_per_second")
+			gauge(descComputationLoad, pc.Load.CPU, pc.Computation, "cpu_load")
+			gauge(descComputationLoad, pc.Load.Timers, pc.Computation, "timer_count")
 		}
 	}
 	if backlog := c.sourceBacklog(s, now); len(backlog) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ytflow/yt-flow/controller"
+	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/ytstore"
 )
@@ -134,7 +135,7 @@ func TestWorkerSumsPerComputation(t *testing.T) {
 			EpochParts: map[string]int64{"commit": int64(time.Second)}, Sinks: map[string]job.SinkStats{"out": {Delivered: 4, Failures: 1}}},
 		"count-1": {ComputationID: "count", Messages: 5, Epochs: 1, InboxLen: 100, EpochParts: map[string]int64{"commit": int64(time.Second / 2)}},
 	}
-	b := fakeWorker{"count-2": {ComputationID: "count", Messages: 5, NotApplied: 2, CommitsUnknown: 1, ProcessFailures: 4, DeadLettered: 2, PushesHTTP: 3, Running: true,
+	b := fakeWorker{"count-2": {ComputationID: "count", Messages: 5, NotApplied: 2, CommitsUnknown: 1, ProcessFailures: 4, DeadLettered: 2, Replayed: 1, PushesHTTP: 3, Running: true,
 		Sinks: map[string]job.SinkStats{"out": {Delivered: 1}}}}
 	c := NewWorker(func() time.Time { return now }, a)
 	c.Add(b)
@@ -152,6 +153,7 @@ func TestWorkerSumsPerComputation(t *testing.T) {
 		`yt_flow_process_failures_total{computation_id="count"}`:                        4,
 		`yt_flow_messages_set_aside_total{computation_id="count",policy="dead_letter"}`: 2,
 		`yt_flow_messages_set_aside_total{computation_id="count",policy="skip"}`:        0,
+		`yt_flow_dead_letters_replayed_total{computation_id="count"}`:                   1,
 		`yt_flow_epoch_part_seconds_total{computation_id="count",part="commit"}`:        1.5,
 		`yt_flow_epoch_part_seconds_total{computation_id="count",part="process"}`:       0,
 		`yt_flow_sink_delivered_total{computation_id="count",sink="out"}`:               5,
@@ -217,7 +219,9 @@ func TestControllerSnapshot(t *testing.T) {
 	ew := nowUs - 60*sec
 	c.Observe(&controller.Snapshot{
 		Leading: true, Cycle: 42,
-		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking,
+		Partitioning: []controller.PartitionCount{{Computation: "count", ByLoad: true, Current: 2, Optimal: 3, Driver: "messages_per_second",
+			Load: autopart.Load{Messages: 25000, Bytes: 1e6, CPU: 0.25, Timers: 7}}},
+		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking, DeadLettersDropped: map[string]int64{"count": 2},
 			SystemWatermark: nowUs - 10*sec, EventWatermark: &ew},
 		Input: &controller.Input{
 			Topology:    controller.Topology{Computations: []controller.Computation{{ID: "count"}, {ID: "split"}}},
@@ -244,34 +248,40 @@ func TestControllerSnapshot(t *testing.T) {
 		},
 	})
 	expect(t, gather(t, c), map[string]float64{
-		"yt_flow_controller_leader":                                         1,
-		`yt_flow_pipeline_state{state="working"}`:                           1,
-		`yt_flow_pipeline_state{state="completed"}`:                         0,
-		"yt_flow_spec_version":                                              3,
-		"yt_flow_dynamic_spec_version":                                      5,
-		"yt_flow_current_epoch":                                             42,
-		"yt_flow_computation_count":                                         2,
-		`yt_flow_worker_count{state="alive"}`:                               2,
-		`yt_flow_worker_count{state="dead"}`:                                1,
-		`yt_flow_partition_count{computation_id="count",state="active"}`:    2,
-		`yt_flow_partition_count{computation_id="count",state="draining"}`:  1,
-		`yt_flow_partition_count{computation_id="count",state="completed"}`: 0,
-		`yt_flow_partition_count{computation_id="split",state="completed"}`: 1,
-		`yt_flow_job_status{computation_id="count",status="running"}`:       1,
-		`yt_flow_job_status{computation_id="count",status="failed"}`:        1,
-		`yt_flow_job_status{computation_id="count",status="starting"}`:      1,
-		`yt_flow_job_status{computation_id="split",status="completed"}`:     1,
-		`yt_flow_computation_input_lag{computation_id="count"}`:             4,
-		`yt_flow_computation_in_flight{computation_id="count"}`:             11,
-		`yt_flow_stream_time_lag_seconds{stream_id="counts"}`:               30,
-		`yt_flow_stream_time_lag_seconds{stream_id="words"}`:                2,
-		`yt_flow_stream_time_lag_seconds{stream_id="__united__"}`:           10,
-		`yt_flow_stream_count_lag{stream_id="counts"}`:                      7,
-		`yt_flow_stream_count_lag{stream_id="words"}`:                       7,
-		`yt_flow_stream_count_lag{stream_id="__united__"}`:                  18,
-		`yt_flow_stream_event_time_lag_seconds{stream_id="__united__"}`:     60,
-		"yt_flow_system_watermark_seconds":                                  float64(nowUs-10*sec) / 1e6,
-		"yt_flow_event_watermark_seconds":                                   float64(ew) / 1e6,
+		"yt_flow_controller_leader":                                                            1,
+		`yt_flow_pipeline_state{state="working"}`:                                              1,
+		`yt_flow_pipeline_state{state="completed"}`:                                            0,
+		"yt_flow_spec_version":                                                                 3,
+		"yt_flow_dynamic_spec_version":                                                         5,
+		"yt_flow_current_epoch":                                                                42,
+		"yt_flow_computation_count":                                                            2,
+		`yt_flow_worker_count{state="alive"}`:                                                  2,
+		`yt_flow_worker_count{state="dead"}`:                                                   1,
+		`yt_flow_partition_count{computation_id="count",state="active"}`:                       2,
+		`yt_flow_partition_count{computation_id="count",state="draining"}`:                     1,
+		`yt_flow_partition_count{computation_id="count",state="completed"}`:                    0,
+		`yt_flow_partition_count{computation_id="split",state="completed"}`:                    1,
+		`yt_flow_optimal_partition_count{computation_id="count",driver="messages_per_second"}`: 3,
+		`yt_flow_computation_load{computation_id="count",measure="messages_per_second"}`:       25000,
+		`yt_flow_computation_load{computation_id="count",measure="bytes_per_second"}`:          1e6,
+		`yt_flow_computation_load{computation_id="count",measure="cpu_load"}`:                  0.25,
+		`yt_flow_computation_load{computation_id="count",measure="timer_count"}`:               7,
+		`yt_flow_job_status{computation_id="count",status="running"}`:                          1,
+		`yt_flow_job_status{computation_id="count",status="failed"}`:                           1,
+		`yt_flow_job_status{computation_id="count",status="starting"}`:                         1,
+		`yt_flow_job_status{computation_id="split",status="completed"}`:                        1,
+		`yt_flow_computation_input_lag{computation_id="count"}`:                                4,
+		`yt_flow_computation_in_flight{computation_id="count"}`:                                11,
+		`yt_flow_stream_time_lag_seconds{stream_id="counts"}`:                                  30,
+		`yt_flow_stream_time_lag_seconds{stream_id="words"}`:                                   2,
+		`yt_flow_stream_time_lag_seconds{stream_id="__united__"}`:                              10,
+		`yt_flow_stream_count_lag{stream_id="counts"}`:                                         7,
+		`yt_flow_stream_count_lag{stream_id="words"}`:                                          7,
+		`yt_flow_stream_count_lag{stream_id="__united__"}`:                                     18,
+		`yt_flow_stream_event_time_lag_seconds{stream_id="__united__"}`:                        60,
+		"yt_flow_system_watermark_seconds":                                                     float64(nowUs-10*sec) / 1e6,
+		"yt_flow_event_watermark_seconds":                                                      float64(ew) / 1e6,
+		`yt_flow_dead_letters_dropped_total{computation_id="count"}`:                           2,
 	})
 
 	// With a backlog reader, source streams get their unread rows as count lag, read at most

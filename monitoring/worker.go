@@ -73,6 +73,8 @@ var (
 		"Failed invocations of the process function (an error or a panic); each failed its epoch, which was retried. Keys and message ids are in job_status and the worker log.", []string{"computation_id"}, nil)
 	descSetAside = prometheus.NewDesc("yt_flow_messages_set_aside_total",
 		"Messages and timers failure_policy set aside after max_attempts failed attempts: written to dead_letters (policy dead_letter) or dropped (skip).", []string{"computation_id", "policy"}, nil)
+	descReplayed = prometheus.NewDesc("yt_flow_dead_letters_replayed_total",
+		"Replayed dead letters (yt-flow dead-letters replay) the computation's jobs took from the replay partition, each in the epoch commit that deleted its row (processed, or dropped by dedup as a repeat).", []string{"computation_id"}, nil)
 	descAtMostOnceDropped = prometheus.NewDesc("yt_flow_at_most_once_dropped_total",
 		"Rows dropped by at-most-once (best-effort) sinks whose queue was full.", []string{"computation_id"}, nil)
 	descPayloadMismatches = prometheus.NewDesc("yt_flow_payload_mismatches_total",
@@ -91,7 +93,7 @@ var (
 		"Committed outputs of the computation's running jobs not yet acknowledged or delivered.", []string{"computation_id"}, nil)
 
 	workerDescs = []*prometheus.Desc{descJobs, descMessages, descMessageRate, descEpochs, descEpochParts, descDuplicates,
-		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descSetAside, descAtMostOnceDropped, descPayloadMismatches,
+		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descSetAside, descReplayed, descAtMostOnceDropped, descPayloadMismatches,
 		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descInbox, descOutbox}
 )
 
@@ -157,6 +159,7 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 		counter(descProcessFailures, t.ProcessFailures, id)
 		counter(descSetAside, t.DeadLettered, id, "dead_letter")
 		counter(descSetAside, t.Skipped, id, "skip")
+		counter(descReplayed, t.Replayed, id)
 		counter(descAtMostOnceDropped, t.BestEffortDropped, id)
 		counter(descPayloadMismatches, t.PayloadMismatches, id)
 		counter(descAlignmentHolds, t.AlignmentHolds, id)
@@ -184,6 +187,7 @@ func (t *computationTotals) add(st job.JobStats) {
 	t.ProcessFailures += st.ProcessFailures
 	t.DeadLettered += st.DeadLettered
 	t.Skipped += st.Skipped
+	t.Replayed += st.Replayed
 	t.BestEffortDropped += st.BestEffortDropped
 	t.PayloadMismatches += st.PayloadMismatches
 	t.AlignmentHolds += st.AlignmentHolds

@@ -74,8 +74,6 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 	if pn := f.Node("parameters"); pn != nil {
 		pf := p.w.Fields(pn, f.Path("parameters"))
 		d.Parameters, _ = pn.Any().(map[string]any)
-		pf.Float("weight_multiplier", 1)
-		pf.Float("interrupting_weight_multiplier", 0.1)
 		d.DesiredPartitionCount = int(pf.Int("desired_partition_count", 0, 1, 1<<20))
 		d.MinPartitionCount = int(pf.Int("min_partition_count", 0, 1, 1<<20))
 		d.MaxPartitionCount = int(pf.Int("max_partition_count", 0, 1, 1<<20))
@@ -90,15 +88,7 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 				p.errorf(pf.Path("desired_partition_count"), "%d exceeds max_partition_count %d", d.DesiredPartitionCount, d.MaxPartitionCount)
 			}
 		}
-		pf.Float("sink_channel_multiplier", 1)
-		pf.Float("desired_average_partition_cpu_load", 0)
-		pf.Size("desired_average_partition_memory_used", 0)
-		pf.Float("desired_average_partition_messages_per_second", 0)
-		pf.Float("desired_average_partition_bytes_per_second", 0)
-		pf.Int("desired_average_partition_timer_count", 0, 0, math.MaxInt64)
-		pf.Float("allowed_partition_count_deviation", 0)
-		pf.Duration("partition_count_double_delay", 0)
-		pf.Duration("partition_count_half_delay", 0)
+		d.Partitioning = p.partitioning(pf, d.Partitioning)
 		d.MaxReadWindow = pf.Duration("max_read_window", d.MaxReadWindow)
 		pf.Close()
 	}
@@ -238,6 +228,36 @@ func (p *parser) throttler(n *yson.Node, path string) *Throttler {
 	return t
 }
 
+// partitioning parses the partitioning parameters of a computation's dynamic parameters.
+func (p *parser) partitioning(pf *yson.Fields, def Partitioning) Partitioning {
+	pos := func(key string, v, def float64) float64 {
+		if !(v > 0) || math.IsInf(v, 0) {
+			p.errorf(pf.Path(key), "must be a positive number, got %v", v)
+			return def
+		}
+		return v
+	}
+	d := def
+	d.WeightMultiplier = pos("weight_multiplier", pf.Float("weight_multiplier", def.WeightMultiplier), def.WeightMultiplier)
+	if d.InterruptingWeightMultiplier = pf.Float("interrupting_weight_multiplier", def.InterruptingWeightMultiplier); !(d.InterruptingWeightMultiplier >= 0) || math.IsInf(d.InterruptingWeightMultiplier, 0) {
+		p.errorf(pf.Path("interrupting_weight_multiplier"), "must be a non-negative number, got %v", d.InterruptingWeightMultiplier)
+		d.InterruptingWeightMultiplier = def.InterruptingWeightMultiplier
+	}
+	d.SinkChannelMultiplier = pos("sink_channel_multiplier", pf.Float("sink_channel_multiplier", def.SinkChannelMultiplier), def.SinkChannelMultiplier)
+	d.CPULoad = pos("desired_average_partition_cpu_load", pf.Float("desired_average_partition_cpu_load", def.CPULoad), def.CPULoad)
+	d.MemoryUsed = pos("desired_average_partition_memory_used", float64(pf.Size("desired_average_partition_memory_used", int64(def.MemoryUsed))), def.MemoryUsed)
+	d.MessagesPerSecond = pos("desired_average_partition_messages_per_second", pf.Float("desired_average_partition_messages_per_second", def.MessagesPerSecond), def.MessagesPerSecond)
+	d.BytesPerSecond = pos("desired_average_partition_bytes_per_second", pf.Float("desired_average_partition_bytes_per_second", def.BytesPerSecond), def.BytesPerSecond)
+	d.TimerCount = pos("desired_average_partition_timer_count", float64(pf.Int("desired_average_partition_timer_count", int64(def.TimerCount), 1, math.MaxInt64)), def.TimerCount)
+	if d.Deviation = pf.Float("allowed_partition_count_deviation", def.Deviation); !(d.Deviation >= 1.01 && d.Deviation <= 100) {
+		p.errorf(pf.Path("allowed_partition_count_deviation"), "must be within 1.01..100, got %v", d.Deviation)
+		d.Deviation = def.Deviation
+	}
+	d.DoubleDelay = p.positive(pf, "partition_count_double_delay", def.DoubleDelay)
+	d.HalfDelay = p.positive(pf, "partition_count_half_delay", def.HalfDelay)
+	return d
+}
+
 func (p *parser) positive(f *yson.Fields, key string, def time.Duration) time.Duration {
 	v := f.Duration(key, def)
 	if v <= 0 {
@@ -257,10 +277,10 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 			continue
 		}
 		dc := d.Computations[id]
-		if m := dc.FailurePolicy.Mode; (m == FailureDeadLetter || m == FailureSkip) && (c.Kind == KindSwiftMap || c.Kind == KindSwiftSource) {
-			// Swift epochs keep no outputs: a parent and its children would have to be set
-			// aside as one (job/failure.go isolates only in epochs that commit outputs).
-			p.unsupported(yson.Join(cp, id+"/failure_policy/mode"), "failure_policy mode %q on a swift computation", m)
+		if m := dc.FailurePolicy.Mode; (m == FailureDeadLetter || m == FailureSkip) && c.Kind == KindSwiftSource {
+			// A swift source keeps no outputs and commits only its offset past delivered
+			// rows: a failing row cannot be set aside there (swift maps can: job/failure.go).
+			p.unsupported(yson.Join(cp, id+"/failure_policy/mode"), "failure_policy mode %q on a swift source computation", m)
 		}
 		for _, sid := range sortedKeys(dc.SourceStreams) {
 			src, ok := c.Sources[sid]

@@ -39,3 +39,27 @@ func TestFailurePolicyParse(t *testing.T) {
 		assert.Contains(t, err.Error(), path)
 	}
 }
+
+// TestFailurePolicySwift: dead_letter runs on a swift map (a failing parent is set aside with
+// its children) and is noted as unsupported on a swift source, by its path.
+func TestFailurePolicySwift(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{
+		path = "//p";
+		spec = {
+			computations = {
+				src = {computation_class_name = "NYT::NFlow::TSwiftOrderedSourceComputation"; processing_function = "F";
+					source_streams = {r = {source_class_name = "queue"; parameters = {queue_path = "//q"; consumer_path = "//c"}}};
+					output_stream_ids = ["x"]};
+				relay = {computation_class_name = "NYT::NFlow::TProcessFunctionSwiftMapComputation"; processing_function = "G";
+					group_by_schema = [{name = "hash"; type = "uint64"; required = %true; expression = "farm_hash(k)"}; {name = "k"; type = "string"; required = %true}];
+					input_stream_ids = ["x"]; output_stream_ids = ["y"]};
+			};
+			streams = {x = {schema = [{name = "k"; type = "string"; required = %true}]}; y = {schema = [{name = "k"; type = "string"; required = %true}]}};
+		};
+		dynamic_spec = {computations = {src = {failure_policy = {mode = dead_letter}}; relay = {failure_policy = {mode = dead_letter}}}};
+	}`))
+	require.NoError(t, err)
+	require.Len(t, cfg.Notes.Unsupported, 1, "%v", cfg.Notes.Unsupported)
+	assert.Equal(t, "dynamic_spec/computations/src/failure_policy/mode", cfg.Notes.Unsupported[0].Path)
+	assert.Equal(t, FailurePolicy{Mode: FailureDeadLetter, MaxAttempts: 3}, cfg.Dynamic.Computations["relay"].FailurePolicy)
+}

@@ -359,11 +359,32 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 			p.w.Each(sn, f.Path(key), func(name string, _ *yson.Node, path string) { p.externalStateName(name, path) })
 		}
 	}
+	if en := f.Node("external_state_managers"); en != nil {
+		c.ExternalStates = p.externalStates(en, f.Path("external_state_managers"), false)
+	}
+	if jn := f.Node("external_state_joiners"); jn != nil {
+		for name, es := range p.externalStates(jn, f.Path("external_state_joiners"), true) {
+			if c.ExternalStates == nil {
+				c.ExternalStates = map[string]*ExternalState{}
+			}
+			if _, ok := c.ExternalStates[name]; ok {
+				p.errorf(f.Path("external_state_joiners")+"/"+name, "state %q is also an external state manager of this computation", name)
+				continue
+			}
+			c.ExternalStates[name] = es
+		}
+	}
 	c.ExternalStateManagers = f.AnyMap("external_state_managers")
 	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
 	c.StateJoiners = f.AnyMap("state_joiners")
 	c.HeavyHitters = f.AnyMap("heavy_hitters")
-	c.PivotFinder = f.AnyMap("pivot_finder")
+	c.PivotFinder = PivotFinder{PartCount: 16, WindowSize: 16384}
+	if pn := f.Node("pivot_finder"); pn != nil {
+		pf := p.w.Fields(pn, f.Path("pivot_finder"))
+		c.PivotFinder.PartCount = int(pf.Int("part_count", 16, 1, 1024))
+		c.PivotFinder.WindowSize = int(pf.Int("window_size", 16384, 1, 1<<24))
+		pf.Close()
+	}
 	c.InputOrdering = f.AnyMap("input_ordering")
 	f.Close()
 
@@ -414,7 +435,6 @@ func (p *parser) computationNotes(c *Computation, path string) {
 		}
 	}
 	for key, m := range map[string]map[string]any{
-		"external_state_managers": c.ExternalStateManagers, "external_state_joiners": c.ExternalStateJoiners,
 		"state_joiners": c.StateJoiners,
 	} {
 		if len(m) > 0 {
@@ -426,9 +446,6 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	}
 	if c.HeavyHitters != nil {
 		p.ignore(at("heavy_hitters"), "hot-key diagnostics of Flow's controller")
-	}
-	if c.PivotFinder != nil {
-		p.ignore(at("pivot_finder"), "key quantiles for Flow's repartitioning")
 	}
 	if c.Watermark != nil {
 		for _, k := range []string{"watermark_generator/use_source_watermark", "watermark_generator/unavailable_partition_groups"} {

@@ -180,6 +180,9 @@ type Computation struct {
 	// Watermark is the part of watermark_strategy the runtime interprets (nil when absent;
 	// the whole block is also kept in WatermarkStrategy).
 	Watermark *WatermarkStrategy
+	// ExternalStates are the parsed external_state_managers, by state name ("/totals"); the
+	// block as written is also kept in ExternalStateManagers.
+	ExternalStates map[string]*ExternalState
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
 	KeyVisitorStreams map[string]any
@@ -191,8 +194,10 @@ type Computation struct {
 	ExternalStateJoiners  map[string]any
 	StateJoiners          map[string]any
 	HeavyHitters          map[string]any
-	PivotFinder           map[string]any
-	InputOrdering         map[string]any
+	// PivotFinder is pivot_finder: the key quantiles each partition keeps for partitioning
+	// by load.
+	PivotFinder   PivotFinder
+	InputOrdering map[string]any
 }
 
 // CompactDedup reports whether input deduplication uses compact_input_messages: an explicit
@@ -418,14 +423,16 @@ func DefaultDynamicKeyVisitor() DynamicKeyVisitor {
 
 // DynamicComputation holds one computation's dynamic settings; unset keys carry Flow's defaults.
 type DynamicComputation struct {
-	BatchDuration            time.Duration // 1s
-	MaxRowsPerBatch          int           // 1000
-	MaxBytesPerBatch         int64         // 10 MiB
-	EmptyBatchBackoff        time.Duration // 250ms, at least 100ms
-	LeaseCheckPeriod         time.Duration // 1m
-	DesiredPartitionCount    int           // parameters.desired_partition_count; 0 = unset (runtime picks 1)
-	MinPartitionCount        int           // 0 = unset
-	MaxPartitionCount        int           // 0 = unset
+	BatchDuration         time.Duration // 1s
+	MaxRowsPerBatch       int           // 1000
+	MaxBytesPerBatch      int64         // 10 MiB
+	EmptyBatchBackoff     time.Duration // 250ms, at least 100ms
+	LeaseCheckPeriod      time.Duration // 1m
+	DesiredPartitionCount int           // parameters.desired_partition_count; 0 = unset: a keyed computation is partitioned by load (Partitioning)
+	MinPartitionCount     int           // 0 = unset (3 for partitioning by load)
+	MaxPartitionCount     int           // 0 = unset (20000 for partitioning by load)
+	// Partitioning holds the other partitioning parameters (parameters.*), with Flow's defaults.
+	Partitioning             Partitioning
 	MaxReadWindow            time.Duration // sources; 10m
 	Draining                 bool
 	BlockedTimeWindow        time.Duration // 10m
@@ -500,6 +507,40 @@ func DefaultDynamicComputation() DynamicComputation {
 		TimerStoreByteSizeLimit:  100 << 20,
 		OutputStoreCountLimit:    1_000_000_000,
 		OutputStoreByteSizeLimit: 100 << 30,
+		Partitioning:             DefaultPartitioning(),
+	}
+}
+
+// PivotFinder is pivot_finder{part_count=16 (1..1024), window_size=16384 (1..2^24)}: a
+// partition reports part_count quantiles of the key hashes of its last window_size messages.
+type PivotFinder struct {
+	PartCount, WindowSize int
+}
+
+// Partitioning are a computation's partitioning parameters besides the desired, min and max
+// counts (flow-docs §2.4, §3.6). They drive the partition count of a keyed computation
+// without desired_partition_count.
+type Partitioning struct {
+	WeightMultiplier             float64 // weight_multiplier, 1.0; > 0
+	InterruptingWeightMultiplier float64 // interrupting_weight_multiplier, 0.1; >= 0
+	SinkChannelMultiplier        float64 // sink_channel_multiplier, 3; > 0
+	// Targets per partition: desired_average_partition_cpu_load (cores, 0.1),
+	// _memory_used (bytes, 300 MB), _messages_per_second (10000), _bytes_per_second (2 MB)
+	// and _timer_count (50000); each > 0.
+	CPULoad, MemoryUsed, MessagesPerSecond, BytesPerSecond, TimerCount float64
+	// Deviation is allowed_partition_count_deviation, 1.1; 1.01–100.
+	Deviation float64
+	// DoubleDelay and HalfDelay are partition_count_double_delay (20m) and
+	// partition_count_half_delay (200m); each > 0.
+	DoubleDelay, HalfDelay time.Duration
+}
+
+// DefaultPartitioning returns Flow's partitioning defaults.
+func DefaultPartitioning() Partitioning {
+	return Partitioning{
+		WeightMultiplier: 1, InterruptingWeightMultiplier: 0.1, SinkChannelMultiplier: 3,
+		CPULoad: 0.1, MemoryUsed: 300e6, MessagesPerSecond: 10000, BytesPerSecond: 2e6, TimerCount: 50000,
+		Deviation: 1.1, DoubleDelay: 20 * time.Minute, HalfDelay: 200 * time.Minute,
 	}
 }
 

@@ -52,6 +52,7 @@ func (p *parser) validate(pl *Pipeline, path string) {
 		}
 	}
 
+	p.validateExternalStates(pl, compsPath)
 	for _, id := range sortedKeys(pl.Computations) {
 		p.validateComputation(pl, pl.Computations[id], yson.Join(compsPath, id), func(sid string) (string, bool) {
 			ws := writers[sid]

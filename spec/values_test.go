@@ -11,6 +11,7 @@ import (
 	"go.ytsaurus.tech/yt/go/schema"
 	ytyson "go.ytsaurus.tech/yt/go/yson"
 
+	"github.com/ytflow/yt-flow/connectors/arrivalorder"
 	"github.com/ytflow/yt-flow/connectors/clickhouse"
 	"github.com/ytflow/yt-flow/connectors/httpsink"
 	"github.com/ytflow/yt-flow/connectors/kafka"
@@ -48,7 +49,7 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, [][2]int64{{0, 4}}, qp.PartitionFilter)
 	assert.Equal(t, "static_table", pl.Computations["table_in"].Sources["t"].Class.Name)
 	assert.Equal(t, time.Hour, pl.Computations["table_in"].Sources["t"].Params.(*statictable.SourceParams).WatermarkDelay)
-	assert.Equal(t, []string{"//state"}, pl.Computations["servicelog_in"].Sources["s"].Params.(*servicelog.Params).TablePaths)
+	assert.Equal(t, "//state", pl.Computations["servicelog_in"].Sources["s"].Params.(*servicelog.Params).Fetchers[0].TablePath)
 	assert.True(t, pl.Computations["random_in"].Passthrough)
 	assert.Equal(t, KindSwiftSource, pl.Computations["random_in"].Kind)
 	assert.Equal(t, int64(64<<20), pl.Computations["kafka_in"].Sources["k"].Params.(*kafka.SourceParams).MaxBufferBytes)
@@ -92,7 +93,7 @@ func TestAllFeaturesValues(t *testing.T) {
 	assert.Equal(t, "sorted_table", c.Sinks["table"].Class.Name)
 	assert.Equal(t, "//t", c.Sinks["table"].Params.(*sortedtable.Params).TablePath)
 	assert.True(t, c.Sinks["table"].Params.(*sortedtable.Params).RequireSyncReplica)
-	ao := c.Sinks["arrival"].Params.(*statictable.ArrivalOrderParams)
+	ao := c.Sinks["arrival"].Params.(*arrivalorder.Params)
 	assert.Equal(t, 24*time.Hour, ao.TableTTL)
 	assert.Equal(t, 5*time.Minute, ao.TablePeriod)
 	web := c.Sinks["web"]
@@ -147,6 +148,9 @@ func TestDynamicDefaults(t *testing.T) {
 		MaxReadWindow: 10 * time.Minute, BlockedTimeWindow: 10 * time.Minute,
 		TimerStoreCountLimit: 250000, TimerStoreByteSizeLimit: 100 << 20,
 		OutputStoreCountLimit: 1e9, OutputStoreByteSizeLimit: 100 << 30,
+		Partitioning: Partitioning{WeightMultiplier: 1, InterruptingWeightMultiplier: 0.1, SinkChannelMultiplier: 3,
+			CPULoad: 0.1, MemoryUsed: 300e6, MessagesPerSecond: 10000, BytesPerSecond: 2e6, TimerCount: 50000,
+			Deviation: 1.1, DoubleDelay: 20 * time.Minute, HalfDelay: 200 * time.Minute},
 	}
 	var nilSpec *DynamicPipeline
 	assert.Equal(t, want, nilSpec.Computation("x"))
@@ -158,6 +162,39 @@ func TestDynamicDefaults(t *testing.T) {
 	assert.Equal(t, 4, a.DesiredPartitionCount)
 	assert.Equal(t, 1000, a.MaxRowsPerBatch)
 	assert.Equal(t, want, d.Computation("b"))
+}
+
+// TestPartitioningParameters: the partitioning parameters are read with Flow's defaults, and
+// every bad value is reported at its YSON path.
+func TestPartitioningParameters(t *testing.T) {
+	d, err := ParseDynamic([]byte(`{computations = {a = {parameters = {
+		desired_average_partition_messages_per_second = 20; desired_average_partition_bytes_per_second = 1000.5;
+		desired_average_partition_memory_used = "1G"; allowed_partition_count_deviation = 1.5;
+		partition_count_double_delay = "2s"; partition_count_half_delay = 60000; weight_multiplier = 2.0}}}}`))
+	require.NoError(t, err)
+	p := d.Computation("a").Partitioning
+	assert.Equal(t, 20.0, p.MessagesPerSecond)
+	assert.Equal(t, 1000.5, p.BytesPerSecond)
+	assert.Equal(t, 1e9, p.MemoryUsed) // sizes: G is 10^9
+	assert.Equal(t, 1.5, p.Deviation)
+	assert.Equal(t, 2*time.Second, p.DoubleDelay)
+	assert.Equal(t, time.Minute, p.HalfDelay)
+	assert.Equal(t, 2.0, p.WeightMultiplier)
+	assert.Equal(t, 0.1, p.CPULoad)
+
+	_, err = ParseDynamic([]byte(`{computations = {a = {parameters = {
+		desired_average_partition_cpu_load = 0; allowed_partition_count_deviation = 1.0;
+		partition_count_half_delay = 0; interrupting_weight_multiplier = -1.0; desired_average_partition_timer_count = 0}}}}`))
+	require.Error(t, err)
+	for _, want := range []string{
+		"computations/a/parameters/desired_average_partition_cpu_load: must be a positive number, got 0",
+		"computations/a/parameters/allowed_partition_count_deviation: must be within 1.01..100, got 1",
+		"computations/a/parameters/partition_count_half_delay: must be positive",
+		"computations/a/parameters/interrupting_weight_multiplier: must be a non-negative number, got -1",
+		"computations/a/parameters/desired_average_partition_timer_count",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
 }
 
 func TestParsePipelinePaths(t *testing.T) {

@@ -94,6 +94,10 @@ type Partition struct {
 	State string `yson:"state"`
 }
 
+// ProcessFailureMark is in the error of a job status that reports a failing process function
+// (an error or a panic; the job retries its epoch): the controller logs such statuses.
+const ProcessFailureMark = "process function failed"
+
 // JobStatus is a row of the job_status table, written by the worker running
 // the job and deleted by the controller with the job.
 type JobStatus struct {
@@ -142,6 +146,27 @@ type JobStatus struct {
 	// controller grants up to this much (@throttler_grants). Pipelines created before the
 	// column existed do not store it (their jobs are not throttled).
 	ThrottleRequested OptionalUint64 `yson:"throttle_requested,omitempty"`
+	// Load is what the job measured for partitioning by load; the controller turns its
+	// counters into rates between two statuses of the job. Pipelines created before the
+	// columns existed do not store it (always zero).
+	Load
+}
+
+// Load is a job's load report in job_status (partitioning by load, controller/autopart.go).
+type Load struct {
+	// Messages counts the messages the job processed (inputs and source rows of applied
+	// epochs, less duplicates) and Bytes the bytes of the inputs it received; BusyTime is the
+	// time (µs) it spent processing epochs (the process function and building the epoch's
+	// writes; not its reads and commits), an estimate of its CPU time.
+	// All three only grow while the job runs.
+	Messages OptionalUint64 `yson:"messages,omitempty"`
+	Bytes    OptionalUint64 `yson:"bytes,omitempty"`
+	BusyTime OptionalUint64 `yson:"busy_time,omitempty"`
+	// Timers is the number of timers the job stores now.
+	Timers OptionalUint64 `yson:"timers,omitempty"`
+	// Pivots are the key quantiles of the job's recent inputs (pivot_finder): the smallest
+	// key hash, part_count-1 quantiles and the largest; empty when it received none.
+	Pivots []uint64 `yson:"pivots,omitempty"`
 }
 
 // OptionalUint64 is a uint64 column that may be null (read as 0): a column added to a table
@@ -222,6 +247,11 @@ func coordTables() []tableDef {
 			coordVal("event_watermark", schema.TypeUint64),
 			coordVal("event_idle_since", schema.TypeUint64),
 			coordVal("throttle_requested", schema.TypeUint64),
+			coordVal("messages", schema.TypeUint64),
+			coordVal("bytes", schema.TypeUint64),
+			coordVal("busy_time", schema.TypeUint64),
+			coordVal("timers", schema.TypeUint64),
+			coordVal("pivots", schema.TypeAny),
 		)},
 		{name: TableControllerLogs, ordered: true, schema: schema.Schema{Columns: []schema.Column{
 			coordVal("time", schema.TypeUint64),
@@ -345,7 +375,7 @@ func (s *Store) EventWatermarks(ctx context.Context) (bool, error) {
 // jobStatusOptional records which columns added to job_status after its first version the
 // pipeline's table has.
 type jobStatusOptional struct {
-	eventWatermark, eventIdleSince, throttleRequested bool
+	eventWatermark, eventIdleSince, throttleRequested, load bool
 }
 
 // jobStatusColumns reads, once, which optional columns the pipeline's job_status has; a
@@ -369,6 +399,8 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 			s.jobStatusCols.eventIdleSince = true
 		case "throttle_requested":
 			s.jobStatusCols.throttleRequested = true
+		case "pivots":
+			s.jobStatusCols.load = true
 		}
 	}
 	if !s.jobStatusCols.eventWatermark {
@@ -405,6 +437,9 @@ func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) er
 	}
 	if !cols.throttleRequested {
 		st.ThrottleRequested = 0
+	}
+	if !cols.load {
+		st.Load = Load{} // no load columns: the pipeline is partitioned as if idle
 	}
 	if err := tx.insert(ctx, TableJobStatus, []any{st}); err != nil {
 		return err

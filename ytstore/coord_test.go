@@ -101,9 +101,20 @@ func TestLeaseLifecycle(t *testing.T) {
 	if err := st.PingLease(ctx, lease); err != nil {
 		t.Fatalf("PingLease: %v", err)
 	}
-	status := JobStatus{JobID: "job-1", WorkerID: "w", State: JobRunning, Epoch: 1}
+	if err := st.PutJobStatus(ctx, JobStatus{JobID: "job-1", WorkerID: "w", State: JobRunning}, lease); err != nil {
+		t.Fatalf("PutJobStatus under a live lease: %v", err)
+	}
+	if got, err := st.JobStatuses(ctx); err != nil || len(got) != 1 || got[0].Pivots != nil || got[0].Messages != 0 {
+		t.Fatalf("an empty load report does not read back: %+v, %v", got, err)
+	}
+	status := JobStatus{JobID: "job-1", WorkerID: "w", State: JobRunning, Epoch: 1,
+		Load: Load{Messages: 7, Bytes: 300, BusyTime: 5000, Timers: 2, Pivots: []uint64{1, 1 << 63, 1<<64 - 1}}}
 	if err := st.PutJobStatus(ctx, status, lease); err != nil {
 		t.Fatalf("PutJobStatus under a live lease: %v", err)
+	}
+	if got, err := st.JobStatuses(ctx); err != nil || len(got) != 1 || !slices.Equal(got[0].Pivots, status.Pivots) ||
+		got[0].Messages != 7 || got[0].Bytes != 300 || got[0].BusyTime != 5000 || got[0].Timers != 2 {
+		t.Fatalf("the load report does not read back: %+v, %v", got, err)
 	}
 	if err := st.AbortLease(ctx, lease); err != nil {
 		t.Fatalf("AbortLease: %v", err)

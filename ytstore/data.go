@@ -162,6 +162,7 @@ func dataTables() []tableDef {
 				valCol("error", schema.TypeString),
 				valCol("attempts", schema.TypeUint64),
 				valCol("timer", schema.TypeBoolean),
+				valCol("trigger", schema.TypeUint64),
 				valCol("system_timestamp", schema.TypeUint64),
 				valCol("event_timestamp", schema.TypeUint64),
 				valCol("dead_at", schema.TypeUint64),

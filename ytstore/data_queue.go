@@ -202,7 +202,16 @@ func InsertValues[T any](ctx context.Context, s *Store, path string, rows []T) e
 // SelectRows runs a query-language query (without the leading "select") and returns the
 // rows, e.g. "* from [//t] where k = 1".
 func (s *Store) SelectRows(ctx context.Context, query string) ([]map[string]any, error) {
-	r, err := s.yc.SelectRows(ctx, query, nil)
+	return s.selectRows(ctx, query, nil)
+}
+
+// selectRows runs query with placeholder values (none when empty).
+func (s *Store) selectRows(ctx context.Context, query string, placeholders map[string]any) ([]map[string]any, error) {
+	var opts *yt.SelectRowsOptions
+	if len(placeholders) > 0 {
+		opts = &yt.SelectRowsOptions{PlaceholderValues: placeholders}
+	}
+	r, err := s.yc.SelectRows(ctx, query, opts)
 	if err != nil {
 		return nil, fmt.Errorf("ytstore: select %q: %w", query, classify(err))
 	}

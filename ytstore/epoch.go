@@ -219,9 +219,11 @@ type DeadLetterRow struct {
 	Payload []byte `yson:"payload"`
 	// Error is the error of its last failed invocation; Attempts how many attempts of its
 	// epoch failed before it was set aside.
-	Error           string `yson:"error"`
-	Attempts        uint64 `yson:"attempts"`
-	Timer           bool   `yson:"timer"`
+	Error    string `yson:"error"`
+	Attempts uint64 `yson:"attempts"`
+	Timer    bool   `yson:"timer"`
+	// Trigger is a timer's trigger (µs); 0 for a message.
+	Trigger         uint64 `yson:"trigger"`
 	SystemTimestamp uint64 `yson:"system_timestamp"`
 	EventTimestamp  uint64 `yson:"event_timestamp"`
 	// DeadAt is the token (a cluster timestamp) of the epoch that set it aside.

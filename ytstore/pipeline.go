@@ -202,6 +202,36 @@ type Attributes struct {
 	// ThrottlerGrants is @throttler_grants, published by the leader: what the distributed
 	// throttlers granted. nil when never published.
 	ThrottlerGrants *ThrottlerGrants `yson:"throttler_grants"`
+	// Partitioning is @partitioning, published by the leader: by keyed computation, its
+	// partition count and why. nil when never published.
+	Partitioning map[string]PartitionCount `yson:"partitioning"`
+	// DeadLettersDropped is @dead_letters_dropped: per computation, how many dead letters
+	// `yt-flow dead-letters drop` deleted (CountDroppedDeadLetters); nil when none ever.
+	DeadLettersDropped map[string]int64 `yson:"dead_letters_dropped"`
+}
+
+// PartitionCount is what the leader says of one keyed computation's partition count in
+// @partitioning.
+type PartitionCount struct {
+	// Current is its number of active partitions; ByLoad is false when
+	// desired_partition_count pins it.
+	Current int  `yson:"partition_count"`
+	ByLoad  bool `yson:"by_load"`
+	// Optimal is the count its measured load needs (0 while not measured) and Driver what
+	// decides it: a target (messages_per_second, bytes_per_second, cpu_load, timer_count,
+	// memory_used), min_partition_count, max_partition_count or desired_partition_count.
+	Optimal int    `yson:"optimal_partition_count"`
+	Driver  string `yson:"driver"`
+	// MessagesPerSecond, BytesPerSecond, CPULoad (cores) and Timers are the measured load of
+	// its active partitions.
+	MessagesPerSecond float64 `yson:"messages_per_second"`
+	BytesPerSecond    float64 `yson:"bytes_per_second"`
+	CPULoad           float64 `yson:"cpu_load"`
+	Timers            float64 `yson:"timer_count"`
+	// Reason says in words why the count is what it is, or why it does not change now.
+	Reason string `yson:"reason"`
+	// HeavyHitters are key hashes that alone carry more than one partition's share.
+	HeavyHitters []uint64 `yson:"heavy_hitters,omitempty"`
 }
 
 // ThrottlerGrants are what the pipeline's distributed throttlers (dynamic_spec throttlers)
@@ -259,7 +289,7 @@ func (w EventWatermarks) Clone() EventWatermarks {
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
 	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
-	"event_watermarks", "throttler_grants",
+	"event_watermarks", "throttler_grants", "partitioning", "dead_letters_dropped",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does
@@ -391,6 +421,15 @@ func (s *Store) SetThrottlerGrants(ctx context.Context, leader *Session, g Throt
 	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
 	if err := s.yc.SetNode(ctx, s.path.Attr("throttler_grants"), g, opts); err != nil {
 		return fmt.Errorf("ytstore: set %s/@throttler_grants: %w", s.path, classify(err))
+	}
+	return nil
+}
+
+// SetPartitioning publishes @partitioning, conditional on the leader's session.
+func (s *Store) SetPartitioning(ctx context.Context, leader *Session, p map[string]PartitionCount) error {
+	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
+	if err := s.yc.SetNode(ctx, s.path.Attr("partitioning"), p, opts); err != nil {
+		return fmt.Errorf("ytstore: set %s/@partitioning: %w", s.path, classify(err))
 	}
 	return nil
 }

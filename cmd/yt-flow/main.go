@@ -10,6 +10,7 @@ import (
 	_ "github.com/ytflow/yt-flow/examples/kafka_count"
 	_ "github.com/ytflow/yt-flow/examples/sessions"
 	_ "github.com/ytflow/yt-flow/examples/static_count"
+	_ "github.com/ytflow/yt-flow/examples/totals"
 	_ "github.com/ytflow/yt-flow/examples/word_count"
 )
 

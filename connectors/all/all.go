@@ -4,6 +4,7 @@
 package all
 
 import (
+	_ "github.com/ytflow/yt-flow/connectors/arrivalorder"
 	_ "github.com/ytflow/yt-flow/connectors/clickhouse"
 	_ "github.com/ytflow/yt-flow/connectors/httpsink"
 	_ "github.com/ytflow/yt-flow/connectors/kafka"

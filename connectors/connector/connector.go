@@ -100,13 +100,15 @@ type AtLeastOnceSyncSink interface {
 }
 
 // Delivery is one stored output to deliver: its message id, its sequence number in the
-// partition's sink session and its payload row, decoded (Row) or as the YSON map it is
-// stored as (Encoded, sent as it is; used when set).
+// partition's sink session, its system timestamp (microseconds since the epoch, 0 when not
+// known) and its payload row, decoded (Row) or as the YSON map it is stored as (Encoded,
+// sent as it is; used when set).
 type Delivery struct {
-	MessageID      string
-	SequenceNumber int64
-	Row            map[string]any
-	Encoded        yson.RawValue
+	MessageID       string
+	SequenceNumber  int64
+	SystemTimestamp uint64
+	Row             map[string]any
+	Encoded         yson.RawValue
 }
 
 // Batch is a run of committed outputs of one partition for one async sink: the outputs one

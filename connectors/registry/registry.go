@@ -9,6 +9,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -132,6 +133,16 @@ type Class struct {
 	// Validate, when set, checks the parameters against the input streams; report takes
 	// the path of the problem inside the parameters map ("payload_column").
 	Validate func(params any, inputs []Input, report func(key, format string, args ...any))
+	// CheckTables, when set, checks the parameters against the tables they name on a
+	// cluster (`yt-flow validate --check-tables`); report takes the path of the problem
+	// inside the parameters map ("table_joiner/fetchers/0/table_path").
+	CheckTables func(ctx context.Context, c Cluster, params any, report func(key, format string, args ...any))
+}
+
+// Cluster is what CheckTables reads of a cluster (ytstore.Store implements it): the schema
+// of the table at path, or an error naming it.
+type Cluster interface {
+	TableSchema(ctx context.Context, path string) (schema.Schema, error)
 }
 
 // FlowNamespace prefixes Flow's fully qualified class names.

@@ -9,11 +9,8 @@ import (
 	"github.com/ytflow/yt-flow/yson"
 )
 
-// Class names of the static table connector.
-const (
-	SourceClass           = "static_table"
-	ArrivalOrderSinkClass = "arrival_order_table"
-)
+// SourceClass is the canonical name of the static table source.
+const SourceClass = "static_table"
 
 // Locator says where a table's timestamp comes from: Attribute "key" is the table's name,
 // any other is that Cypress attribute of the table. A string value is parsed by Format
@@ -77,15 +74,6 @@ func (d *SourceDynamic) admits(ts time.Time) bool {
 		(d.MaxEventTimestamp.IsZero() || !ts.After(d.MaxEventTimestamp))
 }
 
-// ArrivalOrderParams are the parameters of TArrivalOrderTableSink.
-type ArrivalOrderParams struct {
-	OutputDirectory  string        // required
-	TablePeriod      time.Duration // default 5m
-	TableTTL         time.Duration // required, at most 40000 periods
-	TableNameFormat  string        // default "%Y-%m-%dT%H:%M:%SZ"
-	DataWeightColumn string
-}
-
 func init() {
 	registry.Register(registry.Class{
 		Name: SourceClass, Role: registry.Source,
@@ -94,12 +82,6 @@ func init() {
 		Summary:      "reads static tables (a list or a directory) by row ranges; dedup by read range",
 		Parse:        parseSource,
 		ParseDynamic: parseSourceDynamic,
-	})
-	registry.Register(registry.Class{
-		Name: ArrivalOrderSinkClass, Role: registry.Sink, FlowNames: []string{"NYT::NFlow::TArrivalOrderTableSink"},
-		Guarantee: registry.ExactlyOnce, Kind: registry.AsyncSink, SingleInput: true,
-		Summary: "writes time-sliced static tables; table and progress commit in one master transaction",
-		Parse:   parseArrivalOrder,
 	})
 }
 
@@ -217,21 +199,4 @@ func instant(f *yson.Fields, key string) time.Time {
 	}
 	f.Errorf(key, "want an iso8601 string or milliseconds since the epoch, got %s", n.Kind)
 	return time.Time{}
-}
-
-func parseArrivalOrder(f *yson.Fields) any {
-	a := &ArrivalOrderParams{}
-	a.OutputDirectory = registry.RichPath(f, "output_directory")
-	a.TablePeriod = f.Duration("table_period", 5*time.Minute)
-	if f.Required("table_ttl") != nil {
-		a.TableTTL = f.Duration("table_ttl", 0)
-	}
-	a.TableNameFormat = f.String("table_name_format", "%Y-%m-%dT%H:%M:%SZ")
-	a.DataWeightColumn = f.String("data_weight_column", "")
-	if a.TablePeriod <= 0 {
-		f.Errorf("table_period", "must be positive")
-	} else if a.TableTTL/a.TablePeriod > 40000 || (a.TableTTL/a.TablePeriod == 40000 && a.TableTTL%a.TablePeriod != 0) {
-		f.Errorf("table_ttl", "table_ttl/table_period must be at most 40000")
-	}
-	return a
 }

@@ -1,6 +1,6 @@
-// Package statictable connects yt-flow to static tables: the source
-// (NStaticTableConnector::TSource) reads tables into the pipeline; the arrival-order sink
-// (TArrivalOrderTableSink) is accepted and validated by the spec but does not run yet.
+// Package statictable is the static table source (NStaticTableConnector::TSource): it reads
+// tables into the pipeline. The arrival-order sink that writes static tables is package
+// arrivalorder.
 //
 // # Tables
 //

@@ -1,7 +1,8 @@
 // Package wordcount holds the process functions of the word count example
 // (examples/word_count): SplitWords turns lines of text into words, CountWords keeps a running
-// count per word. Importing the package registers both under those names, and
-// CountWordsVisited: CountWords with a key visitor handler (VisitCount).
+// count per word, CountWordsRejecting is CountWords failing on the words its parameters
+// reject (to try failure_policy), and CountWordsVisited is CountWords with a key visitor handler
+// (VisitCount). Importing the package registers them under those names.
 package wordcount
 
 import (
@@ -16,6 +17,7 @@ import (
 func init() {
 	flow.Register("SplitWords", flow.PerMessage(SplitWords))
 	flow.Register("CountWords", flow.Batch(CountWords))
+	flow.Register("CountWordsRejecting", flow.Batch(CountWordsRejecting))
 	flow.Register("CountWordsVisited", flow.Process{OnMessages: CountWords, OnVisit: VisitCount})
 }
 
@@ -117,4 +119,22 @@ func CountWords(ctx *flow.Context, msgs []flow.Message) error {
 	count.Set(n)
 	ctx.AddMessage("counts", flow.Row{"hash": hash, "word": word, "count": n})
 	return nil
+}
+
+// CountWordsRejecting is CountWords, except that it returns an error for a word listed in the
+// processing function parameter reject (a list of strings; none when absent): a process
+// function that keeps failing on chosen messages until a dynamic spec change of its
+// parameters makes it accept them (see failure_policy in docs/spec.md).
+func CountWordsRejecting(ctx *flow.Context, msgs []flow.Message) error {
+	if len(ctx.Key()) == 2 {
+		if word, ok := ctx.Key()[1].(string); ok {
+			list, _ := ctx.Parameters()["reject"].([]any)
+			for _, r := range list {
+				if r == word {
+					return fmt.Errorf("word %q is rejected (parameter reject)", word)
+				}
+			}
+		}
+	}
+	return CountWords(ctx, msgs)
 }

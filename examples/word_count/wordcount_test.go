@@ -166,3 +166,18 @@ func BenchmarkCountWordsInvoke(b *testing.B) {
 		}
 	}
 }
+
+// TestCountWordsRejecting: the words listed in the parameter reject fail the invocation with
+// an error naming the word; the others are counted as CountWords counts them.
+func TestCountWordsRejecting(t *testing.T) {
+	h := flowtest.New(t, "CountWordsRejecting", flowtest.Options{Parameters: flow.Row{"reject": []any{"poison1", "poison2"}}})
+	_, err := h.TryRun(flowtest.Epoch{Messages: []flow.Message{flowtest.Msg("words", keyOf("poison2"), flow.Row{"word": "poison2"})}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `word "poison2" is rejected`)
+	r := h.Run(flowtest.Epoch{Messages: []flow.Message{flowtest.Msg("words", keyOf("cat"), flow.Row{"word": "cat"})}})
+	assert.Equal(t, []flow.Row{{"hash": keyOf("cat")[0], "word": "cat", "count": int64(1)}}, r.Payloads("counts"))
+
+	all := flowtest.New(t, "CountWordsRejecting", flowtest.Options{})
+	r = all.Run(flowtest.Epoch{Messages: []flow.Message{flowtest.Msg("words", keyOf("poison1"), flow.Row{"word": "poison1"})}})
+	assert.Equal(t, []flow.Row{{"hash": keyOf("poison1")[0], "word": "poison1", "count": int64(1)}}, r.Payloads("counts"), "no reject parameter: counted")
+}

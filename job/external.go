@@ -1,0 +1,212 @@
+// External state (external_state_managers): the rows of users' sorted dynamic tables that a
+// keyed computation reads at the start of an epoch and writes in its commit.
+
+package job
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"go.ytsaurus.tech/yt/go/schema"
+
+	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// externalStore is what external state needs of the cluster (*ytstore.Store): a table's
+// schema, and its rows by key (one result per key, nil for none).
+type externalStore interface {
+	TableSchema(ctx context.Context, path string) (schema.Schema, error)
+	LookupUserRows(ctx context.Context, path string, keys []map[string]any) ([]map[string]any, error)
+}
+
+// extTable is one external state of the computation (a joiner's is read only).
+type extTable struct {
+	name, path string
+	joiner     bool
+	// keys are the table's key columns: the group_by_schema columns, in order.
+	keys []string
+	// computed are the key columns with an expression: the table computes them, so writes
+	// and lookups leave them out.
+	computed map[string]bool
+}
+
+// externals opens the external states of the computation once: each table's key columns
+// must be the group_by_schema columns.
+func (r *runner) externals(ctx context.Context) ([]*extTable, error) {
+	if r.ext != nil || len(r.comp.ExternalStates) == 0 {
+		return r.ext, nil
+	}
+	var want []string
+	for _, c := range r.comp.GroupBy.Columns {
+		want = append(want, c.Name)
+	}
+	var out []*extTable
+	for _, name := range sortedIDs(r.comp.ExternalStates) {
+		es := r.comp.ExternalStates[name]
+		sc, err := r.extStore.TableSchema(ctx, es.Path)
+		if err != nil {
+			return nil, fmt.Errorf("computation %s: external state %s: %w", r.comp.ID, name, err)
+		}
+		t := &extTable{name: name, path: es.Path, joiner: es.Joiner, computed: map[string]bool{}}
+		for _, c := range sc.Columns {
+			if c.SortOrder != schema.SortNone {
+				t.keys = append(t.keys, c.Name)
+				if c.Expression != "" {
+					t.computed[c.Name] = true
+				}
+			}
+		}
+		if !slices.Equal(t.keys, want) {
+			return nil, fmt.Errorf("computation %s: external state %s: table %s has key columns %v, want the group_by_schema columns %v",
+				r.comp.ID, name, es.Path, t.keys, want)
+		}
+		out = append(out, t)
+	}
+	r.ext = out
+	return out, nil
+}
+
+// keyRow is the table key of k: the key columns the table does not compute.
+func (t *extTable) keyRow(k flow.Key) map[string]any {
+	row := make(map[string]any, len(t.keys))
+	for i, c := range t.keys {
+		if !t.computed[c] && i < len(k) {
+			row[c] = k[i]
+		}
+	}
+	return row
+}
+
+// loadExternal reads the rows of every external state for the keys of b's inputs and timers:
+// state name -> encoded key -> row.
+func (r *runner) loadExternal(ctx context.Context, b *epoch.Batch) (map[string]map[string]flow.Row, error) {
+	tables, err := r.externals(ctx)
+	if err != nil || len(tables) == 0 {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var keys []flow.Key
+	var encs []string
+	add := func(k flow.Key) {
+		enc := string(epoch.EncodeKey(k))
+		if !seen[enc] {
+			seen[enc] = true
+			keys, encs = append(keys, k), append(encs, enc)
+		}
+	}
+	for _, t := range b.Timers {
+		add(t.Timer.Key)
+	}
+	for _, in := range b.Inputs {
+		add(in.Message.Key)
+	}
+	out := make(map[string]map[string]flow.Row, len(tables))
+	for _, t := range tables {
+		lk := make([]map[string]any, len(keys))
+		for i, k := range keys {
+			lk[i] = t.keyRow(k)
+		}
+		rows, err := r.extStore.LookupUserRows(ctx, t.path, lk)
+		if err != nil {
+			return nil, fmt.Errorf("external state %s: %w", t.name, err)
+		}
+		m := make(map[string]flow.Row, len(rows))
+		for i, row := range rows {
+			if row != nil {
+				m[encs[i]] = row
+			}
+		}
+		out[t.name] = m
+	}
+	return out, nil
+}
+
+// externalWrites turns the external writes of an epoch's results (results[i] of
+// plan.Groups[i]) into writes of the epoch transaction: an upsert of the whole row, with the
+// key columns from the key, or a deletion by key.
+//
+// Invariant: external state is written in the epoch transaction, so its changes commit
+// exactly once with the epoch's outputs and input registrations (TestExternalStateFollowsModel,
+// TestExternalStateEndToEnd).
+func (r *runner) externalWrites(plan *epoch.Plan, results []*flow.Result) ([]ytstore.SinkWrite, error) {
+	if len(r.ext) == 0 {
+		for i, res := range results {
+			if res != nil && len(res.ExternalWrites) > 0 {
+				for name := range res.ExternalWrites {
+					return nil, fmt.Errorf("job %s: computation %s: key %v: external state %s is not declared in external_state_managers",
+						r.job.JobID, r.comp.ID, plan.Groups[i].Key, name)
+				}
+			}
+		}
+		return nil, nil
+	}
+	byName := make(map[string]*extTable, len(r.ext))
+	for _, t := range r.ext {
+		byName[t.name] = t
+	}
+	upserts := make([]ytstore.SinkWrite, len(r.ext))
+	deletes := make([]ytstore.SinkWrite, len(r.ext))
+	index := map[string]int{}
+	for i, t := range r.ext {
+		upserts[i], deletes[i] = ytstore.SinkWrite{Path: t.path}, ytstore.SinkWrite{Path: t.path, Delete: true}
+		index[t.name] = i
+	}
+	for i, res := range results {
+		if res == nil {
+			continue
+		}
+		key := plan.Groups[i].Key
+		for name, row := range res.ExternalWrites {
+			t, ok := byName[name]
+			if !ok || t.joiner {
+				why := "is not declared in external_state_managers"
+				if ok {
+					why = "is a joiner (external_state_joiners): read only"
+				}
+				return nil, fmt.Errorf("job %s: computation %s: key %v: external state %s %s",
+					r.job.JobID, r.comp.ID, key, name, why)
+			}
+			j := index[name]
+			if row == nil {
+				deletes[j].Rows = append(deletes[j].Rows, t.keyRow(key))
+				continue
+			}
+			full := t.keyRow(key)
+			for c, v := range row {
+				if _, isKey := full[c]; isKey || t.computed[c] {
+					continue // the key's own values stand
+				}
+				full[c] = v
+			}
+			upserts[j].Rows = append(upserts[j].Rows, full)
+		}
+	}
+	var out []ytstore.SinkWrite
+	for j := range r.ext {
+		if len(upserts[j].Rows) > 0 {
+			out = append(out, upserts[j])
+		}
+		if len(deletes[j].Rows) > 0 {
+			out = append(out, deletes[j])
+		}
+	}
+	return out, nil
+}
+
+// externalOf is the External map of one invocation of key k.
+func externalOf(loaded map[string]map[string]flow.Row, k flow.Key, buf []byte) (map[string]flow.Row, []byte) {
+	if len(loaded) == 0 {
+		return nil, buf
+	}
+	buf = epoch.AppendKey(buf[:0], k)
+	out := make(map[string]flow.Row, len(loaded))
+	for name, m := range loaded {
+		if row, ok := m[string(buf)]; ok {
+			out[name] = row
+		}
+	}
+	return out, buf
+}
