@@ -283,6 +283,9 @@ type cycler struct {
 	// sw tracks the EventWatermark of every stream and alignment group (nil until the first
 	// cycle that publishes one).
 	sw *StreamWatermarkTracker
+	// thr are the distributed throttlers' buckets and grants (nil until the first cycle that
+	// runs one).
+	thr *throttles
 	// gcDone is the bound below which dedup rows were all deleted; gcMore
 	// says the last collection stopped at its batch limit.
 	gcDone uint64
@@ -354,6 +357,9 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 		return d.Transition, err
 	}
 	if err := c.advanceEventWatermark(ctx, in, attrs); err != nil {
+		return d.Transition, err
+	}
+	if err := c.advanceThrottlers(ctx, in, attrs, time.UnixMicro(int64(in.Now))); err != nil {
 		return d.Transition, err
 	}
 	c.observed(in, attrs, d)

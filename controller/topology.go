@@ -5,12 +5,15 @@ import (
 	"time"
 
 	"github.com/ytflow/yt-flow/internal/autopart"
+	"github.com/ytflow/yt-flow/internal/throttle"
 )
 
 // Topology is what scheduling needs to know of the static and dynamic specs.
 type Topology struct {
 	// Computations sorted by ID.
 	Computations []Computation
+	// Throttlers are the distributed throttlers of the dynamic spec, by id (nil: none).
+	Throttlers map[string]throttle.Config
 }
 
 // Computation is one computation as scheduling sees it.
@@ -53,6 +56,9 @@ type Computation struct {
 	DriftBound     time.Duration
 	// ReadDelays is watermark_alignment.read_delays by source stream (nil: none).
 	ReadDelays map[string]time.Duration
+	// RowsThrottler is the dynamic input_rows_throttler_id ("" for none) and
+	// RowsThrottlerClass its class ("" for default).
+	RowsThrottler, RowsThrottlerClass string
 }
 
 // LateDataRule lets the EventWatermark pass a computation's lagging jobs: over their bounds it

@@ -8,6 +8,7 @@ import (
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/internal/autopart"
 
+	"github.com/ytflow/yt-flow/internal/throttle"
 	"github.com/ytflow/yt-flow/spec"
 )
 
@@ -21,6 +22,7 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 		d := dyn.Computation(id)
 		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",
 			WeightMultiplier: d.Partitioning.WeightMultiplier, InterruptingWeightMultiplier: d.Partitioning.InterruptingWeightMultiplier}
+		tc.RowsThrottler, tc.RowsThrottlerClass = d.InputRowsThrottlerID, d.InputRowsThrottlerClassID
 		tc.Inputs = slices.Sorted(slices.Values(c.InputStreamIDs))
 		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
 		if c.Kind.Source() {
@@ -64,6 +66,12 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 		t.Computations = append(t.Computations, tc)
 	}
 	sort.Slice(t.Computations, func(i, j int) bool { return t.Computations[i].ID < t.Computations[j].ID })
+	if dyn != nil && len(dyn.ThrottlerSpecs) > 0 {
+		t.Throttlers = map[string]throttle.Config{}
+		for id, th := range dyn.ThrottlerSpecs {
+			t.Throttlers[id] = throttle.Config{Limit: th.Limit, Period: th.Period, MaxGrant: th.MaxGrantAmount, Weights: th.Classes}
+		}
+	}
 	return t
 }
 

@@ -71,29 +71,26 @@ const alignmentSpec = `{
 // TestAlignmentGroupHoldsAhead: two sources in one watermark_alignment group, one starting an
 // hour of event time behind the other. The one ahead stops reading at drift_bound ahead of the
 // group's watermark (the slowest source) and resumes as the other catches up; both read
-// everything and the pipeline completes. The checks are on event-time read positions (the
-// committed source offsets, whose rows' event times are known) and on the published group
-// watermark, never on wall time:
+// everything and the pipeline completes. Neither source reads before the group's first
+// watermark, so the one ahead cannot run off before the one behind has started, however
+// loaded the machine. The checks are on event-time read positions (the committed source
+// offsets, whose rows' event times are known) and on the published group watermark, never on
+// wall time:
 //
+//   - before the group has a watermark, the source ahead committed at most one epoch;
+//   - whenever the source ahead has committed past its first epoch, its last row is at most
+//     drift_bound (plus one epoch's rows) ahead of the group watermark read after it;
 //   - it stalls: a span of samples in which the source behind read at least 20 min of event
 //     time while the one ahead read at most one epoch;
-//   - after that, whenever the source ahead has committed more, its last row is at most
-//     drift_bound (plus one epoch's rows) ahead of the group watermark read after it;
 //   - it resumes: both sources end fully read, and every row reaches the output.
 func TestAlignmentGroupHoldsAhead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e")
 	}
-	// Known race: on a loaded machine both sources can read to their end before the first
-	// group watermark is published (sources read freely until a worker first sees one), and
-	// the test then finds no stall. Opt-in until the source waits for the first watermark.
-	if os.Getenv("YT_FLOW_E2E_ALIGNMENT") != "1" {
-		t.Skip("set YT_FLOW_E2E_ALIGNMENT=1: races with the first group watermark on a loaded machine")
-	}
 	const (
-		rows      = 6000
+		rows      = 3600
 		step      = int64(time.Second / time.Microsecond) // µs of event time between rows
-		perEpoch  = 10
+		perEpoch  = 200
 		drift     = 10 * time.Minute
 		start     = int64(1_700_000_000) * 1_000_000 // µs
 		behindBy  = int64(time.Hour / time.Microsecond)
@@ -140,7 +137,8 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 	}
 	w.StartPipeline(t)
 	w.Controller(t, "controller")
-	w.Worker(t, "worker")
+	worker := w.Worker(t, "worker")
+	addr := WorkerAddr(t, worker)
 
 	// next reads the committed next offset of a source (0 before its first commit).
 	next := func(comp, src string) int64 {
@@ -159,34 +157,58 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 		return int64(p.NextSeq)
 	}
 	type sample struct {
-		a, b  int64  // committed next offsets
-		group uint64 // published group watermark read after them (0: none)
+		a, b   int64  // committed next offsets
+		before uint64 // group watermark read before them (0: none yet)
+		group  uint64 // group watermark read after them (0: none)
+	}
+	groupWatermark := func() uint64 {
+		if attrs, err := w.Store.Attributes(ctx); err == nil && attrs.EventWatermarks != nil {
+			return attrs.EventWatermarks.Groups["g"]
+		}
+		return 0
 	}
 	var samples []sample
-	var firstPublished = -1 // index of the first sample with a group watermark
 	Eventually(t, 4*time.Minute, func() (bool, string) {
+		before := groupWatermark()
 		a, b := next("ahead", "a"), next("behind", "b")
 		if a < 0 || b < 0 {
 			return false, "partition states unreadable"
 		}
-		var g uint64
-		if attrs, err := w.Store.Attributes(ctx); err == nil && attrs.EventWatermarks != nil {
-			g = attrs.EventWatermarks.Groups["g"]
-		}
-		samples = append(samples, sample{a, b, g})
-		if g != 0 && firstPublished < 0 {
-			firstPublished = len(samples) - 1
-		}
+		g := groupWatermark()
+		samples = append(samples, sample{a, b, before, g})
 		st := w.State()
 		return st == "completed", fmt.Sprintf("ahead at %d, behind at %d of %d rows, group watermark %d, state %q", a, b, rows, g, st)
 	})
 
+	firstPublished := -1 // index of the first sample with a group watermark
+	bad := 0
+	for i, s := range samples {
+		if s.a > rows || s.b > rows {
+			t.Fatalf("sample %d: offsets %d, %d past the %d rows", i, s.a, s.b, rows)
+		}
+		if s.group != 0 && firstPublished < 0 {
+			firstPublished = i
+		}
+		if s.before == 0 && s.a > perEpoch {
+			t.Errorf("sample %d: ahead committed %d rows before the group had a watermark, want at most one epoch (%d)", i, s.a, perEpoch)
+		}
+		if s.a <= perEpoch || s.group == ^uint64(0) {
+			continue
+		}
+		// Ahead's last committed row is s.a-1; it was read against a group watermark no newer
+		// than s.group (read after the offsets; watermarks never decrease).
+		if read := eventTime("ahead", s.a-1); read > int64(s.group)+driftUS+epochSpan {
+			if bad++; bad <= 5 {
+				t.Errorf("sample %d: ahead committed row %d (event time %d), more than drift_bound %v + one epoch ahead of the group watermark %d",
+					i, s.a-1, read, drift, s.group)
+			}
+		}
+	}
 	if firstPublished < 0 {
 		t.Fatal("no group watermark was ever published")
 	}
 	// The stall: a span of samples in which behind read at least 20 min of event time and
-	// ahead at most one epoch. Ahead reads freely until its worker first sees a group watermark;
-	// a stall proves it had seen one, so after it every row ahead commits is bounded.
+	// ahead at most one epoch.
 	stall, stallEnd := -1, -1
 	for i := 0; i < len(samples) && stall < 0; i++ {
 		for j := i + 1; j < len(samples); j++ {
@@ -203,31 +225,37 @@ func TestAlignmentGroupHoldsAhead(t *testing.T) {
 		}
 	}
 	if stall < 0 {
-		t.Errorf("the source ahead never stalled while the one behind caught up: samples (ahead, behind, group watermark) %v", samples)
-	}
-	bad := 0
-	for i := stallEnd + 1; stall >= 0 && i < len(samples); i++ {
-		s, prev := samples[i], samples[i-1]
-		if s.a > rows || s.b > rows {
-			t.Fatalf("sample %d: offsets %d, %d past the %d rows", i, s.a, s.b, rows)
-		}
-		if s.a <= prev.a || s.group == 0 || s.group == ^uint64(0) {
-			continue
-		}
-		// Ahead's last committed row is s.a-1; it was read against a group watermark no newer
-		// than s.group (read after the offsets).
-		if read := eventTime("ahead", s.a-1); read > int64(s.group)+driftUS+epochSpan {
-			if bad++; bad <= 5 {
-				t.Errorf("sample %d: ahead committed row %d (event time %d), more than drift_bound %v + one epoch ahead of the group watermark %d",
-					i, s.a-1, read, drift, s.group)
-			}
-		}
+		t.Errorf("the source ahead never stalled while the one behind caught up: samples (ahead, behind, group watermark before, after) %v", samples)
 	}
 	t.Logf("%d samples; group watermark first published at sample %d; stall over samples %d..%d", len(samples), firstPublished, stall, stallEnd)
 	last := samples[len(samples)-1]
 	if last.a != rows || last.b != rows {
 		t.Errorf("after completion the sources are at %d and %d, want both at %d (the held source resumes)", last.a, last.b, rows)
 	}
+	// The waits show on the worker's /stats: the held source job counts held epochs and the
+	// watermark_alignment epoch part; the source behind, never more than drift_bound ahead
+	// of the group once it had read its first epoch, holds fewer.
+	keys, err := w.Store.TransportSecret(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := WorkerStats(addr, keys.Current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := map[string]int64{}
+	for _, s := range stats {
+		holds[s.ComputationID] += s.AlignmentHolds
+		if s.ComputationID == "ahead" {
+			if s.EpochParts["watermark_alignment"] <= 0 {
+				t.Errorf("job %s of ahead reports no time in the watermark_alignment epoch part: %v", s.PartitionID, s.EpochParts)
+			}
+		}
+	}
+	if holds["ahead"] == 0 {
+		t.Errorf("the source ahead reports no alignment holds on /stats: %v", holds)
+	}
+	t.Logf("alignment holds by computation: %v", holds)
 	// yt-flow status --watermarks lists every stream and the group, all at the end of time.
 	p := Start(t, "status-watermarks", "status", "--watermarks", "--proxy", c.Proxy, "--path", w.Path)
 	if err, ok := p.Wait(30 * time.Second); !ok || err != nil {

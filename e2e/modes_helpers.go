@@ -43,7 +43,12 @@ type JobStats struct {
 	Duplicates        int64  `json:"duplicates_dropped"`
 	BestEffortDropped int64  `json:"best_effort_dropped"`
 	Completed         bool   `json:"completed"`
-	Running           bool   `json:"running"`
+	AlignmentHolds    int64  `json:"alignment_holds"`
+	ThrottleTaken     int64  `json:"throttle_taken"`
+	ThrottledEpochs   int64  `json:"throttled_epochs"`
+	// EpochParts is the wall time (ns) by epoch part (job.EpochPartNames).
+	EpochParts map[string]int64 `json:"epoch_parts_ns"`
+	Running    bool             `json:"running"`
 	// DynamicSpecVersion is the @dynamic_spec_version the job runs with.
 	DynamicSpecVersion int64 `json:"dynamic_spec_version"`
 }

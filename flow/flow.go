@@ -53,6 +53,11 @@ type Timer struct {
 	// EventTimestamp is the event time carried by the timer, in microseconds; 0 lets the
 	// runtime derive it from the lineage (the minimum over the parents).
 	EventTimestamp uint64
+	// Visit marks a due timer that is a key visitor's visit of its key (key_visitor_streams):
+	// StreamID is the key visitor stream, Trigger the start of the visitor's pass (µs) and
+	// Pass its number. Process hands it to OnVisit, not OnTimer.
+	Visit bool
+	Pass  uint64
 }
 
 // Output is one message produced by an invocation.

@@ -19,6 +19,27 @@ type BatchFunc func(ctx *Context, msgs []Message) error
 // TimerFunc handles one due timer. The timer is valid only during the call.
 type TimerFunc func(ctx *Context, t *Timer) error
 
+// VisitFunc handles one visit of a key by a key visitor stream (key_visitor_streams): once per
+// key that has state, per pass of the visitor (one pass per period). The key's state is
+// there as for a message. The visit is valid only during the call.
+type VisitFunc func(ctx *Context, v *Visit) error
+
+// Visit is one visit of a key by a key visitor stream.
+type Visit struct {
+	// StreamID is the key visitor stream.
+	StreamID string
+	// Key is the visited key.
+	Key Key
+	// Pass numbers the visitor's passes over the partition's keys (0, 1, ...); a key is
+	// visited once per pass. PassStart is when the pass started (µs).
+	Pass, PassStart uint64
+	// MessageID identifies the visit: outputs of the handler name it as their parent.
+	MessageID string
+	// EventTimestamp is the visit's event time (µs): now − max(0, elapsed − scanned
+	// fraction × period), so a visitor behind its schedule visits in the past.
+	EventTimestamp uint64
+}
+
 // Process is a Function assembled from handlers. For each invocation it calls OnTimer for every
 // due timer, then either OnMessage for every message or OnMessages once with all of them.
 //
@@ -37,6 +58,9 @@ type Process struct {
 	// OnTimer handles due timers; without it an invocation carrying timers fails with
 	// ErrNoHandler.
 	OnTimer TimerFunc
+	// OnVisit handles the visits of a key visitor stream (Timer.Visit), in the timers' place;
+	// without it an invocation carrying visits fails with ErrNoHandler.
+	OnVisit VisitFunc
 }
 
 // PerMessage returns a Function calling fn for each input message.
@@ -61,8 +85,14 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 	if p.OnMessage != nil && p.OnMessages != nil {
 		return nil, errors.New("flow.Process: both OnMessage and OnMessages are set")
 	}
-	if len(inv.Timers) > 0 && p.OnTimer == nil {
-		return nil, fmt.Errorf("key %v: %d due timers on stream %q: %w for timers", inv.Key, len(inv.Timers), inv.Timers[0].StreamID, ErrNoHandler)
+	for i := range inv.Timers {
+		t := &inv.Timers[i]
+		if t.Visit && p.OnVisit == nil {
+			return nil, fmt.Errorf("key %v: a visit of key visitor stream %q: %w for visits (OnVisit)", inv.Key, t.StreamID, ErrNoHandler)
+		}
+		if !t.Visit && p.OnTimer == nil {
+			return nil, fmt.Errorf("key %v: %d due timers on stream %q: %w for timers", inv.Key, len(inv.Timers), t.StreamID, ErrNoHandler)
+		}
 	}
 	if len(inv.Messages) > 0 && p.OnMessage == nil && p.OnMessages == nil {
 		return nil, fmt.Errorf("key %v: %d messages on stream %q: %w for messages", inv.Key, len(inv.Messages), inv.Messages[0].StreamID, ErrNoHandler)
@@ -74,6 +104,13 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 		var parents []string
 		if t.MessageID != "" {
 			parents = []string{t.MessageID}
+		}
+		if t.Visit {
+			v := Visit{StreamID: t.StreamID, Key: t.Key, Pass: t.Pass, PassStart: t.Trigger, MessageID: t.MessageID, EventTimestamp: t.EventTimestamp}
+			if err := p.OnVisit(iv.handlerContext(parents), &v); err != nil {
+				return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
+			}
+			continue
 		}
 		if err := p.OnTimer(iv.handlerContext(parents), t); err != nil {
 			return nil, fmt.Errorf("key %v: %s: %w", inv.Key, at.describe(inv), err)
@@ -130,6 +167,9 @@ func (p position) describe(inv *Invocation) string {
 	switch {
 	case p.timer >= 0:
 		t := &inv.Timers[p.timer]
+		if t.Visit {
+			return fmt.Sprintf("visit %d of key visitor stream %q", t.Pass, t.StreamID)
+		}
 		return fmt.Sprintf("timer %q at %d", t.StreamID, t.Trigger)
 	case p.batch:
 		return fmt.Sprintf("batch of %d messages", len(inv.Messages))

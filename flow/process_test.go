@@ -261,3 +261,44 @@ func TestParamsOfReusedWithinInvocation(t *testing.T) {
 		t.Errorf("params = %+v, want %+v", got, want)
 	}
 }
+
+// TestVisitsGoToOnVisit: a timer marked Visit reaches OnVisit with its stream, key, pass and
+// pass start, before the messages; its outputs name the visit as their parent and it can read
+// and write the key's state; visits without OnVisit fail with ErrNoHandler naming the stream.
+func TestVisitsGoToOnVisit(t *testing.T) {
+	var got []Visit
+	f := Process{
+		OnVisit: func(ctx *Context, v *Visit) error {
+			got = append(got, *v)
+			st := StateOf[int64](ctx, "count")
+			n, _ := st.Get()
+			st.Set(n + 100)
+			ctx.AddMessage("out", Row{"pass": int64(v.Pass), "count": n})
+			return nil
+		},
+		OnTimer:   func(*Context, *Timer) error { t.Error("a visit reached OnTimer"); return nil },
+		OnMessage: func(*Context, *Message) error { return nil },
+	}
+	res, err := f.Invoke(&Invocation{
+		Key:    Key{"k"},
+		Timers: []Timer{{StreamID: "visits", Key: Key{"k"}, Trigger: 5000, Pass: 3, MessageID: "v1", EventTimestamp: 4000, Visit: true}},
+		State:  map[string][]byte{"count": []byte("7")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Visit{{StreamID: "visits", Key: Key{"k"}, Pass: 3, PassStart: 5000, MessageID: "v1", EventTimestamp: 4000}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("visits = %+v, want %+v", got, want)
+	}
+	if len(res.Outputs) != 1 || !reflect.DeepEqual(res.Outputs[0].ParentIDs, []string{"v1"}) || res.Outputs[0].Payload["count"] != int64(7) {
+		t.Errorf("outputs = %+v, want one with parent v1 and count 7", res.Outputs)
+	}
+	if string(res.StateWrites["count"]) != "107" {
+		t.Errorf("state writes = %q, want count 107", res.StateWrites)
+	}
+	_, err = PerTimer(func(*Context, *Timer) error { return nil }).Invoke(&Invocation{Timers: []Timer{{StreamID: "visits", Visit: true}}})
+	if !errors.Is(err, ErrNoHandler) || !strings.Contains(err.Error(), `"visits"`) {
+		t.Errorf("a visit without OnVisit: error = %v, want ErrNoHandler naming the stream", err)
+	}
+}

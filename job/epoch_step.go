@@ -140,12 +140,21 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// back-pressures its writers (TestOutboxLimitBackPressure).
 	blocked := r.outbox.size() >= r.w.cfg.OutboxLimit
 	b := &epoch.Batch{Now: now, DistinctInputs: true} // the inbox holds one entry per id
+	// inLimit bounds the input rows and source rows the epoch takes: max_rows_per_batch, and
+	// what the distributed throttler granted for a throttled computation.
+	inLimit, throttled := limit, r.throttled()
+	if throttled {
+		inLimit = min(limit, r.throttleAvailable())
+		if inLimit == 0 {
+			r.stats.throttledEpochs.Add(1)
+		}
+	}
 	if retiring {
 		// A retiring job processes no input: what it buffered goes unacknowledged, so the
 		// senders retransmit it to the key's new owner.
 		r.inbox.drop()
-	} else if !blocked {
-		b.Inputs = r.inbox.takeInto(r.inputs, limit)
+	} else if !blocked && inLimit > 0 {
+		b.Inputs = r.inbox.takeInto(r.inputs, inLimit)
 		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
 	}
@@ -154,6 +163,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// stopping or pausing job keeps its timers for the next start (TestCompletionFiresTimers).
 	if (!draining || completing) && !blocked {
 		b.Timers = r.timers.DueBy(r.timerClock(now, completing), limit)
+		r.addVisits(ctx, b, limit-len(b.Timers), completing)
 	}
 	// Replayed dead letters are new work: a draining job leaves them in the replay partition
 	// for the next start.
@@ -168,10 +178,10 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	sourceRows, sourcesRead := 0, false
 	held := len(r.sources) > 0 && !draining && !blocked && r.alignmentHold()
 	for _, s := range r.sources {
-		if s.ended || draining || blocked || held {
+		if s.ended || draining || blocked || held || inLimit-sourceRows <= 0 {
 			continue
 		}
-		rows, ahead, err := s.read(ctx, int64(limit))
+		rows, ahead, err := s.read(ctx, int64(inLimit-sourceRows))
 		if err != nil {
 			r.inbox.release(inputIDs(b.Inputs))
 			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
@@ -197,6 +207,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if sourcesRead {
 		r.noteSourceRead(sourceRows, now)
 	}
+	if throttled {
+		r.noteThrottled(len(b.Inputs)+sourceRows, limit)
+	}
 	r.updateCompleted()
 	empty := len(b.Inputs) == 0 && len(b.Timers) == 0 && len(b.Sources) == 0
 	phase = r.stats.phases.since(&r.stats.phases.fetch, phase)
@@ -208,6 +221,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	abandon := func() {
 		r.inbox.release(inputIDs(b.Inputs))
 		r.outbox.giveBack()
+		r.visitsAbandoned()
 	}
 
 	if r.cfg.Swift {
@@ -373,6 +387,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	r.inbox.ack(c.Acks)
 	r.timers.Apply(c)
 	r.pendingTimers.Store(int64(r.timers.Len()))
+	r.visitsCommitted()
 	if r.cfg.Source {
 		for _, st := range c.States {
 			if st.Value == nil {

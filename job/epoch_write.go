@@ -70,6 +70,9 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.States = append(w.States, ytstore.StateRow{ComputationID: r.comp.ID, KeyHash: s.KeyHash, Key: keys.add(s.Key), Name: s.Name, State: s.Value})
 	}
 	for _, t := range c.TimersFired {
+		if t.Timer.Visit {
+			continue // a key visitor's visit: its cursor, below, records it
+		}
 		row, err := r.timerRow(t, b.Now)
 		if err != nil {
 			return nil, nil, nil, err
@@ -111,6 +114,9 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 	for id, n := range seq {
 		b, _ := yson.Marshal(n)
 		w.PartitionStates[seqStatePrefix+id] = b
+	}
+	if err := r.writeVisitCursors(w.PartitionStates); err != nil {
+		return nil, nil, nil, err
 	}
 	for id, fp := range r.topologyPending {
 		w.PartitionStates[topologyStatePrefix+id] = []byte(fp)

@@ -163,14 +163,33 @@ func (r *runner) eventIdleSince() uint64 {
 // out-of-orderness bound) is more than drift_bound ahead of the EventWatermark of its
 // alignment group (group_name) the worker last read — the group's slowest source — or, when
 // the controller publishes no per-group watermarks (an older version), of the pipeline.
-// Nothing is held before a watermark is published.
+//
+// Until the worker has read a watermark of the group, the job reads nothing: the group's
+// watermark is published once every source of the group reports (an estimate at the
+// beginning of time before its first read), so a source cannot run ahead of one that has not
+// started (the race TestAlignmentGroupHoldsAhead once lost). A pipeline of an older version,
+// without event watermarks, is never held.
 //
 // Invariant: a held job still delivers and commits what it holds, so the watermark it waits
-// for can pass (TestAlignmentHold); groups are independent of each other
+// for can pass (TestAlignmentHold); a source reads nothing past drift_bound before its group's
+// first watermark (TestAlignmentWaitsForFirstWatermark); groups are independent of each other
 // (TestAlignmentGroups).
 func (r *runner) alignmentHold() bool {
+	held := r.alignmentHolds()
+	r.alignmentHeld.Store(held)
+	if held {
+		r.stats.alignmentHolds.Add(1)
+	}
+	return held
+}
+
+// alignmentHolds is the decision of alignmentHold, without its bookkeeping.
+func (r *runner) alignmentHolds() bool {
 	ws := r.comp.Watermark
 	if ws == nil || ws.Alignment == nil {
+		return false
+	}
+	if r.w.eventTime.Load() == eventTimeWallClock {
 		return false
 	}
 	ew := r.w.eventWatermark.Load()
@@ -178,7 +197,7 @@ func (r *runner) alignmentHold() bool {
 		ew = ews.Groups[ws.Alignment.GroupName] // 0 while the group has none
 	}
 	if ew == 0 {
-		return false
+		return true // no watermark of the group yet: wait for the first
 	}
 	// read_delays: a delayed source is held that much earlier (the group counts its watermark
 	// that much ahead).
@@ -186,7 +205,6 @@ func (r *runner) alignmentHold() bool {
 	if est <= ew || est-ew <= uint64(ws.Alignment.DriftBound.Microseconds()) {
 		return false
 	}
-	r.stats.alignmentHolds.Add(1)
 	return true
 }
 

@@ -93,28 +93,58 @@ func TestPercentileWatermark(t *testing.T) {
 }
 
 // TestAlignmentHold: with watermark_alignment a source job holds its reads back while its
-// estimate is more than drift_bound ahead of the published EventWatermark, not before a
-// watermark is published, and reads again once the watermark catches up; without the
-// setting it never holds.
+// estimate is more than drift_bound ahead of the published EventWatermark (stall) and reads
+// again once the watermark catches up (release); without the setting, or in a pipeline without
+// event watermarks, it never holds. Values by hand: estimate = 1000 − 10 (out-of-orderness)
+// = 990; held while 990 − ew > 100.
 func TestAlignmentHold(t *testing.T) {
 	r := eventRunner(&spec.WatermarkStrategy{Generator: true, OutOfOrderness: 10 * time.Microsecond,
 		Alignment: &spec.WatermarkAlignment{DriftBound: 100 * time.Microsecond}})
 	r.sources = []*sourceState{{id: "in"}}
+	r.w.eventTime.Store(eventTimeWatermark)
 	r.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1000}}}, nil) // estimate 990
-	assert.False(t, r.alignmentHold(), "no watermark published yet")
 	r.w.eventWatermark.Store(800)
 	assert.True(t, r.alignmentHold(), "990 is 190 ahead of 800")
+	r.w.eventWatermark.Store(889)
+	assert.True(t, r.alignmentHold(), "101 ahead: one past the bound")
 	r.w.eventWatermark.Store(890)
 	assert.False(t, r.alignmentHold(), "100 ahead: within the bound")
 	r.w.eventWatermark.Store(math.MaxUint64)
 	assert.False(t, r.alignmentHold(), "every source exhausted")
-	assert.Equal(t, int64(1), r.jobStats().AlignmentHolds)
+	assert.Equal(t, int64(2), r.jobStats().AlignmentHolds)
 
 	free := eventRunner(&spec.WatermarkStrategy{Generator: true})
 	free.sources = []*sourceState{{id: "in"}}
+	free.w.eventTime.Store(eventTimeWatermark)
 	free.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1_000_000_000}}}, nil)
 	free.w.eventWatermark.Store(1)
 	assert.False(t, free.alignmentHold(), "no watermark_alignment")
+
+	old := eventRunner(&spec.WatermarkStrategy{Generator: true, Alignment: &spec.WatermarkAlignment{DriftBound: time.Microsecond}})
+	old.sources = []*sourceState{{id: "in"}}
+	old.w.eventTime.Store(eventTimeWallClock)
+	old.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1_000_000_000}}}, nil)
+	assert.False(t, old.alignmentHold(), "a pipeline without event watermarks (older version) is never held")
+}
+
+// TestAlignmentWaitsForFirstWatermark: a source with watermark_alignment reads nothing until
+// the worker has read a watermark of its group (nor while it is not known whether the
+// pipeline has event watermarks); once the group's first watermark (1: every source at the
+// beginning of time) is read, it reads its first epoch and is then held at drift_bound.
+func TestAlignmentWaitsForFirstWatermark(t *testing.T) {
+	r := eventRunner(&spec.WatermarkStrategy{Generator: true,
+		Alignment: &spec.WatermarkAlignment{GroupName: "g", DriftBound: 100 * time.Microsecond}})
+	r.sources = []*sourceState{{id: "in"}}
+	assert.True(t, r.alignmentHold(), "not known yet whether the pipeline has event watermarks")
+	r.w.eventTime.Store(eventTimeWatermark)
+	assert.True(t, r.alignmentHold(), "no watermark read yet")
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Streams: map[string]uint64{"in": 1}, Groups: map[string]uint64{}})
+	assert.True(t, r.alignmentHold(), "watermarks published, but none of group g yet")
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"g": 1}})
+	assert.False(t, r.alignmentHold(), "the group's first watermark: estimate 1 is not ahead of it")
+	r.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 5000}}}, nil)
+	assert.True(t, r.alignmentHold(), "after the first epoch, 5000 is 4999 ahead of the group")
+	assert.Equal(t, int64(4), r.jobStats().AlignmentHolds, "every held epoch counts, the waits for the first watermark too")
 }
 
 // TestEventIdleSince: a source job is idle from the first read that found nothing after the
@@ -204,16 +234,17 @@ func TestEventTimersPerStream(t *testing.T) {
 }
 
 // TestAlignmentGroups: a source job is held by its own alignment group's watermark, not by
-// another group's nor by the pipeline's; a group without a watermark holds nothing; the
+// another group's nor by the pipeline's; the
 // read_delays entry of its source holds it that much earlier.
 func TestAlignmentGroups(t *testing.T) {
 	r := eventRunner(&spec.WatermarkStrategy{Generator: true, OutOfOrderness: 10 * time.Microsecond,
 		Alignment: &spec.WatermarkAlignment{GroupName: "a", DriftBound: 100 * time.Microsecond}})
 	r.sources = []*sourceState{{id: "in"}}
+	r.w.eventTime.Store(eventTimeWatermark)
 	r.noteEventTimes(&epoch.Batch{Sources: []epoch.SourceRow{{EventTimestamp: 1000}}}, nil) // estimate 990
-	r.w.eventWatermark.Store(1)                                                             // far behind: would hold
-	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"b": 1}})
-	assert.False(t, r.alignmentHold(), "group a has no watermark; group b's is not ours")
+	r.w.eventWatermark.Store(1)                                                             // far behind: not used
+	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 990, "b": 1}})
+	assert.False(t, r.alignmentHold(), "group b's watermark, far behind, is not ours; the pipeline's neither")
 	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 800, "b": 1}})
 	assert.True(t, r.alignmentHold(), "990 is 190 ahead of group a's 800")
 	r.w.eventWatermarks.Store(&ytstore.EventWatermarks{Groups: map[string]uint64{"a": 900, "b": 1}})

@@ -81,6 +81,9 @@ func (r *runner) load(ctx context.Context) error {
 			r.seq[id] = n
 		}
 	}
+	if err := r.loadVisitCursors(ps); err != nil {
+		return err
+	}
 	if err := r.checkTopologies(ps, outs); err != nil {
 		return err
 	}

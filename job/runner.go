@@ -46,8 +46,11 @@ type runner struct {
 	job                   ytstore.Job
 	// loads, reads and commits are the store as the job's start, an epoch's reads and its
 	// commit see it (*ytstore.Store; tests wrap it).
-	loads stateLoader
-	reads epochReads
+	loads   stateLoader
+	reads   epochReads
+	scanner stateScanner
+	// visitors are the key visitor streams of a keyed job (keyvisit.go).
+	visitors []*keyVisitor
 	// extStore reads the external states' tables; ext are those tables once opened and
 	// extLoaded their rows for the current epoch (state name -> encoded key -> row).
 	extStore  externalStore
@@ -141,6 +144,12 @@ type runner struct {
 	lastStamp uint64
 	// eventSeen is the largest event timestamp a source job read (eventtime.go).
 	eventSeen atomic.Uint64
+	// alignmentHeld is whether watermark_alignment held the source reads of the last epoch
+	// back: the wait after it counts as the watermark_alignment epoch part.
+	alignmentHeld atomic.Bool
+	// throttleTaken counts the input rows a throttled job took, throttleWant the rows it asks
+	// for in all (job_status.throttle_requested; throttle.go).
+	throttleTaken, throttleWant atomic.Int64
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
 	// last one that found rows; 0 while the sources give rows (eventtime.go).
 	sourceIdleSince atomic.Uint64
@@ -230,7 +239,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		return nil, fmt.Errorf("job %s: computation %s is not in the spec", j.JobID, j.ComputationID)
 	}
 	r := &runner{
-		w: w, job: j, loads: w.store, reads: w.store, commits: w.store, extStore: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
+		w: w, job: j, loads: w.store, reads: w.store, scanner: w.store, commits: w.store, extStore: w.store, comp: comp, dyn: dyn.Computation(comp.ID),
 		log: log.With(w.log.Logger(), log.String("computation", comp.ID), log.String("partition", j.PartitionID),
 			log.String("job", j.JobID), log.String("lease", j.LeaseID)).Structured(),
 		inbox: newInbox(w.cfg.InboxLimit), outbox: newOutbox(), order: newPushOrder(),
@@ -245,6 +254,9 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
+	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
+		r.visitors = newKeyVisitors(comp)
+	}
 	if !comp.Kind.Source() {
 		r.pivots = autopart.NewFinder(comp.PivotFinder.PartCount, comp.PivotFinder.WindowSize)
 	}
@@ -303,8 +315,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {
-		if len(comp.Sinks) > 0 {
-			return nil, fmt.Errorf("job %s: computation %s: swift source computations have no sinks (spec validation rejects them)", j.JobID, comp.ID)
+		if len(r.asyncSinks)+len(r.aloSinks)+len(r.bestEffort) > 0 {
+			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs sync sinks only (spec validation rejects others)", j.JobID, comp.ID)
 		}
 		for _, s := range r.sources {
 			r.swiftSrc = append(r.swiftSrc, &swiftSource{src: s})
@@ -454,7 +466,11 @@ func (r *runner) run(ctx context.Context) error {
 			case <-t.C:
 			}
 			t.Stop()
-			r.stats.phases.since(&r.stats.phases.idle, start)
+			part := &r.stats.phases.idle
+			if r.alignmentHeld.Load() {
+				part = &r.stats.phases.alignment // waiting for the group's watermark
+			}
+			r.stats.phases.since(part, start)
 		} else if pace := r.pace(); pace > 0 {
 			// A batch that did not fill up but was not small either (load, not a trickle)
 			// is followed by the next one after pace at the earliest, so that it gathers

@@ -27,6 +27,10 @@ type runnerStats struct {
 	readAheads atomic.Int64
 	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
 	alignmentHolds atomic.Int64
+	// visits counts the key visitor visits the job's epochs took (keyvisit.go), committed or not.
+	visits atomic.Int64
+	// throttledEpochs counts the epochs of a throttled job that took no input for want of a grant.
+	throttledEpochs atomic.Int64
 	// pushesLocal, pushesInProcess and pushesHTTP count pushes to reader jobs on this worker,
 	// on other workers of this process (Config.InProcessPeers) and on others.
 	pushesLocal, pushesInProcess, pushesHTTP atomic.Int64
@@ -79,7 +83,10 @@ func (s *runnerStats) sink(id string) *sinkStats {
 // took; a job logs them when it stops.
 type epochPhases struct {
 	fetch, prepare, process, commit, idle atomic.Int64
-	rows                                  atomic.Int64
+	// alignment is the wait after an epoch in which watermark_alignment held the job's
+	// source reads back (Flow's Input.WatermarkAlignment), counted apart from idle.
+	alignment atomic.Int64
+	rows      atomic.Int64
 }
 
 func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
@@ -92,7 +99,7 @@ func (p *epochPhases) since(d *atomic.Int64, start time.Time) time.Time {
 func (p *epochPhases) parts() map[string]int64 {
 	return map[string]int64{
 		"input_fetch": p.fetch.Load(), "prepare": p.prepare.Load(), "process": p.process.Load(),
-		"commit": p.commit.Load(), "idle": p.idle.Load(),
+		"commit": p.commit.Load(), "idle": p.idle.Load(), "watermark_alignment": p.alignment.Load(),
 	}
 }
 
@@ -101,7 +108,8 @@ func (p *epochPhases) fields() []log.Field {
 	return []log.Field{
 		log.Int64("input_fetch_ms", ms(&p.fetch)), log.Int64("prepare_ms", ms(&p.prepare)),
 		log.Int64("process_ms", ms(&p.process)), log.Int64("commit_ms", ms(&p.commit)),
-		log.Int64("idle_ms", ms(&p.idle)), log.Int64("rows", p.rows.Load()),
+		log.Int64("idle_ms", ms(&p.idle)), log.Int64("watermark_alignment_ms", ms(&p.alignment)),
+		log.Int64("rows", p.rows.Load()),
 	}
 }
 
@@ -144,6 +152,7 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(), Load: r.loadReport(),
+		ThrottleRequested: ytstore.OptionalUint64(max(r.throttleWant.Load(), 0)),
 	}
 }
 
@@ -186,7 +195,7 @@ func (r *runner) noteInputs(ms []wireMessage, n int) {
 func (r *runner) inFlight(inbox int64) int64 {
 	n := inbox + int64(r.outbox.held()) + r.swiftSourceHeld()
 	if r.completing() {
-		n += r.pendingTimers.Load()
+		n += r.pendingTimers.Load() + r.visitsPending()
 	}
 	return n
 }
@@ -239,6 +248,12 @@ type JobStats struct {
 	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
 	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
 	AlignmentHolds int64 `json:"alignment_holds"`
+	// Visits counts the key visitor visits the job's epochs took (key_visitor_streams).
+	Visits int64 `json:"visits"`
+	// ThrottleTaken counts the input rows a throttled job took (at most what it was granted)
+	// and ThrottledEpochs its epochs that took none for want of a grant.
+	ThrottleTaken   int64 `json:"throttle_taken"`
+	ThrottledEpochs int64 `json:"throttled_epochs"`
 	// Messages counts the inputs and source rows of applied epochs, less duplicates (a swift
 	// source job counts its rows as it reads them).
 	Messages int64 `json:"messages"`
@@ -278,7 +293,7 @@ type SinkStats struct {
 }
 
 // EpochPartNames are the keys of JobStats.EpochParts, in the order of an epoch.
-var EpochPartNames = []string{"input_fetch", "prepare", "process", "commit", "idle"}
+var EpochPartNames = []string{"input_fetch", "prepare", "process", "commit", "idle", "watermark_alignment"}
 
 // plus returns the counters of s added to those of an earlier run of the same job (the
 // worker ran it before); the gauges (inbox, outbox, completed) are s's.
@@ -293,6 +308,9 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.PayloadsTaken += old.PayloadsTaken
 	s.LookupsSkipped += old.LookupsSkipped
 	s.AlignmentHolds += old.AlignmentHolds
+	s.Visits += old.Visits
+	s.ThrottleTaken += old.ThrottleTaken
+	s.ThrottledEpochs += old.ThrottledEpochs
 	s.Messages += old.Messages
 	s.FencedCommits += old.FencedCommits
 	s.NotApplied += old.NotApplied
@@ -345,8 +363,9 @@ func (r *runner) jobStats() JobStats {
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
-		AlignmentHolds: r.stats.alignmentHolds.Load(),
-		InboxLen:       r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
+		AlignmentHolds: r.stats.alignmentHolds.Load(), Visits: r.stats.visits.Load(),
+		ThrottleTaken: r.throttleTaken.Load(), ThrottledEpochs: r.stats.throttledEpochs.Load(),
+		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),
 		NotApplied: r.stats.notApplied.Load(), CommitsUnknown: r.stats.unknown.Load(),

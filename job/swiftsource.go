@@ -5,7 +5,8 @@
 // the same ids and the readers' dedup drops the repeats. The committed offset (partition
 // state source/<source>, with the Lease as prerequisite) only moves past rows whose outputs
 // are all delivered. The process function must be deterministic and may not write state or
-// timers; swift sources have no sinks (spec validation rejects them).
+// timers. Its sync sinks' outputs wait in the window with their rows and are written by the
+// commit that moves the offset past them; other sink kinds are refused by spec validation.
 
 package job
 
@@ -30,6 +31,9 @@ type swiftRow struct {
 	pos    connector.Position // the source's position at the row
 	id     string             // epoch.SourceMessageID: the parent of the row's outputs
 	ts     uint64             // system timestamp of the row's outputs
+	// sync are the row's outputs to sync sinks, written by the commit that moves the offset
+	// past the row.
+	sync []epoch.Out
 }
 
 // swiftSource is the read-ahead window of one source partition of a swift source job:
@@ -128,6 +132,23 @@ func (s *swiftSource) deliverable(undelivered func(parent string) bool) (int64, 
 		}
 	}
 	return off, pos, off > s.committed
+}
+
+// syncOuts returns the sync sink outputs of the rows below off not committed past yet, in
+// offset order.
+func (s *swiftSource) syncOuts(off int64) []epoch.Out {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []epoch.Out
+	for _, r := range s.rows {
+		if r.offset >= off {
+			break
+		}
+		if r.offset >= s.committed {
+			out = append(out, r.sync...)
+		}
+	}
+	return out
 }
 
 // commit records off as committed: the rows below it leave the window; the hold ends once
@@ -249,11 +270,26 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		pos connector.Position
 	}
 	advanced := map[*swiftSource]advance{}
+	var syncOuts []epoch.Out
 	for _, s := range r.swiftSrc {
 		if off, pos, ok := s.deliverable(r.outbox.undelivered); ok {
 			advanced[s] = advance{off, pos}
 			w.PartitionStates[ytstore.SourceStatePrefix+s.src.id] = ytstore.SourcePosition{NextSeq: off, Position: pos}.Encode()
+			syncOuts = append(syncOuts, s.syncOuts(off)...)
 		}
+	}
+	// Invariant: a swift source's sync sink outputs are written by the commit that moves its
+	// offset past their rows, and only by it, so each is written once although the rows are
+	// re-read after a restart (e2e TestSwiftSourceSyncSinkExactlyOnce).
+	var n int
+	r.groups, n = groupByDest(r.groups, syncOuts)
+	for _, g := range r.groups[:n] {
+		sw, err := r.syncSinks[g.dest].Write(g.msgs)
+		if err != nil {
+			r.outbox.giveBack()
+			return 0, false, fmt.Errorf("job %s: %s: %w", r.job.JobID, g.dest, err)
+		}
+		w.Sinks = append(w.Sinks, sw)
 	}
 	done := r.outbox.takeDone() // rows left in the output store by a non-swift run of the partition
 	if len(advanced) == 0 && len(done) == 0 && now-lastCommit < r.leaseCheckPeriod() {
@@ -374,11 +410,25 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if len(c.States) > 0 || len(c.TimersSet) > 0 {
 		return 0, false, fmt.Errorf("job %s: swift source computation %s: the process function wrote state or timers; swift sources are stateless", r.job.JobID, r.comp.ID)
 	}
-	if len(c.Sync) > 0 || len(c.BestEffort) > 0 {
-		return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to a sink; swift sources have no sinks", r.job.JobID, r.comp.ID)
+	if len(c.BestEffort) > 0 {
+		return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to an at-most-once sink; a swift source runs sync sinks only", r.job.JobID, r.comp.ID)
+	}
+	for _, o := range c.Sync {
+		if _, ok := r.syncSinks[o.Destination.ID]; !ok {
+			return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to sink %s, not a sync sink; a swift source runs sync sinks only", r.job.JobID, r.comp.ID, o.Destination.ID)
+		}
 	}
 	if err := r.assignEventTimes(c.Stored); err != nil {
 		return 0, false, err
+	}
+	if err := r.assignEventTimes(c.Sync); err != nil {
+		return 0, false, err
+	}
+	syncOf := map[string][]epoch.Out{} // by the source row's id
+	for _, o := range c.Sync {
+		if len(o.Parents) > 0 {
+			syncOf[o.Parents[0]] = append(syncOf[o.Parents[0]], o)
+		}
 	}
 	// The outputs are held in the outbox until acknowledged: what was read counts as seen.
 	r.noteEventTimes(b, c.Stored)
@@ -410,7 +460,8 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	window := make([]swiftRow, len(plan.Groups))
 	for i, g := range plan.Groups {
 		off := g.SourceRow().Offset
-		window[i] = swiftRow{offset: off, pos: posAt[off], id: g.Messages[0].MessageID, ts: stamp}
+		id := g.Messages[0].MessageID
+		window[i] = swiftRow{offset: off, pos: posAt[off], id: id, ts: stamp, sync: syncOf[id]}
 	}
 	// The window first: a row is in it before its outputs can be delivered.
 	last := rows[len(rows)-1]

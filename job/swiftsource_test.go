@@ -131,7 +131,7 @@ func TestSwiftSourceWatermarkCoversWindow(t *testing.T) {
 	s := &swiftSource{src: &sourceState{id: "lines"}}
 	s.start(0, nil, 500, 4)
 	assert.Equal(t, uint64(500), s.minSystemTS(), "held at the published watermark")
-	s.appendRows([]swiftRow{{0, pos(0), "r0", 1000}, {1, pos(1), "r1", 1000}, {2, pos(2), "r2", 1000}}, 3, pos(3))
+	s.appendRows([]swiftRow{{offset: 0, pos: pos(0), id: "r0", ts: 1000}, {offset: 1, pos: pos(1), id: "r1", ts: 1000}, {offset: 2, pos: pos(2), id: "r2", ts: 1000}}, 3, pos(3))
 	assert.Equal(t, uint64(500), s.minSystemTS())
 	off, at, ok := s.deliverable(func(string) bool { return false })
 	require.True(t, ok)
@@ -143,7 +143,7 @@ func TestSwiftSourceWatermarkCoversWindow(t *testing.T) {
 	s.commit(off, at, true)
 	assert.Zero(t, s.minSystemTS(), "caught up with the source and committed: nothing held")
 
-	s.appendRows([]swiftRow{{3, pos(3), "r3", 2000}, {4, pos(4), "r4", 2100}}, 5, pos(5))
+	s.appendRows([]swiftRow{{offset: 3, pos: pos(3), id: "r3", ts: 2000}, {offset: 4, pos: pos(4), id: "r4", ts: 2100}}, 5, pos(5))
 	off, at, ok = s.deliverable(func(id string) bool { return id == "r4" })
 	require.True(t, ok)
 	assert.Equal(t, int64(4), off, "the offset stops at the first row with an undelivered output")
@@ -156,7 +156,7 @@ func TestSwiftSourceWatermarkCoversWindow(t *testing.T) {
 
 	s.start(10, pos(10), 0, 4)
 	assert.Equal(t, uint64(1), s.minSystemTS(), "an unpublished watermark holds at the lowest timestamp")
-	s.appendRows([]swiftRow{{10, pos(10), "a", 5}, {11, pos(11), "b", 5}, {12, pos(12), "c", 5}, {13, pos(13), "d", 5}}, 14, pos(14))
+	s.appendRows([]swiftRow{{offset: 10, pos: pos(10), id: "a", ts: 5}, {offset: 11, pos: pos(11), id: "b", ts: 5}, {offset: 12, pos: pos(12), id: "c", ts: 5}, {offset: 13, pos: pos(13), id: "d", ts: 5}}, 14, pos(14))
 	s.commit(14, pos(14), false)
 	assert.Zero(t, s.minSystemTS(), "committed past the window limit: the hold ends")
 }

@@ -64,6 +64,11 @@ type Worker struct {
 	// older version publishes none: then event_time timers and watermark_alignment follow
 	// eventWatermark).
 	eventWatermarks atomic.Pointer[ytstore.EventWatermarks]
+	// throttlerGrants are the pipeline's @throttler_grants as last read (nil before the
+	// first); throttling is set once the pipeline's job_status is known to carry throttle
+	// requests (throttle.go).
+	throttlerGrants atomic.Pointer[ytstore.ThrottlerGrants]
+	throttling      atomic.Bool
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
@@ -372,6 +377,14 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				if a.EventWatermarks != nil {
 					w.eventWatermarks.Store(a.EventWatermarks)
+				}
+				if a.ThrottlerGrants != nil {
+					w.throttlerGrants.Store(a.ThrottlerGrants)
+				}
+				if !w.throttling.Load() && w.store != nil {
+					if ok, err := w.store.Throttling(ctx); err == nil && ok {
+						w.throttling.Store(true)
+					}
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
 				w.targetState.Store(&a.TargetState)

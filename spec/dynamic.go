@@ -28,7 +28,13 @@ func (p *parser) dynamic(n *yson.Node, path string) *DynamicPipeline {
 		})
 		d.Resources, _ = rn.Any().(map[string]any)
 	}
-	d.Throttlers = f.AnyMap("throttlers")
+	if tn := f.Node("throttlers"); tn != nil {
+		d.Throttlers, _ = p.w.AnyMap(tn, f.Path("throttlers"))
+		d.ThrottlerSpecs = map[string]*Throttler{}
+		p.w.Each(tn, f.Path("throttlers"), func(id string, v *yson.Node, path string) {
+			d.ThrottlerSpecs[id] = p.throttler(v, path)
+		})
+	}
 	d.JobManager = f.AnyMap("job_manager")
 	d.JobTracker = f.AnyMap("job_tracker")
 	d.MessageDistributor = f.AnyMap("message_distributor")
@@ -38,7 +44,6 @@ func (p *parser) dynamic(n *yson.Node, path string) *DynamicPipeline {
 	d.FlowViewCacheCodec = f.String("flow_view_cache_codec", "zstd_2")
 	f.Close()
 	for key, why := range map[string]string{
-		"throttlers":           "yt-flow has no distributed throttler yet: rates are not limited, results are the same",
 		"job_manager":          "tunes Flow's job manager; yt-flow's controller places jobs its own way",
 		"job_tracker":          "tunes the threads and buffers of Flow's workers",
 		"message_distributor":  "tunes Flow's message transport between workers",
@@ -116,7 +121,29 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 			sf.Close()
 		})
 	}
-	for _, key := range []string{"key_visitor_streams", "external_state_managers", "external_state_joiners", "state_joiners",
+	if kn := f.Node("key_visitor_streams"); kn != nil {
+		d.KeyVisitorStreams = map[string]*DynamicKeyVisitor{}
+		p.w.Each(kn, f.Path("key_visitor_streams"), func(id string, v *yson.Node, path string) {
+			kf := p.w.Fields(v, path)
+			kv := DefaultDynamicKeyVisitor()
+			if pn := kf.Node("parameters"); pn != nil {
+				pf := p.w.Fields(pn, kf.Path("parameters"))
+				kv.Period = p.positive(pf, "period", kv.Period)
+				kv.BufferRowLimit = int(pf.Int("buffer_row_limit", int64(kv.BufferRowLimit), 1, math.MaxInt32))
+				kv.MaxScanRowsPerIteration = int(pf.Int("max_scan_rows_per_iteration", int64(kv.MaxScanRowsPerIteration), 1, math.MaxInt32))
+				kv.BackgroundFillPeriod = p.positive(pf, "background_fill_period", kv.BackgroundFillPeriod)
+				kv.CatchupLagThreshold = p.positive(pf, "catchup_lag_threshold", kv.CatchupLagThreshold)
+				kv.CatchupSpeedupMultiplier = pf.Float("catchup_speedup_multiplier", kv.CatchupSpeedupMultiplier)
+				if kv.CatchupSpeedupMultiplier < 1 {
+					p.errorf(pf.Path("catchup_speedup_multiplier"), "must be at least 1, got %v", kv.CatchupSpeedupMultiplier)
+				}
+				pf.Close()
+			}
+			d.KeyVisitorStreams[id] = &kv
+			kf.Close()
+		})
+	}
+	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners",
 		"state_manager", "input_store", "timer_store", "output_store", "retryable_request", "tracer"} {
 		if f.Has(key) {
 			p.ignore(f.Path(key), "tunes storage, retries or tracing of Flow's workers (or a feature the static spec names)")
@@ -133,9 +160,11 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 			p.ignore(f.Path(key), "a limit of Flow's workers that yt-flow does not apply; results are the same")
 		}
 	}
-	for _, key := range []string{"input_rows_throttler_id", "input_bytes_throttler_id", "input_rows_throttler_class_id", "input_bytes_throttler_class_id"} {
+	d.InputRowsThrottlerID = f.String("input_rows_throttler_id", "")
+	d.InputRowsThrottlerClassID = f.String("input_rows_throttler_class_id", "")
+	for _, key := range []string{"input_bytes_throttler_id", "input_bytes_throttler_class_id"} {
 		if f.String(key, "") != "" {
-			p.ignore(f.Path(key), "yt-flow has no distributed throttler yet: input is not throttled, results are the same")
+			p.ignore(f.Path(key), "yt-flow throttles input rows only (input_rows_throttler_id): bytes are not throttled, results are the same")
 		}
 	}
 	if fn := f.Node("failure_policy"); fn != nil {
@@ -166,6 +195,39 @@ func (p *parser) failurePolicy(n *yson.Node, path string) FailurePolicy {
 }
 
 // positive reads a duration that must be greater than zero.
+// throttler parses one dynamic_spec/throttlers entry.
+func (p *parser) throttler(n *yson.Node, path string) *Throttler {
+	f := p.w.Fields(n, path)
+	t := &Throttler{Period: 10 * time.Second, RequestPeriod: 5 * time.Second, RPCTimeout: 30 * time.Second, Classes: map[string]float64{"default": 1}}
+	if f.Has("limit") {
+		t.Limit = f.Float("limit", 0)
+		if t.Limit <= 0 {
+			p.errorf(f.Path("limit"), "must be positive (leave it out for no limit), got %v", t.Limit)
+		}
+	}
+	t.Period = p.positive(f, "period", t.Period)
+	t.RequestPeriod = p.positive(f, "request_period", t.RequestPeriod)
+	t.RPCTimeout = p.positive(f, "rpc_timeout", t.RPCTimeout)
+	f.AnyMap("retrying_channel")
+	t.MaxGrantAmount = f.Int("max_grant_amount", 0, 1, math.MaxInt64)
+	if cn := f.Node("classes"); cn != nil {
+		p.w.Each(cn, f.Path("classes"), func(id string, v *yson.Node, cpath string) {
+			cf := p.w.Fields(v, cpath)
+			w := cf.Float("weight", 1)
+			if w <= 0 {
+				p.errorf(cf.Path("weight"), "must be positive, got %v", w)
+			}
+			if id == "default" && w != 1 {
+				p.errorf(cf.Path("weight"), "the class default is reserved with weight 1")
+			}
+			t.Classes[id] = w
+			cf.Close()
+		})
+	}
+	f.Close()
+	return t
+}
+
 // partitioning parses the partitioning parameters of a computation's dynamic parameters.
 func (p *parser) partitioning(pf *yson.Fields, def Partitioning) Partitioning {
 	pos := func(key string, v, def float64) float64 {
@@ -228,6 +290,22 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 			}
 			if src.Class != nil && src.Class.ParseDynamic != nil {
 				dynamicParams(&p.w, src.Class, src.Params, dc.SourceStreams[sid].Parameters, yson.Join(cp, id+"/source_streams/"+sid+"/parameters"))
+			}
+		}
+		if tid := dc.InputRowsThrottlerID; tid != "" {
+			if t, ok := d.ThrottlerSpecs[tid]; !ok {
+				p.errorf(yson.Join(cp, id+"/input_rows_throttler_id"), "no throttler %q in throttlers", tid)
+			} else if cl := dc.InputRowsThrottlerClassID; cl != "" {
+				if _, ok := t.Classes[cl]; !ok {
+					p.errorf(yson.Join(cp, id+"/input_rows_throttler_class_id"), "throttler %q has no class %q", tid, cl)
+				}
+			}
+		} else if dc.InputRowsThrottlerClassID != "" {
+			p.errorf(yson.Join(cp, id+"/input_rows_throttler_class_id"), "set without input_rows_throttler_id")
+		}
+		for _, sid := range sortedKeys(dc.KeyVisitorStreams) {
+			if _, ok := c.KeyVisitors[sid]; !ok {
+				p.errorf(yson.Join(cp, id+"/key_visitor_streams/"+sid), "computation %q has no key visitor stream %q", id, sid)
 			}
 		}
 		for _, sid := range sortedKeys(dc.Sinks) {

@@ -327,7 +327,21 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	c.AllowTimerSelfDependency = f.Bool("allow_timer_self_dependency", false)
 	c.DistributionOrdering = f.Enum("distribution_ordering", "strict", "strict", "relaxed")
 	c.WorkerGroup = f.String("worker_group", "")
-	c.KeyVisitorStreams = f.AnyMap("key_visitor_streams")
+	if kn := f.Node("key_visitor_streams"); kn != nil {
+		c.KeyVisitorStreams, _ = p.w.AnyMap(kn, f.Path("key_visitor_streams"))
+		c.KeyVisitors = map[string]*KeyVisitor{}
+		p.w.Each(kn, f.Path("key_visitor_streams"), func(id string, v *yson.Node, path string) {
+			kf := p.w.Fields(v, path)
+			c.KeyVisitors[id] = &KeyVisitor{
+				ID:              id,
+				Names:           kf.Strings("names", true),
+				ExternalNames:   kf.Strings("external_names", true),
+				BucketCount:     int(kf.Int("bucket_count", 8, 1, 1<<16)),
+				UpstreamStreams: kf.Strings("upstream_streams", true),
+			}
+			kf.Close()
+		})
+	}
 	if wn := f.Node("watermark_strategy"); wn != nil {
 		c.WatermarkStrategy, _ = p.w.AnyMap(wn, f.Path("watermark_strategy"))
 		c.Watermark = p.watermarkStrategy(wn, f.Path("watermark_strategy"))
@@ -409,8 +423,16 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	if c.WorkerGroup != "" {
 		p.unsupported(at("worker_group"), "worker_group (placing jobs on a group of workers)")
 	}
-	if len(c.KeyVisitorStreams) > 0 {
-		p.unsupported(at("key_visitor_streams"), "key_visitor_streams (visits of every stored key)")
+	if len(c.KeyVisitors) > 0 && c.Kind == KindSwiftMap {
+		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a swift computation")
+	}
+	if len(c.KeyVisitors) > 0 && len(c.InputStreamIDs) == 0 {
+		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a computation without input streams (a visit-only computation)")
+	}
+	for _, id := range sortedKeys(c.KeyVisitors) {
+		if kv := c.KeyVisitors[id]; len(kv.ExternalNames) > 0 {
+			p.unsupported(yson.Join(at("key_visitor_streams"), id+"/external_names"), "external_names (visits of keys of external state)")
+		}
 	}
 	for key, m := range map[string]map[string]any{
 		"state_joiners": c.StateJoiners,

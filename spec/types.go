@@ -188,7 +188,9 @@ type Computation struct {
 	ExternalStates map[string]*ExternalState
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
-	KeyVisitorStreams     map[string]any
+	KeyVisitorStreams map[string]any
+	// KeyVisitors are the key_visitor_streams, by stream id (nil: none).
+	KeyVisitors           map[string]*KeyVisitor
 	WatermarkStrategy     map[string]any
 	RequiredResourceIDs   map[string]any
 	ExternalStateManagers map[string]any
@@ -363,8 +365,10 @@ type DynamicPipeline struct {
 	TargetState  string
 	Computations map[string]*DynamicComputation
 	// Blocks accepted as written and not interpreted by the core (generic form).
-	Resources                  map[string]any
-	Throttlers                 map[string]any
+	Resources  map[string]any
+	Throttlers map[string]any
+	// ThrottlerSpecs are the throttlers, by id (dynamic_spec/throttlers).
+	ThrottlerSpecs             map[string]*Throttler
 	JobManager                 map[string]any
 	JobTracker                 map[string]any
 	MessageDistributor         map[string]any
@@ -375,6 +379,49 @@ type DynamicPipeline struct {
 
 	// Notes is set by ParseDynamic (for a runner config see Config.Notes).
 	Notes Notes
+}
+
+// KeyVisitor is one key visitor stream of a computation (key_visitor_streams): a background
+// scan that visits every key of the computation that has state, once per pass (period).
+type KeyVisitor struct {
+	ID string
+	// Names are the states whose keys are visited (empty: every state of the computation).
+	Names []string
+	// ExternalNames (external state) are not supported; BucketCount (8) and UpstreamStreams
+	// are accepted as Flow's.
+	ExternalNames   []string
+	BucketCount     int
+	UpstreamStreams []string
+}
+
+// Throttler is one distributed throttler (dynamic_spec/throttlers/<id>): a token bucket on the
+// controller that the jobs of the computations naming it draw from.
+type Throttler struct {
+	// Limit is the units per Period (10s); 0: unlimited.
+	Limit          float64
+	Period         time.Duration
+	RequestPeriod  time.Duration // 5s (accepted; jobs ask at each status report)
+	RPCTimeout     time.Duration // 30s (accepted)
+	MaxGrantAmount int64         // 0: no cap on one grant
+	// Classes are the weights by class id; "default" has weight 1.
+	Classes map[string]float64
+}
+
+// DynamicKeyVisitor is the dynamic part of a key visitor stream (dynamic_spec/computations/<id>/
+// key_visitor_streams/<stream>/parameters); unset keys carry Flow's defaults.
+type DynamicKeyVisitor struct {
+	Period                   time.Duration // 1d; a pass over the keys per period
+	BufferRowLimit           int           // 5000; at most this many visits per epoch
+	MaxScanRowsPerIteration  int           // 10000; at most this many state rows read per scan
+	BackgroundFillPeriod     time.Duration // 500ms (accepted)
+	CatchupLagThreshold      time.Duration // 1m (accepted)
+	CatchupSpeedupMultiplier float64       // 1.2 (accepted)
+}
+
+// DefaultDynamicKeyVisitor is a key visitor stream's dynamic part when the spec sets none.
+func DefaultDynamicKeyVisitor() DynamicKeyVisitor {
+	return DynamicKeyVisitor{Period: 24 * time.Hour, BufferRowLimit: 5000, MaxScanRowsPerIteration: 10000,
+		BackgroundFillPeriod: 500 * time.Millisecond, CatchupLagThreshold: time.Minute, CatchupSpeedupMultiplier: 1.2}
 }
 
 // DynamicComputation holds one computation's dynamic settings; unset keys carry Flow's defaults.
@@ -403,6 +450,12 @@ type DynamicComputation struct {
 	// SourceStreams and Sinks hold per-entity dynamic blocks.
 	SourceStreams map[string]*DynamicSource
 	Sinks         map[string]*DynamicSink
+	// InputRowsThrottlerID names the throttler (of DynamicPipeline.ThrottlerSpecs) the
+	// computation's input rows draw from, in class InputRowsThrottlerClassID ("": default).
+	InputRowsThrottlerID, InputRowsThrottlerClassID string
+	// KeyVisitorStreams are the dynamic parts of the key visitor streams, by stream id (a
+	// stream without one runs with DefaultDynamicKeyVisitor).
+	KeyVisitorStreams map[string]*DynamicKeyVisitor
 	// FailurePolicy is what the runtime does with messages the process function keeps
 	// failing on (failure_policy, a yt-flow extension); the zero value retries for ever.
 	FailurePolicy FailurePolicy

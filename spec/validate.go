@@ -122,11 +122,18 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 		p.errorf(at("sinks"), "swift map computations have no sinks")
 	}
 	// A swift source persists no outputs and re-reads rows after a restart. Flow allows sinks
-	// on it (its at-most-once and sorted-table demos have them); the runtime here does not
-	// run them yet: a sync sink would write re-read rows twice, and an async sink needs
-	// producer sequence numbers derived from source offsets.
-	if c.Kind == KindSwiftSource && len(c.Sinks) > 0 {
-		p.unsupported(at("sinks"), "sinks on a swift source computation (put them on a downstream computation until then)")
+	// on it (its at-most-once and sorted-table demos have them). A sync sink runs: its writes
+	// join the commit that moves the source offset past their rows, so they are exactly once.
+	// Other kinds do not run yet: an async sink needs producer sequence numbers derived from
+	// source offsets, an at-least-once sink and the at-most-once strategy a delivery outside
+	// that commit.
+	if c.Kind == KindSwiftSource {
+		for _, sid := range sortedKeys(c.Sinks) {
+			if s := c.Sinks[sid]; s.Class != nil && (s.Class.Kind != registry.SyncSink || s.AtMostOnce != nil && s.AtMostOnce.Enabled) {
+				p.unsupported(at("sinks"), "sinks other than sync sinks on a swift source computation (put them on a downstream computation until then)")
+				break
+			}
+		}
 	}
 	for _, sid := range sortedKeys(c.Sources) {
 		if s := c.Sources[sid]; s.Class != nil && !s.Class.Runs {

@@ -141,6 +141,11 @@ type JobStatus struct {
 	// watermark_generator.idle_partitions.duration (controller.EventWatermarkBound).
 	// Pipelines created before the column existed do not store it (always 0).
 	EventIdleSince OptionalUint64 `yson:"event_idle_since,omitempty"`
+	// ThrottleRequested is, for a job whose computation draws its input rows from a
+	// distributed throttler (input_rows_throttler_id), the rows it asked for in all: the
+	// controller grants up to this much (@throttler_grants). Pipelines created before the
+	// column existed do not store it (their jobs are not throttled).
+	ThrottleRequested OptionalUint64 `yson:"throttle_requested,omitempty"`
 	// Load is what the job measured for partitioning by load; the controller turns its
 	// counters into rates between two statuses of the job. Pipelines created before the
 	// columns existed do not store it (always zero).
@@ -241,6 +246,7 @@ func coordTables() []tableDef {
 			coordVal("system_watermark", schema.TypeUint64),
 			coordVal("event_watermark", schema.TypeUint64),
 			coordVal("event_idle_since", schema.TypeUint64),
+			coordVal("throttle_requested", schema.TypeUint64),
 			coordVal("messages", schema.TypeUint64),
 			coordVal("bytes", schema.TypeUint64),
 			coordVal("busy_time", schema.TypeUint64),
@@ -369,7 +375,7 @@ func (s *Store) EventWatermarks(ctx context.Context) (bool, error) {
 // jobStatusOptional records which columns added to job_status after its first version the
 // pipeline's table has.
 type jobStatusOptional struct {
-	eventWatermark, eventIdleSince, load bool
+	eventWatermark, eventIdleSince, throttleRequested, load bool
 }
 
 // jobStatusColumns reads, once, which optional columns the pipeline's job_status has; a
@@ -391,6 +397,8 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 			s.jobStatusCols.eventWatermark = true
 		case "event_idle_since":
 			s.jobStatusCols.eventIdleSince = true
+		case "throttle_requested":
+			s.jobStatusCols.throttleRequested = true
 		case "pivots":
 			s.jobStatusCols.load = true
 		}
@@ -401,6 +409,14 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 		s.logger.Warn("job_status has no event_idle_since column (pipeline created by an older version): idle source partitions hold the event watermark back")
 	}
 	return s.jobStatusCols, nil
+}
+
+// Throttling reports whether the pipeline's job_status table has the throttle_requested column
+// (pipelines created by older versions do not: their jobs are not throttled). The answer is
+// read once; a failed read is an error, tried again at the next call.
+func (s *Store) Throttling(ctx context.Context) (bool, error) {
+	cols, err := s.jobStatusColumns(ctx)
+	return cols.throttleRequested, err
 }
 
 func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) error {
@@ -418,6 +434,9 @@ func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) er
 	}
 	if !cols.eventIdleSince {
 		st.EventIdleSince = 0
+	}
+	if !cols.throttleRequested {
+		st.ThrottleRequested = 0
 	}
 	if !cols.load {
 		st.Load = Load{} // no load columns: the pipeline is partitioned as if idle

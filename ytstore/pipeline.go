@@ -199,6 +199,9 @@ type Attributes struct {
 	// every stream and alignment group. nil when never published (a controller of an older
 	// version: event_time timers follow EventWatermark).
 	EventWatermarks *EventWatermarks `yson:"event_watermarks"`
+	// ThrottlerGrants is @throttler_grants, published by the leader: what the distributed
+	// throttlers granted. nil when never published.
+	ThrottlerGrants *ThrottlerGrants `yson:"throttler_grants"`
 	// Partitioning is @partitioning, published by the leader: by keyed computation, its
 	// partition count and why. nil when never published.
 	Partitioning map[string]PartitionCount `yson:"partitioning"`
@@ -231,6 +234,36 @@ type PartitionCount struct {
 	HeavyHitters []uint64 `yson:"heavy_hitters,omitempty"`
 }
 
+// ThrottlerGrants are what the pipeline's distributed throttlers (dynamic_spec throttlers)
+// granted, published by the leader controller.
+type ThrottlerGrants struct {
+	// Throttlers are the totals by throttler id.
+	Throttlers map[string]ThrottlerTotals `yson:"throttlers"`
+	// Jobs are the units granted in all to each job, by job id (a job draws from the one
+	// throttler of its computation's input_rows_throttler_id).
+	Jobs map[string]int64 `yson:"jobs"`
+}
+
+// ThrottlerTotals are one throttler's totals: the periods elapsed on the leaders' clocks
+// while they ran it and the units granted meanwhile; Granted never exceeds Limit × Periods.
+type ThrottlerTotals struct {
+	Limit   float64 `yson:"limit"`
+	Periods float64 `yson:"periods"`
+	Granted int64   `yson:"granted"`
+}
+
+// Clone returns a deep copy whose maps are never nil.
+func (g ThrottlerGrants) Clone() ThrottlerGrants {
+	c := ThrottlerGrants{Throttlers: make(map[string]ThrottlerTotals, len(g.Throttlers)), Jobs: make(map[string]int64, len(g.Jobs))}
+	for k, v := range g.Throttlers {
+		c.Throttlers[k] = v
+	}
+	for k, v := range g.Jobs {
+		c.Jobs[k] = v
+	}
+	return c
+}
+
 // EventWatermarks are the event watermarks (µs) of the pipeline's streams and alignment
 // groups. A stream or group is absent until its watermark is known; math.MaxUint64 means
 // nothing bounds it any more (its sources are exhausted and nothing is held upstream).
@@ -256,7 +289,7 @@ func (w EventWatermarks) Clone() EventWatermarks {
 var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
 	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
-	"event_watermarks", "partitioning", "dead_letters_dropped",
+	"event_watermarks", "throttler_grants", "partitioning", "dead_letters_dropped",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does
@@ -379,6 +412,15 @@ func (s *Store) SetEventWatermarks(ctx context.Context, leader *Session, w Event
 	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
 	if err := s.yc.SetNode(ctx, s.path.Attr("event_watermarks"), w, opts); err != nil {
 		return fmt.Errorf("ytstore: set %s/@event_watermarks: %w", s.path, classify(err))
+	}
+	return nil
+}
+
+// SetThrottlerGrants publishes @throttler_grants, conditional on the leader's session.
+func (s *Store) SetThrottlerGrants(ctx context.Context, leader *Session, g ThrottlerGrants) error {
+	opts := &yt.SetNodeOptions{PrerequisiteOptions: &yt.PrerequisiteOptions{TransactionIDs: []yt.TxID{leader.tx.ID()}}}
+	if err := s.yc.SetNode(ctx, s.path.Attr("throttler_grants"), g, opts); err != nil {
+		return fmt.Errorf("ytstore: set %s/@throttler_grants: %w", s.path, classify(err))
 	}
 	return nil
 }

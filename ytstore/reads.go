@@ -3,8 +3,10 @@
 package ytstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,4 +222,58 @@ func (s *Store) DropDeadLetters(ctx context.Context, letters []DeadLetterRow) er
 		return fmt.Errorf("ytstore: delete %d rows of %s: %w", len(keys), TableDeadLetters, classify(err))
 	}
 	return nil
+}
+
+// StateKey is one key that has state: its hash and encoded key.
+type StateKey struct {
+	KeyHash uint64 `yson:"key_hash"`
+	Key     []byte `yson:"key"`
+}
+
+// ScanStateKeys reads, in key order, the distinct keys of a computation that have a state of
+// one of names (any state when names is empty) with a key hash in [from, to) (to 0 = 2^64),
+// reading at most limit state rows. next is where the following scan starts: to when the
+// range was read to its end, else the hash of the last key read plus one. The keys of one
+// hash are never split between scans (a hash whose rows pass limit is read whole).
+func (s *Store) ScanStateKeys(ctx context.Context, computationID string, names []string, from, to uint64, limit int) (keys []StateKey, next uint64, err error) {
+	where := "computation_id = " + quote(computationID) + " and key_hash >= " + strconv.FormatUint(from, 10) + "u"
+	if to != 0 {
+		where += " and key_hash < " + strconv.FormatUint(to, 10) + "u"
+	}
+	if len(names) > 0 {
+		lits := make([]string, len(names))
+		for i, n := range names {
+			lits[i] = quote(n)
+		}
+		where += " and name in (" + strings.Join(lits, ", ") + ")"
+	}
+	rows, err := selectAll[StateKey](ctx, s, TableStates, where+" order by key_hash, key limit "+strconv.Itoa(limit))
+	if err != nil {
+		return nil, 0, err
+	}
+	next = to
+	if len(rows) == limit && limit > 0 {
+		last := rows[len(rows)-1].KeyHash
+		if rows[0].KeyHash == last {
+			// One hash fills the limit: read it whole.
+			rows, err = selectAll[StateKey](ctx, s, TableStates, where+" and key_hash = "+strconv.FormatUint(last, 10)+"u")
+			if err != nil {
+				return nil, 0, err
+			}
+			slices.SortFunc(rows, func(a, b StateKey) int { return bytes.Compare(a.Key, b.Key) })
+		} else {
+			for len(rows) > 0 && rows[len(rows)-1].KeyHash == last {
+				rows = rows[:len(rows)-1] // the last hash may go on past the limit: the next scan reads it
+			}
+			last--
+		}
+		next = last + 1
+	}
+	for _, r := range rows {
+		if n := len(keys); n > 0 && keys[n-1].KeyHash == r.KeyHash && bytes.Equal(keys[n-1].Key, r.Key) {
+			continue
+		}
+		keys = append(keys, r)
+	}
+	return keys, next, nil
 }

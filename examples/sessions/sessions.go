@@ -2,8 +2,9 @@
 // whose README.md gives the stream schemas): ParseEvents turns raw lines into events,
 // SumByUser sums the amounts per user and flushes the total once the user has been idle for a
 // session gap of event time, and SumBatchByUser is a swift batch alternative to ParseEvents
-// that pre-aggregates the lines of one batch per user (it needs relaxed batching). Importing
-// the package registers all three under those names.
+// that pre-aggregates the lines of one batch per user (it needs relaxed batching);
+// SessionWindow (window.go) is an event-time session window splitting a user's events by their
+// event times. Importing the package registers all four under those names.
 package sessions
 
 import (

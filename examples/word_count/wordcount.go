@@ -1,7 +1,8 @@
 // Package wordcount holds the process functions of the word count example
 // (examples/word_count): SplitWords turns lines of text into words, CountWords keeps a running
 // count per word, CountWordsRejecting is CountWords failing on the words its parameters
-// reject (to try failure_policy). Importing the package registers them under those names.
+// reject (to try failure_policy), and CountWordsVisited is CountWords with a key visitor handler
+// (VisitCount). Importing the package registers them under those names.
 package wordcount
 
 import (
@@ -17,6 +18,23 @@ func init() {
 	flow.Register("SplitWords", flow.PerMessage(SplitWords))
 	flow.Register("CountWords", flow.Batch(CountWords))
 	flow.Register("CountWordsRejecting", flow.Batch(CountWordsRejecting))
+	flow.Register("CountWordsVisited", flow.Process{OnMessages: CountWords, OnVisit: VisitCount})
+}
+
+// VisitCount handles a key visitor's visit of a word (key [hash, word]): it emits
+// {word, pass, pass_start, count} to stream visits, count being the word's state "count".
+func VisitCount(ctx *flow.Context, v *flow.Visit) error {
+	key := ctx.Key()
+	if len(key) != 2 {
+		return fmt.Errorf("key %v: want [hash, word]", key)
+	}
+	word, ok := key[1].(string)
+	if !ok {
+		return fmt.Errorf("key %v: want [hash, word string], got %T", key, key[1])
+	}
+	n, _ := flow.StateOf[int64](ctx, "count").Get()
+	ctx.AddMessage("visits", flow.Row{"word": word, "pass": int64(v.Pass), "pass_start": int64(v.PassStart), "count": n})
+	return nil
 }
 
 // SplitWords reads the string column text of a source message and emits one message {word} to
