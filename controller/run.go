@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/library/go/core/log/nop"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
-	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -507,20 +505,6 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	return in, attrs, nil
 }
 
-func parseTopology(attrs *ytstore.Attributes) (Topology, error) {
-	p, err := spec.ParsePipeline(attrs.Spec)
-	if err != nil {
-		return Topology{}, fmt.Errorf("@spec (version %d): %w", attrs.SpecVersion, err)
-	}
-	var dyn *spec.DynamicPipeline
-	if len(attrs.DynamicSpec) > 0 {
-		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
-			return Topology{}, fmt.Errorf("@dynamic_spec (version %d): %w", attrs.DynamicSpecVersion, err)
-		}
-	}
-	return TopologyOf(p, dyn), nil
-}
-
 // apply applies a decision in the order the protocol needs.
 // Invariant: the leases of removed jobs are aborted before any job is
 // written, so a replacement never overlaps a live predecessor
@@ -582,22 +566,3 @@ func (c *cycler) log(ctx context.Context, msgs ...string) {
 
 // pingConcurrency bounds the requests parallel runs at once.
 const pingConcurrency = 32
-
-// parallel calls f on every item with bounded concurrency and returns the
-// results in item order. It returns after all calls have returned.
-func parallel[T, R any](items []T, f func(T) (R, error)) ([]R, []error) {
-	res := make([]R, len(items))
-	errs := make([]error, len(items))
-	sem := make(chan struct{}, pingConcurrency)
-	var wg sync.WaitGroup
-	for i, it := range items {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res[i], errs[i] = f(it)
-		}()
-	}
-	wg.Wait()
-	return res, errs
-}

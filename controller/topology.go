@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ytflow/yt-flow/internal/autopart"
 	"github.com/ytflow/yt-flow/internal/throttle"
+	"github.com/ytflow/yt-flow/spec"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // Topology is what scheduling needs to know of the static and dynamic specs.
@@ -104,4 +108,37 @@ func (t Topology) Listed() []Source {
 		}
 	}
 	return out
+}
+
+func parseTopology(attrs *ytstore.Attributes) (Topology, error) {
+	p, err := spec.ParsePipeline(attrs.Spec)
+	if err != nil {
+		return Topology{}, fmt.Errorf("@spec (version %d): %w", attrs.SpecVersion, err)
+	}
+	var dyn *spec.DynamicPipeline
+	if len(attrs.DynamicSpec) > 0 {
+		if dyn, err = spec.ParseDynamic(attrs.DynamicSpec); err != nil {
+			return Topology{}, fmt.Errorf("@dynamic_spec (version %d): %w", attrs.DynamicSpecVersion, err)
+		}
+	}
+	return TopologyOf(p, dyn), nil
+}
+
+// parallel calls f on every item with bounded concurrency and returns the
+// results in item order. It returns after all calls have returned.
+func parallel[T, R any](items []T, f func(T) (R, error)) ([]R, []error) {
+	res := make([]R, len(items))
+	errs := make([]error, len(items))
+	sem := make(chan struct{}, pingConcurrency)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res[i], errs[i] = f(it)
+		}()
+	}
+	wg.Wait()
+	return res, errs
 }

@@ -277,3 +277,25 @@ func (s *Store) ScanStateKeys(ctx context.Context, computationID string, names [
 	}
 	return keys, next, nil
 }
+
+// PartitionToken reads the token of the partition's last committed epoch; found is false
+// when the partition never committed.
+func (s *Store) PartitionToken(ctx context.Context, partitionID string) (token uint64, found bool, err error) {
+	rows, err := lookup[partitionTransactionRow](ctx, s, TablePartitionTransactions, []any{map[string]any{"partition_id": partitionID}})
+	if err != nil {
+		return 0, false, err
+	}
+	if len(rows) == 0 || rows[0] == nil {
+		return 0, false, nil
+	}
+	return rows[0].Token, true, nil
+}
+
+// GenerateTimestamp returns a fresh cluster timestamp: unique and increasing.
+func (s *Store) GenerateTimestamp(ctx context.Context) (uint64, error) {
+	ts, err := s.yc.GenerateTimestamp(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("ytstore: generate timestamp: %w", classify(err))
+	}
+	return uint64(ts), nil
+}

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"go.ytsaurus.tech/library/go/core/log"
+
 	"github.com/ytflow/yt-flow/yson"
 )
 
@@ -110,4 +114,63 @@ func (s *sharded) Topology() string {
 		keys = strings.Join(s.params.ShardingKeyColumns, ",")
 	}
 	return fmt.Sprintf("shards %s by %s", strings.Join(s.params.Shards, ","), keys)
+}
+
+// reconfigure takes new dynamic parameters (connector.Reconfigurer); the next write applies
+// them. It may run while a write is in progress.
+func (t *target) reconfigure(dynamic any) error {
+	d, ok := dynamic.(*Dynamic)
+	if !ok || d == nil {
+		return fmt.Errorf("%s: reconfigure: dynamic parameters of type %T", t.name, dynamic)
+	}
+	c := *d
+	t.pending.Store(&c)
+	return nil
+}
+
+// applyPending applies the dynamic parameters reconfigure took. A write_timeout change
+// recreates the open session's client with the new timeouts; the table, validated when the
+// session opened, is not checked again.
+//
+// Invariant: a live write_timeout change recreates the client without validating the table
+// again (TestReconfigureWriteTimeout).
+func (t *target) applyPending(ctx context.Context) error {
+	d := t.pending.Swap(nil)
+	if d == nil {
+		return nil
+	}
+	old := t.dyn
+	t.dyn = *d
+	if t.conn.c == nil || old.WriteTimeout == d.WriteTimeout {
+		return nil
+	}
+	t.log.Info("write_timeout changed: recreating the client", log.String("sink", t.name), log.Duration("write_timeout", d.WriteTimeout))
+	t.conn.close()
+	conn, err := t.connect(ctx)
+	if err != nil {
+		return err
+	}
+	t.conn.c = conn
+	t.reconnects++
+	return nil
+}
+
+// connect opens a client of the hosts with the current parameters and pings it within
+// write_timeout.
+func (t *target) connect(ctx context.Context) (driver.Conn, error) {
+	opts, err := t.options()
+	if err != nil {
+		return nil, t.breakWith(err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, t.fail("open a client", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.dyn.WriteTimeout)
+	defer cancel()
+	if err := conn.Ping(cctx); err != nil {
+		_ = conn.Close()
+		return nil, t.fail("connect", err)
+	}
+	return conn, nil
 }
