@@ -112,27 +112,8 @@ func testClickHouseUnderFaults(t *testing.T, sharded bool) {
 	}
 	wc.StartPipeline(t)
 
-	ctrl := []*Proc{wc.Controller(t, "controller-a"), wc.Controller(t, "controller-b")}
-	workers := map[string]*Proc{}
-	next := 0
-	addWorker := func() {
-		n := fmt.Sprintf("worker-%d", next)
-		next++
-		workers[n] = wc.Worker(t, n)
-	}
-	for range 3 {
-		addWorker()
-	}
-	randomWorker := func() (string, *Proc) {
-		names := make([]string, 0, len(workers))
-		for n := range workers {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		n := names[rng.IntN(len(names))]
-		return n, workers[n]
-	}
-	var killedLeader *Proc
+	fl := NewFleet(t, rng, func(n string) *Proc { return wc.Controller(t, n) }, func(n string) *Proc { return wc.Worker(t, n) },
+		[]string{"controller-a", "controller-b"}, 3)
 	revived := 0
 	supervise := func() {
 		for i, s := range servers {
@@ -141,18 +122,7 @@ func testClickHouseUnderFaults(t *testing.T, sharded bool) {
 				t.Logf("ClickHouse server %d had aborted (chDB aborts when a client dies mid-INSERT); revived on its data", i)
 			}
 		}
-		for i, p := range ctrl {
-			if p.Exited() && p != killedLeader {
-				ctrl[i] = wc.Controller(t, p.Name+"r")
-			}
-		}
-		for n, p := range workers {
-			if p.Exited() {
-				t.Logf("%s exited; starting a replacement", n)
-				delete(workers, n)
-				addWorker()
-			}
-		}
+		fl.Supervise()
 	}
 	inserted := func() int {
 		n := 0
@@ -173,12 +143,12 @@ func testClickHouseUnderFaults(t *testing.T, sharded bool) {
 	}
 	kill := func(at int) {
 		waitProgress(at)
-		n, p := randomWorker()
+		n, p := fl.RandomWorker()
 		t.Logf("kill -9 %s (pid %d) at %d inserted", n, p.Pid(), inserted())
 		p.Kill()
-		delete(workers, n)
+		fl.Drop(n)
 		time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
-		addWorker()
+		fl.AddWorker()
 	}
 
 	kill(total / 10)
@@ -189,11 +159,11 @@ func testClickHouseUnderFaults(t *testing.T, sharded bool) {
 
 	waitProgress(total * 2 / 5)
 	if wc.State() != "completed" {
-		zname, zombie := randomWorker()
+		zname, zombie := fl.RandomWorker()
 		t.Logf("SIGSTOP %s (pid %d) at %d inserted", zname, zombie.Pid(), inserted())
 		freezeUntilFenced(t, wc.Store, zname, zombie, func() {
-			delete(workers, zname)
-			addWorker()
+			fl.Drop(zname)
+			fl.AddWorker()
 		})
 		t.Logf("SIGCONT %s", zname)
 		if err := zombie.Resume(); err != nil {
@@ -204,11 +174,11 @@ func testClickHouseUnderFaults(t *testing.T, sharded bool) {
 	if wc.State() != "completed" {
 		var leader *Proc
 		Eventually(t, time.Minute, func() (bool, string) {
-			leader = leaderOf(t, wc, ctrl)
+			leader = leaderOf(t, wc, fl.Ctrl)
 			return leader != nil, "no leader controller"
 		})
 		t.Logf("kill -9 leader controller %s (pid %d) at %d inserted", leader.Name, leader.Pid(), inserted())
-		killedLeader = leader
+		fl.KilledLeader = leader
 		leader.Kill()
 	}
 

@@ -53,48 +53,14 @@ func testKafkaUnderFaults(t *testing.T, guarantee string) {
 		Guarantee: guarantee, MaxRowsPerBatch: 100, Seed: sd,
 	})
 	kp.StartPipeline(t)
-	ctrl := []*Proc{kp.Controller(t, "controller-a"), kp.Controller(t, "controller-b")}
-	workers := map[string]*Proc{}
-	next := 0
-	addWorker := func() {
-		name := fmt.Sprintf("worker-%d", next)
-		next++
-		workers[name] = kp.Worker(t, name)
-	}
-	for range 3 {
-		addWorker()
-	}
-	randomWorker := func() (string, *Proc) {
-		names := make([]string, 0, len(workers))
-		for n := range workers {
-			names = append(names, n)
-		}
-		slices.Sort(names) // a reproducible choice under a seed
-		n := names[rng.IntN(len(names))]
-		return n, workers[n]
-	}
-	var killedLeader *Proc
-	supervise := func() {
-		for i, p := range ctrl {
-			if p.Exited() && p != killedLeader {
-				t.Logf("%s exited; restarting it", p.Name)
-				ctrl[i] = kp.Controller(t, p.Name+"r")
-			}
-		}
-		for name, p := range workers {
-			if p.Exited() {
-				t.Logf("%s exited; starting a replacement", name)
-				delete(workers, name)
-				addWorker()
-			}
-		}
-	}
+	fl := NewFleet(t, rng, func(n string) *Proc { return kp.Controller(t, n) }, func(n string) *Proc { return kp.Worker(t, n) },
+		[]string{"controller-a", "controller-b"}, 3)
 	out := kp.Consume(t)
 	// 100,000 records at 2,000 a second: about 50s of input, during which the faults land.
 	fed := kp.Feed(t, 2000)
 	waitProgress := func(atLeast int) {
 		Eventually(t, 3*time.Minute, func() (bool, string) {
-			supervise()
+			fl.Supervise()
 			p := out.Progress(t)
 			return p >= atLeast, fmt.Sprintf("output counts reach %d of %d", p, atLeast)
 		})
@@ -103,22 +69,22 @@ func testKafkaUnderFaults(t *testing.T, guarantee string) {
 	// 1. Kill workers with SIGKILL at random points.
 	for i := range 3 {
 		waitProgress(total * (i + 1) / 8)
-		name, p := randomWorker()
+		name, p := fl.RandomWorker()
 		t.Logf("kill -9 %s (pid %d) at %d counted", name, p.Pid(), out.Progress(t))
 		p.Kill()
-		delete(workers, name)
+		fl.Drop(name)
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-		addWorker()
+		fl.AddWorker()
 	}
 
 	// 2. Freeze a worker past its Lease, then resume it: its producer is fenced by the
 	// transactional id its successor took over, and its epoch commit is refused.
 	waitProgress(total / 2)
-	zname, zombie := randomWorker()
+	zname, zombie := fl.RandomWorker()
 	t.Logf("SIGSTOP %s (pid %d) at %d counted", zname, zombie.Pid(), out.Progress(t))
 	freezeUntilFenced(t, kp.Store, zname, zombie, func() {
-		delete(workers, zname)
-		addWorker()
+		fl.Drop(zname)
+		fl.AddWorker()
 	})
 	t.Logf("SIGCONT %s", zname)
 	if err := zombie.Resume(); err != nil {
@@ -128,14 +94,14 @@ func testKafkaUnderFaults(t *testing.T, guarantee string) {
 	// 3. Kill the leader controller; the standby takes over.
 	var leader *Proc
 	Eventually(t, time.Minute, func() (bool, string) {
-		leader = kafkaLeaderOf(t, kp.Store, ctrl)
+		leader = kafkaLeaderOf(t, kp.Store, fl.Ctrl)
 		return leader != nil, "no leader controller"
 	})
 	t.Logf("kill -9 leader controller %s (pid %d) at %d counted", leader.Name, leader.Pid(), out.Progress(t))
-	killedLeader = leader
+	fl.KilledLeader = leader
 	leader.Kill()
 	Eventually(t, time.Minute, func() (bool, string) {
-		l := kafkaLeaderOf(t, kp.Store, ctrl)
+		l := kafkaLeaderOf(t, kp.Store, fl.Ctrl)
 		return l != nil && l != leader, "no new leader yet"
 	})
 
@@ -144,7 +110,7 @@ func testKafkaUnderFaults(t *testing.T, guarantee string) {
 	}
 	// The Kafka source never ends: the run is over when every word's count is reached.
 	Eventually(t, 8*time.Minute, func() (bool, string) {
-		supervise()
+		fl.Supervise()
 		p := out.Progress(t)
 		return p >= total, fmt.Sprintf("output counts reach %d of %d", p, total)
 	})
