@@ -12,6 +12,7 @@ import (
 	"go.ytsaurus.tech/library/go/core/log/nop"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/internal/corever"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -29,6 +30,11 @@ type Config struct {
 	// Address is published in @leader_controller_address while this instance
 	// leads. Default: the host name and process id.
 	Address string
+	// FlowCoreVersion is the version of this controller's binary (internal/corever),
+	// published in @leader_flow_core_version while it leads. When the pipeline's
+	// @flow_core_target is set and differs, the controller pauses the pipeline. Default ""
+	// (no version: any set target differs).
+	FlowCoreVersion string
 	// Period between scheduling cycles. Default 500ms.
 	Period time.Duration
 	// SessionTimeout is the timeout of the controller's session, which holds
@@ -186,6 +192,9 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 	}()
 	if err := st.SetControllerAttributes(termCtx, sess, "", cfg.Address); err != nil {
 		return fmt.Errorf("publish leader address: %w", err)
+	}
+	if err := st.SetLeaderFlowCoreVersion(termCtx, sess, cfg.FlowCoreVersion); err != nil {
+		return fmt.Errorf("publish leader version: %w", err)
 	}
 	c.log(termCtx, "controller "+cfg.Address+" became leader")
 	timer := time.NewTimer(cfg.Period)
@@ -402,6 +411,7 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	in := &Input{
 		Now: ytstore.Now(), TargetState: attrs.TargetState, PipelineState: attrs.PipelineState,
 		WorkerAlive: map[string]bool{}, LeaseAlive: map[string]bool{}, SourcePartitions: map[string][]int64{},
+		FlowCoreTarget: attrs.FlowCoreTarget, ControllerVersion: c.cfg.FlowCoreVersion,
 	}
 	if len(attrs.Spec) > 0 {
 		if attrs.SpecVersion != c.specVersion || attrs.DynamicSpecVersion != c.dynVersion || c.specErr != nil && c.specVersion == 0 {
@@ -420,6 +430,13 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 		}
 		in.HasSpec = c.specErr == nil
 		in.Topology = c.topology
+		if in.HasSpec && in.Topology.ValidateBinaryChecksum {
+			sum, err := corever.SelfChecksum()
+			if err != nil {
+				c.lg.Warn("cannot checksum this binary for validate_binary_checksum", log.Error(err))
+			}
+			in.ControllerChecksum = sum
+		}
 	}
 	if in.Workers, err = c.st.Workers(ctx); err != nil {
 		return nil, nil, err

@@ -46,6 +46,11 @@ func newEnv(t *testing.T) *env {
 // controller runs a controller until the returned stop function is called
 // (also at cleanup); stop waits for Run to return and checks it returned nil.
 func (e *env) controller(address string) (stop func()) {
+	return e.controllerOf(address, "")
+}
+
+// controllerOf is controller with the binary version the controller says it runs.
+func (e *env) controllerOf(address, version string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var runErr error
@@ -53,7 +58,7 @@ func (e *env) controller(address string) (stop func()) {
 	go func() {
 		defer wg.Done()
 		runErr = Run(ctx, Config{
-			Proxy: e.proxy, Path: testPath, Address: address,
+			Proxy: e.proxy, Path: testPath, Address: address, FlowCoreVersion: version,
 			Period: 50 * time.Millisecond, SessionTimeout: 2 * time.Second, LeaseTimeout: 10 * time.Second, RetryPeriod: 50 * time.Millisecond,
 		})
 	}()

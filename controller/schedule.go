@@ -41,6 +41,13 @@ type Input struct {
 	// Source.ListKey; a source missing here is unknown this cycle and its
 	// partitions are left as they are.
 	SourcePartitions map[string][]int64
+	// FlowCoreTarget is @flow_core_target: only workers whose FlowCoreVersion equals it get
+	// jobs, and a controller of another version pauses the pipeline ("": no check;
+	// coretarget.go).
+	FlowCoreTarget string
+	// ControllerVersion is the FlowCoreVersion of this controller's binary, and
+	// ControllerChecksum its SHA-256 (set only when the spec validates the checksum).
+	ControllerVersion, ControllerChecksum string
 }
 
 // Decision is what the driver must apply, in this order: abort AbortLeases
@@ -68,6 +75,12 @@ type Decision struct {
 	// DrainObserved says this step saw every job drained once: the next step, once every
 	// job has reported again, may finish the transition, so it comes sooner still.
 	DrainObserved bool
+	// ControllerMismatch says why this controller pauses the pipeline: its binary is not
+	// the FlowCoreTarget's or the spec's (ControllerMismatch); "" when it is.
+	ControllerMismatch string
+	// VersionMismatchWorkers are the live workers that get no jobs because their version is
+	// not the FlowCoreTarget (Flow's version_mismatch_worker_count).
+	VersionMismatchWorkers []string
 }
 
 // Scheduler makes scheduling decisions. It keeps the little memory decisions
@@ -87,6 +100,10 @@ type Scheduler struct {
 	// Settle is the settle window of the first assignment in µs (0: WorkerSettle; negative:
 	// none); it lasts at most five times as long after the first new worker appeared.
 	Settle int64
+	// mismatch is the controller mismatch last reported, refused the workers of another
+	// version than the FlowCoreTarget last reported (id -> version; coretarget.go).
+	mismatch string
+	refused  map[string]string
 }
 
 // WorkerSettle (µs) is the default settle window: a pipeline that has no job at all is not
@@ -198,6 +215,7 @@ type plan struct {
 	isNew      map[string]bool              // partition id -> job is created by this step
 	relaxed    map[string]bool              // computation id -> relaxed distribution ordering
 	auto       map[string][]autopart.Range  // computation id -> new ranges (partitioning by load)
+	eligible   map[string]bool              // worker id -> its version is the FlowCoreTarget's
 	changed    bool                         // jobs or partitions were added or removed
 	settling   bool                         // the first assignment waits for more workers
 }
@@ -209,12 +227,20 @@ func (s *Scheduler) Step(in *Input) *Decision {
 	if !in.HasSpec {
 		state = in.PipelineState
 	}
+	// Invariant: a controller whose binary is not the FlowCoreTarget's runs no jobs and
+	// pauses the pipeline (TestControllerOfAnotherVersionPauses, TestMismatchedControllerPausesPipeline).
+	state = s.fenceController(in, d, state)
+	s.noteMismatchedWorkers(in, d)
 	if s.failures == nil {
 		s.failures = map[string]backoff{}
 	}
 	p := &plan{s: s, in: in, d: d, partitions: map[string]ytstore.Partition{}, jobs: map[string]ytstore.Job{}, isNew: map[string]bool{}, relaxed: map[string]bool{}}
 	for _, c := range in.Topology.Computations {
 		p.relaxed[c.ID] = c.RelaxedOrdering
+	}
+	p.eligible = make(map[string]bool, len(in.Workers))
+	for _, w := range in.Workers {
+		p.eligible[w.WorkerID] = workerEligible(in.FlowCoreTarget, w)
 	}
 	s.noteWorkers(in)
 	p.dropDeadWorkers()
@@ -328,6 +354,8 @@ func (p *plan) keepJobs(statuses map[string]ytstore.JobStatus) {
 			p.removeJob(j, "partition waits until the retiring partitions with overlapping key ranges have drained")
 		case !p.in.WorkerAlive[j.WorkerID]:
 			p.removeJob(j, "worker lost")
+		case !p.eligible[j.WorkerID]:
+			p.removeJob(j, "the worker's version is not the flow core target "+p.in.FlowCoreTarget)
 		case !p.in.LeaseAlive[j.LeaseID]:
 			p.removeJob(j, "lease expired")
 		case hasStatus && st.State == ytstore.JobFailed:
@@ -382,7 +410,9 @@ func (p *plan) completeSources(statuses map[string]ytstore.JobStatus) bool {
 func (p *plan) assign() {
 	var workers []string
 	for _, w := range p.in.Workers {
-		if p.in.WorkerAlive[w.WorkerID] {
+		// Invariant: a worker whose version is not the FlowCoreTarget gets no jobs
+		// (TestWorkersOfAnotherVersionGetNoJobs, e2e/TestFlowCoreTargetFencesStaleWorker).
+		if p.in.WorkerAlive[w.WorkerID] && p.eligible[w.WorkerID] {
 			workers = append(workers, w.WorkerID)
 		}
 	}
@@ -543,51 +573,4 @@ func (p *plan) setFlags(pipelineDraining bool) {
 			p.d.Layout.PutJobs = append(p.d.Layout.PutJobs, j)
 		}
 	}
-}
-
-// drained applies the drained rule of docs/runtime-protocol.md: two
-// consecutive observations with a stable layout where every job reports
-// in_flight 0 and has applied draining, the second one with newer statuses
-// and the same epochs.
-// Invariant: a pipeline is stopped or completed only when drained (TestDrainNeedsTwoObservations).
-func (s *Scheduler) drained(p *plan, statuses map[string]ytstore.JobStatus) bool {
-	if p.changed || len(p.d.Layout.PutJobs) > 0 || len(p.jobs) != len(p.partitions) {
-		s.drain = nil
-		return false
-	}
-	obs := map[string]statusMark{}
-	for _, j := range p.jobs {
-		st, ok := statuses[j.JobID]
-		if !ok || st.InFlight != 0 || !(st.Draining || st.State == ytstore.JobCompleted) {
-			s.drain = nil
-			return false
-		}
-		obs[j.JobID] = statusMark{updatedAt: st.UpdatedAt, epoch: st.Epoch}
-	}
-	prev := s.drain
-	if prev == nil || len(prev) != len(obs) {
-		s.drain = obs
-		return false
-	}
-	for id, m := range obs {
-		old, ok := prev[id]
-		switch {
-		case !ok || m.epoch != old.epoch:
-			s.drain = obs // something moved: start over
-			return false
-		case m.updatedAt <= old.updatedAt:
-			return false // wait for a newer status
-		}
-	}
-	s.drain = nil
-	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -18,6 +18,11 @@ type Topology struct {
 	Computations []Computation
 	// Throttlers are the distributed throttlers of the dynamic spec, by id (nil: none).
 	Throttlers map[string]throttle.Config
+	// ValidateBinaryVersion and ValidateBinaryChecksum are the spec's validate_binary_version
+	// and validate_binary_checksum: a controller whose FlowCoreVersion is not BinaryVersion,
+	// or whose binary's SHA-256 is not BinaryChecksum, pauses the pipeline.
+	ValidateBinaryVersion, ValidateBinaryChecksum bool
+	BinaryVersion, BinaryChecksum                 string
 }
 
 // Computation is one computation as scheduling sees it.

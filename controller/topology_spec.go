@@ -18,6 +18,8 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	if p == nil {
 		return t
 	}
+	t.ValidateBinaryVersion, t.BinaryVersion = p.ValidateBinaryVersion, p.BinaryVersion
+	t.ValidateBinaryChecksum, t.BinaryChecksum = p.ValidateBinaryChecksum, p.BinaryChecksum
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
 		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",

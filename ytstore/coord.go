@@ -49,6 +49,10 @@ type Worker struct {
 	// StartTime and HeartbeatTime are microseconds since the epoch.
 	StartTime     uint64 `yson:"start_time"`
 	HeartbeatTime uint64 `yson:"heartbeat_time"`
+	// FlowCoreVersion is the version of the worker's binary (internal/corever): the
+	// controller gives jobs only to workers whose version equals @flow_core_target when it
+	// is set. Pipelines created before the column existed do not store it ("").
+	FlowCoreVersion string `yson:"flow_core_version,omitempty"`
 }
 
 // Job is a row of the jobs table (the layout), written by the controller.
@@ -206,6 +210,7 @@ func coordTables() []tableDef {
 			coordVal("session_tx", schema.TypeBytes),
 			coordVal("start_time", schema.TypeUint64),
 			coordVal("heartbeat_time", schema.TypeUint64),
+			coordVal("flow_core_version", schema.TypeBytes),
 		)},
 		{name: TableJobs, schema: coordSorted(
 			coordKey("job_id", schema.TypeBytes),
@@ -339,6 +344,9 @@ func (s *Store) ControllerLogs(ctx context.Context, limit int) ([]LogRecord, err
 // the worker's session (w.SessionTx): a worker whose session died gets
 // ErrLeaseLost and cannot resurrect its row.
 func (s *Store) PutWorker(ctx context.Context, w Worker) error {
+	if w.FlowCoreVersion != "" && !s.workerVersionColumn(ctx) {
+		w.FlowCoreVersion = ""
+	}
 	tx, err := s.beginTabletTx(ctx)
 	if err != nil {
 		return err

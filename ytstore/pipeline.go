@@ -208,6 +208,15 @@ type Attributes struct {
 	// DeadLettersDropped is @dead_letters_dropped: per computation, how many dead letters
 	// `yt-flow dead-letters drop` deleted (CountDroppedDeadLetters); nil when none ever.
 	DeadLettersDropped map[string]int64 `yson:"dead_letters_dropped"`
+	// FlowCoreTarget is @flow_core_target: the version of the binary (internal/corever) the
+	// pipeline's controller and workers must run; "" (or unset) disables the check. Set by
+	// deploy and set-flow-core-target (ChangeFlowCoreTarget).
+	FlowCoreTarget string `yson:"flow_core_target"`
+	// FlowCoreTargetVersion is @flow_core_target_version: it counts the target's changes.
+	FlowCoreTargetVersion int64 `yson:"flow_core_target_version"`
+	// LeaderFlowCoreVersion is @leader_flow_core_version, published by the leader: the
+	// version of its own binary. "" when never published.
+	LeaderFlowCoreVersion string `yson:"leader_flow_core_version"`
 }
 
 // PartitionCount is what the leader says of one keyed computation's partition count in
@@ -290,6 +299,7 @@ var attributeNames = []string{
 	"pipeline_format_version", "spec", "dynamic_spec", "spec_version", "dynamic_spec_version",
 	"target_state", "pipeline_state", "leader_controller_address", "system_watermark", "event_watermark",
 	"event_watermarks", "throttler_grants", "partitioning", "dead_letters_dropped",
+	"flow_core_target", "flow_core_target_version", "leader_flow_core_version",
 }
 
 // Attributes reads the pipeline attributes in one request. A pipeline that does

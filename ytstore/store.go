@@ -56,6 +56,11 @@ type Store struct {
 	eventWatermarksMu   sync.Mutex
 	eventWatermarksRead bool
 	jobStatusCols       jobStatusOptional
+
+	// workerVersions records whether the workers table has the flow_core_version column
+	// (pipelines created before it do not; workerVersionColumn).
+	workerVersionsOnce sync.Once
+	workerVersions     bool
 }
 
 // Open connects to the cluster. It does not check that the pipeline exists
