@@ -82,19 +82,20 @@ func init() {
 					lg.Info("monitoring at "+mon.url(), log.String("address", mon.srv.Addr()))
 				}
 				cfg := controller.Config{
-					Proxy:          pf.proxy,
-					Token:          token,
-					Path:           pf.path,
-					Logger:         lg,
-					Observe:        metrics.Observe,
-					Address:        *address,
-					Period:         *period,
-					LeaseTimeout:   *leaseTimeout,
-					SessionTimeout: *sessionTimeout,
-					DedupGCMargin:  *gcMargin,
-					DedupGCBatch:   *gcBatch,
-					DedupGCPeriod:  *gcPeriod,
-					WorkerSettle:   *settle,
+					Proxy:           pf.proxy,
+					Token:           token,
+					Path:            pf.path,
+					Logger:          lg,
+					Observe:         metrics.Observe,
+					Address:         *address,
+					Period:          *period,
+					LeaseTimeout:    *leaseTimeout,
+					SessionTimeout:  *sessionTimeout,
+					DedupGCMargin:   *gcMargin,
+					DedupGCBatch:    *gcBatch,
+					DedupGCPeriod:   *gcPeriod,
+					WorkerSettle:    *settle,
+					FlowCoreVersion: flowCoreVersion(lg),
 				}
 				if *statusListen == "" {
 					err = controller.Run(ctx, cfg)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ytflow/yt-flow/internal/corever"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/status"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -38,6 +39,7 @@ type deployFlags struct {
 	workerAdvertiseHostname                  bool
 	workers, controllers                     int
 	localBinary, replace                     bool
+	skipSetFlowCoreTarget                    bool
 	leaseTimeout, timeout                    time.Duration
 }
 
@@ -53,6 +55,7 @@ func setupDeploy(fs *flag.FlagSet, env *environ) runFunc {
 	fs.StringVar(&f.workerListen, "worker-listen", "127.0.0.1:0", "the workers' --listen: right when every job runs on one host; a cluster spreading jobs over hosts needs a wildcard address such as :0 with --worker-advertise-hostname")
 	fs.StringVar(&f.workerAdvertiseHost, "worker-advertise-host", "", "the workers' --advertise-host")
 	fs.BoolVar(&f.workerAdvertiseHostname, "worker-advertise-hostname", false, "the workers publish the name of the host their job runs on (--advertise-hostname)")
+	fs.BoolVar(&f.skipSetFlowCoreTarget, "skip-set-flow-core-target", false, "leave the pipeline's flow core target as it is for this launch (set_flow_core_target = %false in the config: always)")
 	fs.BoolVar(&f.replace, "replace", false, "abort the pipeline's running operation before starting the new one")
 	fs.DurationVar(&f.leaseTimeout, "lease-timeout", 30*time.Second, "timeout of job leases, passed to the controllers")
 	fs.StringVar(&f.wait, "wait", "working", "wait until the pipeline is working, completed, or not at all (none)")
@@ -121,7 +124,7 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	if err != nil {
 		return failf(env.stderr, "deploy: %v", err)
 	}
-	binary, version, err := placeBinary(ctx, env, st, f, plan.cachePath)
+	binary, version, coreVersion, err := placeBinary(ctx, env, st, f, plan.cachePath)
 	if err != nil {
 		return failf(env.stderr, "deploy: %v", err)
 	}
@@ -151,6 +154,15 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 		if err := retire(ctx, env, st, cfg.Path, old, graceful, f.timeout); err != nil {
 			return failf(env.stderr, "deploy: operation %s started; the old one %s: %v", id, old, err)
 		}
+	}
+	// The target goes with the specs, once the old operation is ended (Flow's runner pushes
+	// the specs and the FlowCoreTarget, then starts the pipeline).
+	if cfg.SetFlowCoreTarget && !f.skipSetFlowCoreTarget {
+		n, err := st.ChangeFlowCoreTarget(ctx, func(*ytstore.Attributes) (string, error) { return coreVersion, nil })
+		if err != nil {
+			return failf(env.stderr, "deploy: operation %s started; set the flow core target: %v", id, err)
+		}
+		fmt.Fprintf(env.stdout, "flow core target %s (version %d)\n", coreVersion, n)
 	}
 	summary, err := startPipeline(ctx, st, static, dynamic)
 	if err != nil {
@@ -308,49 +320,54 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// placeBinary returns where the jobs find the binary and its version (the SHA-256 of its
-// content): uploaded to cachePath under a name carrying the version, or its local path.
-func placeBinary(ctx context.Context, env *environ, st *ytstore.Store, f deployFlags, cachePath string) (string, string, error) {
+// placeBinary returns where the jobs find the binary, its version (the SHA-256 of its
+// content) and its flow core version (its VCS commit, else that SHA-256: internal/corever):
+// uploaded to cachePath under a name carrying the version, or its local path.
+func placeBinary(ctx context.Context, env *environ, st *ytstore.Store, f deployFlags, cachePath string) (dst, version, core string, err error) {
 	bin := f.binary
 	if bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return "", "", fmt.Errorf("find this binary (pass --binary): %w", err)
+			return "", "", "", fmt.Errorf("find this binary (pass --binary): %w", err)
 		}
 		bin = exe
 	}
-	bin, err := filepath.Abs(bin)
+	bin, err = filepath.Abs(bin)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	file, err := os.Open(bin)
 	if err != nil {
-		return "", "", fmt.Errorf("binary: %w", err)
+		return "", "", "", fmt.Errorf("binary: %w", err)
 	}
 	defer file.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, file); err != nil {
-		return "", "", fmt.Errorf("binary %s: %w", bin, err)
+		return "", "", "", fmt.Errorf("binary %s: %w", bin, err)
 	}
-	version := hex.EncodeToString(h.Sum(nil))
+	version = hex.EncodeToString(h.Sum(nil))
+	core, ok := corever.VCSOfFile(bin)
+	if !ok {
+		core = version
+	}
 	if f.localBinary {
 		fmt.Fprintf(env.stdout, "binary %s (local), version %s\n", bin, version[:16])
-		return bin, version, nil
+		return bin, version, core, nil
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	dst := strings.TrimSuffix(cachePath, "/") + "/yt-flow-" + version[:32]
+	dst = strings.TrimSuffix(cachePath, "/") + "/yt-flow-" + version[:32]
 	uploaded, err := st.UploadFile(ctx, dst, file)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	note := "already uploaded"
 	if uploaded {
 		note = "uploaded"
 	}
 	fmt.Fprintf(env.stdout, "binary %s (%s), version %s\n", dst, note, version[:16])
-	return dst, version, nil
+	return dst, version, core, nil
 }
 
 // errDeployed is returned when the pipeline already runs as an operation.

@@ -230,7 +230,7 @@ func (r *runner) run(ctx context.Context) int {
 	for i := range r.o.workers {
 		w := job.NewWorker(job.Config{
 			Proxy: proxy, Token: r.token, Path: cfg.Path,
-			WorkerID: fmt.Sprintf("run-%d-%d", os.Getpid(), i), Logger: r.logger,
+			WorkerID: fmt.Sprintf("run-%d-%d", os.Getpid(), i), Logger: r.logger, FlowCoreVersion: flowCoreVersion(r.logger),
 			// The workers share this process: pushes between them are handed over in memory.
 			InProcessPeers: true,
 		})
@@ -251,7 +251,8 @@ func (r *runner) run(ctx context.Context) int {
 		case <-ctx.Done(): // interrupted: watch below reports it
 		}
 	}
-	ccfg := controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger, Observe: controllerMetrics.Observe}
+	ccfg := controller.Config{Proxy: proxy, Token: r.token, Path: cfg.Path, Logger: r.logger, Observe: controllerMetrics.Observe,
+		FlowCoreVersion: flowCoreVersion(r.logger)}
 	if r.o.statusListen != "" {
 		page, err := openStatusPage(ctx, r.o.statusListen, proxy, r.token, cfg.Path, "", r.logger)
 		if err != nil {

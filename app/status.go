@@ -53,6 +53,9 @@ func (s *pipelineStatus) write(w io.Writer, path string) error {
 	if s.deployment != "" {
 		fmt.Fprintf(tw, "operation\t%s\n", s.deployment)
 	}
+	for _, l := range coreTargetLines(a) {
+		fmt.Fprintf(tw, "flow core target\t%s\n", l)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -70,6 +73,11 @@ func (s *pipelineStatus) write(w io.Writer, path string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, wk := range s.Workers {
+		if t := a.FlowCoreTarget; t != "" && wk.FlowCoreVersion != t && s.Alive[wk.WorkerID] {
+			fmt.Fprintf(w, "  worker %s runs version %s, not the flow core target %s: it gets no jobs\n", wk.WorkerID, orDash(wk.FlowCoreVersion), t)
+		}
 	}
 
 	rows := s.PartitionRows()
@@ -252,4 +260,18 @@ func (s *pipelineStatus) writePartitioning(w io.Writer) error {
 			pc.MessagesPerSecond, pc.BytesPerSecond, pc.CPULoad, pc.Timers, reason)
 	}
 	return tw.Flush()
+}
+
+// coreTargetLines describe the pipeline's flow core target for status: none when it has
+// none; else the target, and a line when the leading controller runs another version.
+func coreTargetLines(a *ytstore.Attributes) []string {
+	if a.FlowCoreTarget == "" {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("%s (version %d)", a.FlowCoreTarget, a.FlowCoreTargetVersion)}
+	if a.LeaderControllerAddress != "" && a.LeaderFlowCoreVersion != a.FlowCoreTarget {
+		lines = append(lines, fmt.Sprintf("binary mismatch: the leading controller runs version %s, not %s: the pipeline pauses until a controller of that version leads",
+			orDash(a.LeaderFlowCoreVersion), a.FlowCoreTarget))
+	}
+	return lines
 }

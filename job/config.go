@@ -24,6 +24,10 @@ type Config struct {
 	AdvertiseHost string
 	// WorkerID names the worker; default a fresh random id.
 	WorkerID string
+	// FlowCoreVersion is the version of the worker's binary (internal/corever), stored with
+	// its registration: while the pipeline's @flow_core_target is set and differs, the
+	// controller gives the worker no jobs. Default "" (no version).
+	FlowCoreVersion string
 	// Logger receives structured logs; nil discards them.
 	Logger log.Structured
 	// PollPeriod is how often the layout is read; default 200ms.

@@ -315,7 +315,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		return err
 	}
 	start := nowMicros()
-	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start}
+	reg := ytstore.Worker{WorkerID: w.id, Address: addr, SessionTx: session.ID(), StartTime: start, HeartbeatTime: start, FlowCoreVersion: w.cfg.FlowCoreVersion}
 	if err := w.membership.PutWorker(ctx, reg); err != nil {
 		return fmt.Errorf("job: worker %s: register: %w", w.id, err)
 	}
@@ -327,7 +327,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		close(w.ready)
 	}
 	w.checkEventWatermarks(ctx)
-	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()))
+	w.log.Info("worker registered", log.String("address", addr), log.String("session", session.ID()), log.String("flow_core_version", w.cfg.FlowCoreVersion))
 	// Whether an epoch's token can be its transaction's start timestamp is found out now,
 	// while the worker waits for jobs, not in the first epoch (ytstore.CheckTxTimestamps).
 	go func() { _, _ = w.membership.CheckTxTimestamps(ctx) }()

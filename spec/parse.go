@@ -146,12 +146,6 @@ func (p *parser) pipeline(n *yson.Node, path string) *Pipeline {
 	pl.ValidateBinaryChecksum = f.Bool("validate_binary_checksum", false)
 	pl.BinaryChecksum = f.String("binary_checksum", "")
 	f.Close()
-	if pl.ValidateBinaryVersion {
-		p.unsupported(f.Path("validate_binary_version"), "validate_binary_version (pausing on a binary version mismatch)")
-	}
-	if pl.ValidateBinaryChecksum {
-		p.unsupported(f.Path("validate_binary_checksum"), "validate_binary_checksum (pausing on a binary checksum mismatch)")
-	}
 	for _, u := range p.resourceUses {
 		if r, ok := pl.Resources[u.id]; ok {
 			if cls, _ := r["resource_class_name"].(string); companionManagerClasses[cls] {

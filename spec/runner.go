@@ -41,11 +41,7 @@ func (p *parser) config(root *yson.Node) *Config {
 	}
 	cfg.SetFlowCoreTarget = f.Bool("set_flow_core_target", true)
 	if n := f.Node("set_flow_core_target"); n != nil && n.Kind == yson.KindBool {
-		if cfg.SetFlowCoreTarget {
-			p.unsupported("set_flow_core_target", "FlowCoreTarget (the version fence of Flow's processes; yt-flow fences jobs by Leases: remove the key or set %%false)")
-		} else {
-			p.ignore("set_flow_core_target", "yt-flow sets no FlowCoreTarget; its jobs are fenced by Leases")
-		}
+		p.ignore("set_flow_core_target", "read only by `yt-flow deploy`: %%true (the default) sets the pipeline's flow core target to the deployed binary's version, %%false leaves it as it is")
 	}
 	if n := f.Node("vanilla"); n != nil {
 		cfg.Vanilla = p.vanilla(n, "vanilla")

@@ -68,12 +68,20 @@ func ChecksumFile(path string) (string, error) {
 // (Self): its VCS version when it is a Go binary built with VCS metadata, otherwise its
 // checksum.
 func OfFile(path string) (string, error) {
-	if bi, err := buildinfo.ReadFile(path); err == nil {
-		if v, ok := FromBuildInfo(bi); ok {
-			return v, nil
-		}
+	if v, ok := VCSOfFile(path); ok {
+		return v, nil
 	}
 	return ChecksumFile(path)
+}
+
+// VCSOfFile returns the VCS version recorded in the Go binary at path; ok is false when the
+// file is no Go binary or records no revision (its version is then its checksum).
+func VCSOfFile(path string) (version string, ok bool) {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	return FromBuildInfo(bi)
 }
 
 var self struct {
