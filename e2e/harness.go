@@ -71,7 +71,12 @@ type Proc struct {
 // killed (SIGKILL, by pid) in t.Cleanup unless it has already exited.
 func Start(t testing.TB, name string, args ...string) *Proc {
 	t.Helper()
-	bin := Binary(t)
+	return StartBinary(t, Binary(t), name, args...)
+}
+
+// StartBinary is Start with another executable.
+func StartBinary(t testing.TB, bin, name string, args ...string) *Proc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {

@@ -15,5 +15,8 @@ func TestMain(m *testing.M) {
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
+	if staleBinPath != "" {
+		_ = os.RemoveAll(filepath.Dir(staleBinPath))
+	}
 	os.Exit(code)
 }
