@@ -54,7 +54,7 @@ func (s *pipelineStatus) write(w io.Writer, path string) error {
 		fmt.Fprintf(tw, "operation\t%s\n", s.deployment)
 	}
 	for _, l := range coreTargetLines(a) {
-		fmt.Fprintf(tw, "flow core target\t%s\n", l)
+		fmt.Fprintf(tw, "flow core\t%s\n", l)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -268,7 +268,7 @@ func coreTargetLines(a *ytstore.Attributes) []string {
 	if a.FlowCoreTarget == "" {
 		return nil
 	}
-	lines := []string{fmt.Sprintf("%s (version %d)", a.FlowCoreTarget, a.FlowCoreTargetVersion)}
+	lines := []string{fmt.Sprintf("target %s (version %d)", a.FlowCoreTarget, a.FlowCoreTargetVersion)}
 	if a.LeaderControllerAddress != "" && a.LeaderFlowCoreVersion != a.FlowCoreTarget {
 		lines = append(lines, fmt.Sprintf("binary mismatch: the leading controller runs version %s, not %s: the pipeline pauses until a controller of that version leads",
 			orDash(a.LeaderFlowCoreVersion), a.FlowCoreTarget))

@@ -130,7 +130,10 @@ func TestFlowCoreTargetFencesStaleWorker(t *testing.T) {
 	if err, ok := status.Wait(time.Minute); !ok || err != nil {
 		t.Fatalf("yt-flow status: %v (exited %v)\n%s", err, ok, status.Log())
 	}
-	for _, want := range []string{"state             paused (target working)", "binary mismatch: the leading controller runs version " + stale + ", not " + cur,
+	if !regexp.MustCompile(`(?m)^state +paused \(target working\)$`).MatchString(status.Log()) {
+		t.Errorf("yt-flow status does not show the pipeline paused:\n%s", status.Log())
+	}
+	for _, want := range []string{"binary mismatch: the leading controller runs version " + stale + ", not " + cur,
 		"worker stale-worker runs version " + stale + ", not the flow core target " + cur + ": it gets no jobs"} {
 		if !strings.Contains(status.Log(), want) {
 			t.Errorf("yt-flow status lacks %q:\n%s", want, status.Log())
