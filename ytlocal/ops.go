@@ -14,11 +14,10 @@ package ytlocal
 // completed jobs. Aborting or completing an operation, and closing the server, kill every
 // process of its jobs; so does the death of the server's process (ops_proc_*.go).
 //
-// Operations are not durable: they live in memory and end with the server, as their
-// processes do.
+// With a data folder operations are durable and a restart revives the running ones
+// (ops_durable.go); their processes end with the server.
 
 import (
-	"io"
 	"os"
 	"slices"
 	"sort"
@@ -63,11 +62,18 @@ type opsExt struct {
 	ops    map[guid.GUID]*operation
 	jobs   map[guid.GUID]*job
 	wg     sync.WaitGroup // one per job process being waited for
+	// unlogged are the ends of operations not logged yet (ops_durable.go); revive are the
+	// running operations restored from the log, whose jobs start at the first timer hook;
+	// closingAborted are the operations aborted by Close (not ended for a restart).
+	unlogged       []opRecord
+	revive         map[guid.GUID]bool
+	closingAborted map[guid.GUID]bool
 }
 
 func init() {
 	registerExtension("ops", func(s *Server) (Extension, error) {
-		return &opsExt{s: s, log: s.log, ops: map[guid.GUID]*operation{}, jobs: map[guid.GUID]*job{}}, nil
+		return &opsExt{s: s, log: s.log, ops: map[guid.GUID]*operation{}, jobs: map[guid.GUID]*job{},
+			revive: map[guid.GUID]bool{}, closingAborted: map[guid.GUID]bool{}}, nil
 	})
 	registerCommand("start_operation", commandOpts{Mutating: true}, cmdStartOperation)
 	registerCommand("get_operation", commandOpts{}, cmdGetOperation)
@@ -77,15 +83,6 @@ func init() {
 }
 
 func (s *Server) opsExt() *opsExt { return s.extension("ops").(*opsExt) }
-
-// Snapshot writes nothing: operations are not durable (they end with the server).
-func (e *opsExt) Snapshot(io.Writer) error { return nil }
-
-// Restore restores nothing (see Snapshot).
-func (e *opsExt) Restore(io.Reader) error { return nil }
-
-// Apply replays nothing: the scheduler writes no log records.
-func (e *opsExt) Apply([]byte) error { return nil }
 
 // operation is one vanilla operation.
 type operation struct {
@@ -193,7 +190,15 @@ func cmdStartOperation(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.logOp(startRecord(op)); err != nil {
+		return nil, err
+	}
 	if err := e.startOperation(op, files); err != nil {
+		e.mu.Lock()
+		e.ops[op.id] = op
+		e.finishOperation(op, opFailed, asYTError(err), c.now)
+		e.mu.Unlock()
+		e.flushFinished()
 		return nil, err
 	}
 	return map[string]any{"operation_id": op.id.String()}, nil
@@ -304,6 +309,7 @@ func cmdListOperations(c *call) (any, error) {
 }
 
 func cmdAbortOperation(c *call) (any, error) {
+	defer c.s.opsExt().flushFinished() // after e.mu is released
 	msg, err := c.str("abort_message", "")
 	if err != nil {
 		return nil, err
@@ -327,6 +333,7 @@ func cmdAbortOperation(c *call) (any, error) {
 }
 
 func cmdCompleteOperation(c *call) (any, error) {
+	defer c.s.opsExt().flushFinished() // after e.mu is released
 	e := c.s.opsExt()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -348,6 +355,10 @@ func cmdCompleteOperation(c *call) (any, error) {
 // (their processes are killed). e.mu is held.
 func (e *opsExt) finishOperation(op *operation, state string, err *yterrors.Error, now time.Time) {
 	op.state, op.err, op.finish = state, err, now
+	if !e.closed {
+		e.unlogged = append(e.unlogged, finishRecord(op))
+		e.s.kickTimers() // logged by the timer hook unless a command does first
+	}
 	for _, t := range op.tasks {
 		for _, j := range t.running {
 			j.abort(jobAborted, ytErr(yterrors.CodeGeneric, "Job aborted: the operation is %s", state), now)
@@ -365,6 +376,7 @@ func (e *opsExt) Close() error {
 	now := time.Now()
 	for _, op := range e.ops {
 		if !op.finished() {
+			e.closingAborted[op.id] = true
 			e.finishOperation(op, opAborted, ytErr(yterrors.CodeGeneric, "Operation aborted: the server stopped"), now)
 		}
 	}

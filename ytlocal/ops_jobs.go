@@ -97,29 +97,8 @@ func (e *opsExt) startOperation(op *operation, files map[string][]opFileData) er
 	if e.closed {
 		return ErrClosed
 	}
-	if e.dir == "" {
-		dir, err := e.makeDir()
-		if err != nil {
-			return fmt.Errorf("ytlocal: operations folder: %w", err)
-		}
-		e.dir = dir
-		e.spawn = newSpawner()
-	}
-	op.dir = filepath.Join(e.dir, op.id.String())
-	for task, list := range files {
-		dir := filepath.Join(op.dir, "files", task)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		for _, fd := range list {
-			mode := os.FileMode(0o644)
-			if fd.f.executable {
-				mode = 0o755
-			}
-			if err := os.WriteFile(filepath.Join(dir, fd.f.name), fd.data, mode); err != nil {
-				return fmt.Errorf("ytlocal: write the operation's file %s: %w", fd.f.name, err)
-			}
-		}
+	if err := e.writeFiles(op, files); err != nil {
+		return err
 	}
 	e.ops[op.id] = op
 	for _, name := range sortedTasks(op.spec.tasks) {

@@ -25,8 +25,10 @@ type opSpec struct {
 	// secureVault are the secure_vault entries, given to jobs as YT_SECURE_VAULT_<key>;
 	// they are never shown.
 	secureVault map[string]string
-	// public is the spec as given, without secure_vault.
+	// public is the spec as given, without secure_vault; raw is the spec as given (logged
+	// for a restart: ops_durable.go).
 	public map[string]any
+	raw    map[string]any
 }
 
 // taskSpec is one entry of spec.tasks.
@@ -70,7 +72,7 @@ func parseOpSpec(raw any) (opSpec, error) {
 	if !ok {
 		return opSpec{}, specError("", "the spec is %s, not a map", ysonTypeName(yson.ValueOf(raw)))
 	}
-	sp := opSpec{maxFailedJobs: 10, tasks: map[string]*taskSpec{}, public: maps.Clone(m)}
+	sp := opSpec{maxFailedJobs: 10, tasks: map[string]*taskSpec{}, public: maps.Clone(m), raw: m}
 	delete(sp.public, "secure_vault")
 	if v, ok := m["max_failed_job_count"]; ok {
 		n, ok := specInt(v)
