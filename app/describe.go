@@ -95,7 +95,7 @@ func init() {
 		summary: "print a pipeline's registered workers: address, liveness, heartbeat and jobs",
 		setup: func(fs *flag.FlagSet, env *environ) runFunc {
 			var c flowCmd
-			c.define(fs, "describe-workers", "Prints each registered worker {worker_id; address; alive; start_time; heartbeat_time; job_count; jobs}.",
+			c.define(fs, "describe-workers", "Prints each registered worker {worker_id; address; alive; start_time; heartbeat_time; flow_core_version; job_count; jobs}.",
 				"yt-flow describe-workers --proxy localhost:8000 --format json //home/me/pipe")
 			return func(ctx context.Context, s *settings) int {
 				if code := c.check(fs, s); code >= 0 {
@@ -261,7 +261,7 @@ func describeWorkers(ctx context.Context, st *ytstore.Store) ([]any, error) {
 		out = append(out, map[string]any{
 			"worker_id": w.WorkerID, "address": w.Address, "alive": alive,
 			"start_time": micros(w.StartTime), "heartbeat_time": micros(w.HeartbeatTime),
-			"job_count": len(js), "jobs": js,
+			"flow_core_version": w.FlowCoreVersion, "job_count": len(js), "jobs": js,
 		})
 	}
 	return out, nil
@@ -421,7 +421,8 @@ func flowView(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes)
 	}
 	workers := map[string]any{}
 	for _, w := range s.Workers {
-		workers[w.WorkerID] = map[string]any{"address": w.Address, "alive": s.Alive[w.WorkerID], "start_time": micros(w.StartTime), "heartbeat_time": micros(w.HeartbeatTime)}
+		workers[w.WorkerID] = map[string]any{"address": w.Address, "alive": s.Alive[w.WorkerID], "start_time": micros(w.StartTime), "heartbeat_time": micros(w.HeartbeatTime),
+			"flow_core_version": w.FlowCoreVersion}
 	}
 	pipeline := map[string]any{
 		"path":                      st.Path(),
@@ -431,6 +432,7 @@ func flowView(ctx context.Context, st *ytstore.Store, attrs *ytstore.Attributes)
 		"spec_version":              attrs.SpecVersion,
 		"dynamic_spec_version":      attrs.DynamicSpecVersion,
 		"system_watermark":          micros(attrs.SystemWatermark),
+		"flow_core_target":          attrs.FlowCoreTarget,
 	}
 	if attrs.EventWatermark != nil {
 		pipeline["event_watermark"] = *attrs.EventWatermark

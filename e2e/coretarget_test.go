@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -138,6 +139,33 @@ func TestFlowCoreTargetFencesStaleWorker(t *testing.T) {
 		if !strings.Contains(status.Log(), want) {
 			t.Errorf("yt-flow status lacks %q:\n%s", want, status.Log())
 		}
+	}
+
+	Eventually(t, time.Minute, func() (bool, string) {
+		ws, err := wc.Store.Workers(context.Background())
+		return err == nil && len(ws) == 3, fmt.Sprintf("%d workers registered (%v)", len(ws), err)
+	})
+	describe := Start(t, "describe-workers", "describe-workers", "--proxy", c.Proxy, "--format", "json", wc.Path)
+	if err, ok := describe.Wait(time.Minute); !ok || err != nil {
+		t.Fatalf("yt-flow describe-workers: %v (exited %v)\n%s", err, ok, describe.Log())
+	}
+	var described []struct {
+		ID      string `json:"worker_id"`
+		Version string `json:"flow_core_version"`
+		Jobs    int    `json:"job_count"`
+	}
+	if err := json.Unmarshal([]byte(describe.Log()), &described); err != nil {
+		t.Fatalf("describe-workers output: %v\n%s", err, describe.Log())
+	}
+	versions := map[string]int{}
+	for _, w := range described {
+		versions[w.Version]++
+		if w.ID == "stale-worker" && (w.Version != stale || w.Jobs != 0) {
+			t.Errorf("describe-workers: the stale worker has version %s and %d jobs; want %s and none", w.Version, w.Jobs, stale)
+		}
+	}
+	if versions[stale] != 1 || versions[cur] != 2 {
+		t.Errorf("describe-workers: versions %v; want the stale worker's once and the deployed workers' twice", versions)
 	}
 
 	staleController.Kill()
