@@ -257,7 +257,7 @@ func waitCompleted(t *testing.T, st *ytstore.Store, url string) scraped {
 var controllerFamilies = map[string]string{
 	"yt_flow_controller_leader": "gauge", "yt_flow_pipeline_state": "gauge", "yt_flow_spec_version": "gauge",
 	"yt_flow_dynamic_spec_version": "gauge", "yt_flow_current_epoch": "gauge", "yt_flow_computation_count": "gauge",
-	"yt_flow_worker_count": "gauge", "yt_flow_partition_count": "gauge", "yt_flow_job_status": "gauge",
+	"yt_flow_worker_count": "gauge", "yt_flow_version_mismatch_worker_count": "gauge", "yt_flow_partition_count": "gauge", "yt_flow_job_status": "gauge",
 	"yt_flow_computation_input_lag": "gauge", "yt_flow_computation_in_flight": "gauge",
 	"yt_flow_system_watermark_seconds": "gauge", "yt_flow_stream_time_lag_seconds": "gauge",
 	"yt_flow_stream_event_time_lag_seconds": "gauge", "yt_flow_stream_count_lag": "gauge",

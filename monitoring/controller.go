@@ -121,6 +121,8 @@ var (
 		"Computations of the pipeline's spec.", nil, nil)
 	descWorkerCount = prometheus.NewDesc("yt_flow_worker_count",
 		"Registered workers, by whether their session is alive.", []string{"state"}, nil)
+	descVersionMismatch = prometheus.NewDesc("yt_flow_version_mismatch_worker_count",
+		"Live workers that get no jobs because their flow core version is not the pipeline's flow core target (Flow's version_mismatch_worker_count).", nil, nil)
 	descPartitionCount = prometheus.NewDesc("yt_flow_partition_count",
 		"Partitions of each computation, by state (active, draining, completed).", []string{"computation_id", "state"}, nil)
 	descJobStatus = prometheus.NewDesc("yt_flow_job_status",
@@ -146,7 +148,7 @@ var (
 		"Measured load of a keyed computation's active partitions, as partitioning by load sees it: messages_per_second, bytes_per_second, cpu_load (cores of busy time), timer_count.", []string{"computation_id", "measure"}, nil)
 
 	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descDeadLettersDropped, descCurrentEpoch,
-		descComputationCount, descWorkerCount, descPartitionCount, descOptimalPartitions, descComputationLoad, descJobStatus, descInputLag, descInFlight,
+		descComputationCount, descWorkerCount, descVersionMismatch, descPartitionCount, descOptimalPartitions, descComputationLoad, descJobStatus, descInputLag, descInFlight,
 		descSystemWatermark, descEventWatermark, descTimeLag, descEventTimeLag, descCountLag}
 )
 
@@ -201,12 +203,16 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 	}
 	gauge(descCurrentEpoch, float64(s.Cycle))
 	gauge(descComputationCount, float64(len(in.Topology.Computations)))
-	alive := 0
+	alive, mismatched := 0, 0
 	for _, w := range in.Workers {
 		if in.WorkerAlive[w.WorkerID] {
 			alive++
+			if in.FlowCoreTarget != "" && w.FlowCoreVersion != in.FlowCoreTarget {
+				mismatched++
+			}
 		}
 	}
+	gauge(descVersionMismatch, float64(mismatched))
 	gauge(descWorkerCount, float64(alive), "alive")
 	gauge(descWorkerCount, float64(len(in.Workers)-alive), "dead")
 

@@ -206,7 +206,8 @@ const testSpec = `{
 
 // TestControllerSnapshot: the collector reports the last snapshot: leadership, the pipeline
 // state as a one-hot gauge, versions, the cycle, workers by liveness, partitions and jobs per
-// computation and state (a job without a status is starting), and per output stream the age
+// computation and state (a job without a status is starting), the live workers of another
+// version than the flow core target, and per output stream the age
 // of its producer's oldest held message and the messages it holds past its inbox; a snapshot
 // that ends leadership leaves only yt_flow_controller_leader 0.
 func TestControllerSnapshot(t *testing.T) {
@@ -224,9 +225,10 @@ func TestControllerSnapshot(t *testing.T) {
 		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking, DeadLettersDropped: map[string]int64{"count": 2},
 			SystemWatermark: nowUs - 10*sec, EventWatermark: &ew},
 		Input: &controller.Input{
-			Topology:    controller.Topology{Computations: []controller.Computation{{ID: "count"}, {ID: "split"}}},
-			Workers:     []ytstore.Worker{{WorkerID: "w1"}, {WorkerID: "w2"}, {WorkerID: "w3"}},
-			WorkerAlive: map[string]bool{"w1": true, "w2": true},
+			Topology:       controller.Topology{Computations: []controller.Computation{{ID: "count"}, {ID: "split"}}},
+			Workers:        []ytstore.Worker{{WorkerID: "w1", FlowCoreVersion: "v2"}, {WorkerID: "w2", FlowCoreVersion: "v1"}, {WorkerID: "w3"}},
+			FlowCoreTarget: "v2",
+			WorkerAlive:    map[string]bool{"w1": true, "w2": true},
 			Partitions: []ytstore.Partition{
 				{PartitionID: "count/0of2", ComputationID: "count", State: ytstore.PartitionActive},
 				{PartitionID: "count/1of2", ComputationID: "count", State: ytstore.PartitionActive},
@@ -257,6 +259,7 @@ func TestControllerSnapshot(t *testing.T) {
 		"yt_flow_computation_count":                                                            2,
 		`yt_flow_worker_count{state="alive"}`:                                                  2,
 		`yt_flow_worker_count{state="dead"}`:                                                   1,
+		"yt_flow_version_mismatch_worker_count":                                                1,
 		`yt_flow_partition_count{computation_id="count",state="active"}`:                       2,
 		`yt_flow_partition_count{computation_id="count",state="draining"}`:                     1,
 		`yt_flow_partition_count{computation_id="count",state="completed"}`:                    0,
