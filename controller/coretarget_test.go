@@ -175,3 +175,25 @@ func TestControllerOfAnotherVersionPauses(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleWorkerDoesNotDelayFirstAssignment: a worker of another version than the target
+// appearing after the controller's first step does not hold the first assignment back (the
+// settle window waits only for workers that could share it): the worker of the target's
+// version, there from the first step, gets every job at once.
+func TestStaleWorkerDoesNotDelayFirstAssignment(t *testing.T) {
+	w := newWorld("new")
+	vers := map[string]string{"new": "v2", "old": "v1"}
+	s := Scheduler{Settle: 60_000_000} // a minute: the steps are 0.5s apart
+	noSpec := func(in *Input) { versions("v2", "v2", vers)(in); in.HasSpec = false }
+	if _, created := w.stepWith(t, &s, noSpec); len(created) != 0 {
+		t.Fatalf("jobs without a spec: %v", created)
+	}
+	w.workers["old"] = true
+	_, created := w.stepWith(t, &s, versions("v2", "v2", vers))
+	if len(created) != 5 {
+		t.Fatalf("first assignment created %d jobs, want 5 at once", len(created))
+	}
+	if l := w.load(); l["new"] != 5 || l["old"] != 0 {
+		t.Errorf("load %v, want all 5 jobs on the worker of the target's version", l)
+	}
+}

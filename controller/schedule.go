@@ -162,8 +162,8 @@ func (s *Scheduler) settling(in *Input) bool {
 	newest, oldest := uint64(0), uint64(0)
 	for _, w := range in.Workers {
 		t := s.seen[w.WorkerID]
-		if !in.WorkerAlive[w.WorkerID] || t == 0 {
-			continue
+		if !in.WorkerAlive[w.WorkerID] || t == 0 || !workerEligible(in.FlowCoreTarget, w) {
+			continue // a worker of another version gets no jobs: nothing waits for it
 		}
 		newest = max(newest, t)
 		if oldest == 0 || t < oldest {
