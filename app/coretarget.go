@@ -121,11 +121,15 @@ type coreTargetDoc struct {
 // parseCoreTargetDoc reads {flow_core_target; allow_update_on_pause} as JSON or YSON; other
 // keys are errors.
 func parseCoreTargetDoc(s string) (coreTargetDoc, error) {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		if yerr := sdkyson.Unmarshal([]byte(s), &m); yerr != nil {
-			return coreTargetDoc{}, fmt.Errorf("the argument %q is neither a JSON nor a YSON map: %v", s, err)
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		if yerr := sdkyson.Unmarshal([]byte(s), &v); yerr != nil {
+			return coreTargetDoc{}, fmt.Errorf("the argument %q is neither JSON nor YSON: %v", s, err)
 		}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return coreTargetDoc{}, fmt.Errorf("the argument %q is not a map", s)
 	}
 	var d coreTargetDoc
 	for _, k := range slices.Sorted(maps.Keys(m)) {

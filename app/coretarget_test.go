@@ -3,8 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/internal/corever"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -94,4 +97,40 @@ func TestFlowCoreTargetCommands(t *testing.T) {
 	if _, out, _ = f.cmd("", "status", "--path", lifecyclePath); strings.Contains(out, "flow core") {
 		t.Errorf("status shows a reset target:\n%s", out)
 	}
+}
+
+// FuzzCoreTargetDoc feeds arbitrary text to the parser of set-flow-core-target's argument:
+// it returns a document or an error, never panics, and accepts only maps whose keys are
+// flow_core_target (a string) and allow_update_on_pause (a boolean).
+func FuzzCoreTargetDoc(f *testing.F) {
+	for _, s := range []string{
+		`{"flow_core_target":"abc","allow_update_on_pause":true}`, `{flow_core_target="";allow_update_on_pause=%false}`,
+		`{"flow_core_target":1}`, `{"x":1}`, `{}`, `[]`, `"abc"`, `{flow_core_target=<a=b>"x"}`, `{`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseCoreTargetDoc(s)
+		if err != nil {
+			return
+		}
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil {
+			if sdkyson.Unmarshal([]byte(s), &v) != nil {
+				t.Fatalf("accepted %q, which does not decode", s)
+			}
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("accepted %q, which is no map", s)
+		}
+		for k := range m {
+			if k != "flow_core_target" && k != "allow_update_on_pause" {
+				t.Fatalf("accepted unknown key %q in %q", k, s)
+			}
+		}
+		if _, has := m["flow_core_target"]; has != (d.target != nil) {
+			t.Fatalf("%q: target %v, key present %v", s, d.target, has)
+		}
+	})
 }
