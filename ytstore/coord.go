@@ -204,7 +204,7 @@ type LogRecord struct {
 
 func coordTables() []tableDef {
 	return []tableDef{
-		{name: TableWorkers, schema: coordSorted(
+		{name: TableWorkers, optionalTail: 1, schema: coordSorted(
 			coordKey("worker_id", schema.TypeBytes),
 			coordVal("address", schema.TypeBytes),
 			coordVal("session_tx", schema.TypeBytes),

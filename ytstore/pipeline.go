@@ -47,6 +47,9 @@ type tableDef struct {
 	ordered bool
 	// attributes are extra creation attributes (e.g. tablet_count); may be nil.
 	attributes map[string]any
+	// optionalTail is how many of the last columns a table created by an older version may
+	// lack (the code that writes them checks): such a table is accepted as it is.
+	optionalTail int
 }
 
 // tables is the full list CreatePipeline creates.
@@ -131,7 +134,7 @@ func (s *Store) createTable(ctx context.Context, t tableDef) error {
 	if err := s.yc.GetNode(ctx, p.Attr("schema"), &have, nil); err != nil {
 		return fmt.Errorf("ytstore: read schema of %s: %w", p, classify(err))
 	}
-	if !sameColumns(have, t.schema) {
+	if !sameColumns(have, t.schema) && !olderColumns(have, t) {
 		return fmt.Errorf("ytstore: table %s exists with another schema (columns %v, want %v)", p, columnNames(have), columnNames(t.schema))
 	}
 	return nil
@@ -156,6 +159,16 @@ func sameColumns(a, b schema.Schema) bool {
 	return slices.EqualFunc(a.Columns, b.Columns, func(x, y schema.Column) bool {
 		return x.Name == y.Name && x.SortOrder == y.SortOrder
 	})
+}
+
+// olderColumns reports whether have is t's schema without some of its optional last columns
+// (a table created by an older version).
+func olderColumns(have schema.Schema, t tableDef) bool {
+	n := len(have.Columns)
+	if n >= len(t.schema.Columns) || n < len(t.schema.Columns)-t.optionalTail {
+		return false
+	}
+	return sameColumns(have, schema.Schema{Columns: t.schema.Columns[:n]})
 }
 
 func columnNames(s schema.Schema) []string {
