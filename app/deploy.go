@@ -157,7 +157,9 @@ func runDeploy(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	}
 	// The target goes with the specs, once the old operation is ended (Flow's runner pushes
 	// the specs and the FlowCoreTarget, then starts the pipeline).
-	if cfg.SetFlowCoreTarget && !f.skipSetFlowCoreTarget {
+	if cfg.SetFlowCoreTarget && !f.skipSetFlowCoreTarget && !st.WorkerVersions(ctx) {
+		fmt.Fprintf(env.stderr, "deploy: warning: flow core target not set: the workers table of %s predates worker versions (recreate the pipeline to fence workers by version)\n", cfg.Path)
+	} else if cfg.SetFlowCoreTarget && !f.skipSetFlowCoreTarget {
 		n, err := st.ChangeFlowCoreTarget(ctx, func(*ytstore.Attributes) (string, error) { return coreVersion, nil })
 		if err != nil {
 			return failf(env.stderr, "deploy: operation %s started; set the flow core target: %v", id, err)

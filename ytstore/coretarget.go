@@ -56,6 +56,11 @@ func (s *Store) SetLeaderFlowCoreVersion(ctx context.Context, leader *Session, v
 	return nil
 }
 
+// WorkerVersions reports whether the pipeline's workers store their version (a pipeline
+// created by an older version does not: a flow core target would then keep every worker
+// from jobs).
+func (s *Store) WorkerVersions(ctx context.Context) bool { return s.workerVersionColumn(ctx) }
+
 // workerVersionColumn reports whether the workers table has the flow_core_version column (a
 // pipeline created before it existed does not: its workers register without a version). It
 // is read once; a failed read counts as "no column".
