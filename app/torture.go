@@ -30,10 +30,10 @@ func init() {
 // tortureOptions are the flags of `yt-flow torture`.
 type tortureOptions struct {
 	specFile, setup, dataDir, faults string
-	duration, interval, progress      time.Duration
-	settle                            time.Duration
-	seed                              uint64
-	rate, keys, workers               int
+	duration, interval, progress     time.Duration
+	settle                           time.Duration
+	seed                             uint64
+	rate, keys, workers              int
 }
 
 func setupTorture(fs *flag.FlagSet, env *environ) runFunc {
