@@ -184,7 +184,8 @@ func kindList(kinds []torture.Kind) string {
 	return strings.Join(s, ",")
 }
 
-// launch starts a run's server, tables, pipeline, two controllers and the workers.
+// launch starts a run's server, tables, pipeline, the workers and two controllers (a
+// leader and a standby).
 func (t *tortureRun) launch(ctx context.Context, bin, dir string, plan *torturePlan) (*tortureCluster, error) {
 	c, err := startTortureCluster(ctx, bin, dir, plan.path, t.say)
 	if err != nil {
@@ -198,14 +199,16 @@ func (t *tortureRun) launch(ctx context.Context, bin, dir string, plan *tortureP
 		c.stop()
 		return nil, err
 	}
-	for i := range 2 {
-		if err := c.addController(fmt.Sprintf("controller-%d", i)); err != nil {
+	// Workers first: a controller that found only some of them would place every job on
+	// those and move some a cycle later.
+	for range t.o.workers {
+		if _, err := c.addWorker(); err != nil {
 			c.stop()
 			return nil, err
 		}
 	}
-	for range t.o.workers {
-		if _, err := c.addWorker(); err != nil {
+	for i := range 2 {
+		if err := c.addController(fmt.Sprintf("controller-%d", i)); err != nil {
 			c.stop()
 			return nil, err
 		}
