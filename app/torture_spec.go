@@ -131,6 +131,8 @@ func loadTorturePlan(specFile, setupPath string, env *environ) (*torturePlan, er
 				bad(at, "%s: torture runs every queue on its embedded server (no <cluster=…>)", qp)
 			case t == nil || t.Kind != ytstore.UserQueue:
 				bad(at, "%s is not a queue of the setup file %s", qp, setupPath)
+			case params == nil:
+				bad(at, "missing")
 			default:
 				// The generator feeds the queue while the pipeline runs, and torture ends each
 				// run by draining once everything is read: the source must not end on its own.

@@ -131,3 +131,29 @@ func TestTortureGenerate(t *testing.T) {
 		t.Error("another seed, the same input")
 	}
 }
+
+// FuzzTorturePlan feeds mutated runner configs (next to the built-in setup) to
+// loadTorturePlan: it must never panic, and a plan it accepts has inputs and sinks.
+func FuzzTorturePlan(f *testing.F) {
+	f.Add(builtinTortureSpec)
+	f.Add(strings.Replace(builtinTortureSpec, `"NYT::NFlow::TAsyncQueueSink"`, `"NYT::NFlow::TKafkaSink"`, 1))
+	f.Add(strings.Replace(builtinTortureSpec, `parameters = {queue_path = "//home/torture/input"; consumer_path = "//home/torture/consumer"}`, `parameters = {}`, 1))
+	f.Add(strings.Replace(builtinTortureSpec, `"//home/torture/output"`, `"<cluster=x>//home/torture/output"`, 1))
+	dir := f.TempDir()
+	if _, err := writeBuiltinTorture(dir); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		specFile := filepath.Join(t.TempDir(), "pipeline.yson")
+		if err := os.WriteFile(specFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := loadTorturePlan(specFile, filepath.Join(dir, "local.yson"), tortureEnv())
+		if err != nil {
+			return
+		}
+		if len(p.inputs) == 0 || len(p.sinks) == 0 || len(p.static) == 0 {
+			t.Fatalf("accepted a plan without inputs, sinks or spec: %+v", p)
+		}
+	})
+}
