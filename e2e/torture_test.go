@@ -39,15 +39,23 @@ func runTorture(t *testing.T, bin string, args ...string) (string, int) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := false
+	t.Cleanup(func() {
+		if !exited { // the test failed before the process ended: stop it by pid
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var werr error
 	select {
 	case werr = <-done:
+		exited = true
 	case <-time.After(5 * time.Minute):
 		// Its children die with it (parent-death signal); the whole group goes anyway.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+		exited = true
 		f.Close()
 		out, _ := os.ReadFile(logPath)
 		t.Fatalf("yt-flow torture did not end within 5 minutes:\n%s", out)
@@ -63,8 +71,8 @@ func runTorture(t *testing.T, bin string, args ...string) (string, int) {
 	return string(out), code
 }
 
-// TestTortureBuiltinPasses runs `yt-flow torture` on its built-in pipeline for 20s with
-// every fault kind and a fault every ~2s: it must print PASS and exit 0, every kind of fault
+// TestTortureBuiltinPasses runs `yt-flow torture` on its built-in pipeline for 16s with
+// every fault kind and a fault every ~1.5s: it must print PASS and exit 0, every kind of fault
 // must have been injected (counted from its "fault N: KIND:" lines), the fault-free reference
 // must hold one output row per input row (the built-in count emits one per message), and the
 // verdict must count exactly that many rows found and none lost or duplicated.
@@ -73,7 +81,7 @@ func TestTortureBuiltinPasses(t *testing.T) {
 		t.Skip("e2e fault test")
 	}
 	sd := seed(t)
-	out, code := runTorture(t, Binary(t), "--duration", "20s", "--fault-interval", "2s", "--faults", "all",
+	out, code := runTorture(t, Binary(t), "--duration", "16s", "--fault-interval", "1500ms", "--faults", "all",
 		"--rate", "100", "--seed", strconv.FormatUint(sd, 10), "--data-dir", filepath.Join(t.TempDir(), "torture"))
 	t.Logf("yt-flow torture:\n%s", out)
 	if code != 0 {
@@ -88,7 +96,7 @@ func TestTortureBuiltinPasses(t *testing.T) {
 			t.Errorf("no %s fault injected (faults: %v)", k, faults)
 		}
 	}
-	const rows = 2000 // --rate 100 × --duration 20s
+	const rows = 1600 // --rate 100 × --duration 16s
 	if !regexp.MustCompile(fmt.Sprintf(`reference run \(no faults\): %d rows processed .*count/out %d rows, count/table 50 rows`, rows, rows)).MatchString(out) {
 		t.Errorf("the reference run did not output one row per input row (%d) and 50 keys", rows)
 	}
@@ -115,7 +123,7 @@ func TestTortureBrokenPipelineFails(t *testing.T) {
 	}
 	sd := seed(t)
 	out, code := runTorture(t, bin, "--spec", filepath.Join(root, "e2e", "testdata", "memcount", "pipeline.yson"),
-		"--duration", "12s", "--fault-interval", "2s", "--faults", "kill", "--seed", strconv.FormatUint(sd, 10),
+		"--duration", "8s", "--fault-interval", "1500ms", "--faults", "kill", "--seed", strconv.FormatUint(sd, 10),
 		"--data-dir", filepath.Join(t.TempDir(), "torture"))
 	t.Logf("torture of memcount:\n%s", out)
 	if code != 1 {

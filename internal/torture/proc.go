@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,7 +28,9 @@ type Proc struct {
 	done   chan struct{}
 }
 
-// Start runs bin with args as the child process name, its output in logPath.
+// Start runs bin with args as the child process name, its output in logPath. The child
+// gets the parent's environment without YT_TOKEN and YT_TOKEN_PATH: torture's embedded
+// servers need no token, so none is sent to them. It gets SIGKILL when its parent dies.
 func Start(name, logPath, bin string, args ...string) (*Proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -35,7 +38,11 @@ func Start(name, logPath, bin string, args ...string) (*Proc, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = os.Environ()
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "YT_TOKEN=") && !strings.HasPrefix(kv, "YT_TOKEN_PATH=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
