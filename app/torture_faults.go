@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ytflow/yt-flow/internal/torture"
@@ -109,6 +110,9 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 	switch kind {
 	case torture.Kill:
 		names := c.liveWorkers()
+		if t.frozen != nil { // the frozen worker stays frozen until thaw
+			names = slices.DeleteFunc(names, func(n string) bool { return n == t.frozen.name })
+		}
 		if len(names) == 0 {
 			skip("no live worker")
 			return
