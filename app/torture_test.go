@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
+
+	"github.com/ytflow/yt-flow/ytlocal"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 func tortureEnv() *environ {
@@ -156,4 +159,60 @@ func FuzzTorturePlan(f *testing.F) {
 			t.Fatalf("accepted a plan without inputs, sinks or spec: %+v", p)
 		}
 	})
+}
+
+// TestTortureFeederIdempotent feeds the built-in input into a queue on ytlocal twice over
+// and after a foreign insert: the feeder inserts only the rows each tablet lacks, so a
+// retried feed never doubles the input, and it refuses a queue holding rows it did not write.
+func TestTortureFeederIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	specFile, err := writeBuiltinTorture(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadTorturePlan(specFile, "", tortureEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close() }()
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: p.path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := ensureTables(ctx, st, p.setup); err != nil {
+		t.Fatal(err)
+	}
+	rows := p.generate(50, 5, 1)
+	count := func() int {
+		got, err := st.SelectRows(ctx, "[seq] FROM [//home/torture/input]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	f := newFeeder(rows)
+	for _, upTo := range []int{20, 20, 10, 50, 50} {
+		if err := f.feed(ctx, st, upTo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A new feeder knows nothing: it must find the rows in the queue and add none.
+	if err := newFeeder(rows).feed(ctx, st, 50); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 50 {
+		t.Fatalf("%d rows in the queue, want 50", n)
+	}
+	if err := st.InsertRows(ctx, "//home/torture/input", []map[string]any{{"$tablet_index": int64(0), "key": "x", "seq": int64(-1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newFeeder(rows).feed(ctx, st, 50); err == nil || !strings.Contains(err.Error(), "rows not written by torture") {
+		t.Fatalf("feed into a queue with a foreign row: %v", err)
+	}
 }
