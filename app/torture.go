@@ -80,6 +80,8 @@ type tortureRun struct {
 	injected map[torture.Kind]int
 	// frozen is the worker a freeze fault stopped, until thaw resumes it.
 	frozen *frozenWorker
+	// lost is set when a fault left the run without its server (its restart failed).
+	lost error
 }
 
 func (t *tortureRun) say(format string, args ...any) {

@@ -49,8 +49,11 @@ func (t *tortureRun) tortured(ctx context.Context, bin, dir string, plan *tortur
 			t.say("[%5.1fs] feed: %v (retrying)", elapsed.Seconds(), err)
 		}
 		if !now.Before(nextFault) {
-			if kind, ok := sched.Next(); ok {
-				t.inject(ctx, c, sched, kind, begin)
+			if kind, ok := sched.Next(); ok && !t.inject(ctx, c, sched, kind, begin) {
+				if t.lost != nil {
+					return nil, t.lost
+				}
+				sched.Again(kind) // no victim this time: the same kind comes next
 			}
 			nextFault = time.Now().Add(time.Duration(float64(t.o.interval) * sched.Jitter()))
 		}
@@ -97,10 +100,10 @@ func (t *tortureRun) total() int {
 	return n
 }
 
-// inject injects one fault of kind and prints one line about it ("fault N at T: …"); a fault
-// that finds no victim (no live worker, no known leader) is reported as skipped and not
-// counted.
-func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *torture.Schedule, kind torture.Kind, begin time.Time) {
+// inject injects one fault of kind and prints one line about it ("[T] fault N: KIND: …"); a
+// fault that finds no victim (no live worker, no known leader) is reported as skipped, not
+// counted, and inject returns false.
+func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *torture.Schedule, kind torture.Kind, begin time.Time) bool {
 	at := time.Since(begin).Seconds()
 	done := func(format string, args ...any) {
 		t.injected[kind]++
@@ -115,7 +118,7 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 		}
 		if len(names) == 0 {
 			skip("no live worker")
-			return
+			return false
 		}
 		name := names[sched.Pick(len(names))]
 		p := c.workers[name]
@@ -124,18 +127,18 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 		nw, err := c.addWorker()
 		if err != nil {
 			skip(err.Error())
-			return
+			return false
 		}
 		done("kill -9 %s (pid %d); %s replaces it", name, p.Pid(), nw.Name)
 	case torture.Freeze:
 		if t.frozen != nil {
 			skip(t.frozen.name + " is frozen still")
-			return
+			return false
 		}
 		names := c.liveWorkers()
 		if len(names) == 0 {
 			skip("no live worker")
-			return
+			return false
 		}
 		name := names[sched.Pick(len(names))]
 		p := c.workers[name]
@@ -149,7 +152,7 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 		}
 		if err := p.Freeze(); err != nil {
 			skip(err.Error())
-			return
+			return false
 		}
 		t.frozen = fr
 		done("SIGSTOP %s (pid %d) until the controller has replaced it (at most %s)", name, p.Pid(), maxFreeze)
@@ -157,14 +160,14 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 		leader := c.leader(ctx)
 		if leader == nil || len(c.ctrl) < 2 {
 			skip("no leading controller with a standby known")
-			return
+			return false
 		}
 		leader.Kill()
 		killed := time.Now()
 		// A new controller takes the place of the killed one, as a standby.
 		if err := c.supervise(); err != nil {
 			skip(err.Error())
-			return
+			return false
 		}
 		var next string
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
@@ -182,12 +185,14 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 		pid := c.local.Pid()
 		pause := time.Duration(float64(time.Second) * sched.Jitter())
 		if err := c.restartLocal(ctx, pause); err != nil {
-			skip(err.Error())
-			return
+			// Without its server the run cannot go on: the loop ends it with this error.
+			t.lost = fmt.Errorf("restart of the embedded YTsaurus after a store fault: %w", err)
+			return false
 		}
 		done("kill -9 the embedded YTsaurus (pid %d), restarted after %.1fs on %s (pid %d) with its data in %s",
 			pid, pause.Seconds(), c.proxy, c.local.Pid(), filepath.Join(c.dir, "ytlocal"))
 	}
+	return true
 }
 
 // maxFreeze bounds how long a worker stays frozen.

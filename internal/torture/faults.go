@@ -88,6 +88,10 @@ func (s *Schedule) Next() (Kind, bool) {
 	return k, true
 }
 
+// Again makes k the next fault again: a fault that found no victim is not lost from the
+// round.
+func (s *Schedule) Again(k Kind) { s.round = append([]Kind{k}, s.round...) }
+
 // Pick returns a reproducible index below n (the victim among n candidates sorted by name).
 func (s *Schedule) Pick(n int) int {
 	if n <= 1 {

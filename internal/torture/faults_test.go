@@ -64,6 +64,12 @@ func TestScheduleRounds(t *testing.T) {
 			t.Errorf("round %d = %v, want each kind once", r/len(Kinds), a[r:r+len(Kinds)])
 		}
 	}
+	s := NewSchedule(Kinds, 3)
+	k, _ := s.Next()
+	s.Again(k)
+	if again, _ := s.Next(); again != k {
+		t.Errorf("after Again(%s) Next = %s", k, again)
+	}
 	if _, ok := NewSchedule(nil, 1).Next(); ok {
 		t.Error("a schedule without kinds gave a fault")
 	}
