@@ -177,7 +177,11 @@ func (t *tortureRun) inject(ctx context.Context, c *tortureCluster, sched *tortu
 				break
 			}
 		}
-		if next == "" {
+		switch {
+		case next != "":
+		case ctx.Err() != nil:
+			next = "interrupted before a new leader was seen"
+		default:
 			next = "no new leader within 30s"
 		}
 		done("kill -9 leading controller %s (pid %d); %s", leader.Name, leader.Pid(), next)
