@@ -64,15 +64,15 @@ type Event struct {
 	Type int64
 	// Person: ID, Name, Email, CreditCard, City, State. Auction: ID, ItemName, Description,
 	// InitialBid, Reserve, Expires, Seller, Category. Bid: Auction, Bidder, Price, Channel, URL.
-	ID                                    int64
-	Name, Email, CreditCard, City, State  string
-	ItemName, Description                 string
-	InitialBid, Reserve, Expires          int64
-	Seller, Category                      int64
-	Auction, Bidder, Price                int64
-	Channel, URL                          string
-	DateTime                              int64
-	Extra                                 string
+	ID                                   int64
+	Name, Email, CreditCard, City, State string
+	ItemName, Description                string
+	InitialBid, Reserve, Expires         int64
+	Seller, Category                     int64
+	Auction, Bidder, Price               int64
+	Channel, URL                         string
+	DateTime                             int64
+	Extra                                string
 }
 
 // GenConfig shapes the generated stream. The zero value of a field is its default.

@@ -142,22 +142,41 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 		wg.Go(func() { writeErr = feed(ctx, p, inputs, c.Rate, written, &wmu) })
 	}
 	r := &reader{p: p}
+	// The run ends when the source committed past every input (the consumer's offsets) and
+	// the output holds the model's row count; a run whose output stays short ends 30 s after
+	// the input was consumed (or at completion, burst) and fails verification.
+	var consumedAt, tEnd time.Time
+	var cpuEnd time.Duration
 	done := func() (bool, error) {
-		if r.rows >= len(want) && (c.Rate > 0 || len(want) > 0) {
+		if consumedAt.IsZero() && (r.polls%5 == 0 || r.rows >= len(want)) {
+			n, err := p.consumed(ctx)
+			if err != nil {
+				return false, err
+			}
+			if n >= int64(len(inputs)) {
+				consumedAt = time.Now()
+			}
+		}
+		if consumedAt.IsZero() {
+			return false, nil
+		}
+		if r.rows >= len(want) {
+			tEnd, cpuEnd = time.Now(), cpuTime()
+			return true, nil
+		}
+		if time.Since(consumedAt) > 30*time.Second {
 			return true, nil
 		}
 		if c.Rate == 0 && r.polls%10 == 0 {
-			st, err := p.store.Attributes(ctx)
-			if err == nil && st.PipelineState == ytstore.StateCompleted {
+			if st, err := p.store.Attributes(ctx); err == nil && st.PipelineState == ytstore.StateCompleted {
 				return true, nil
 			}
 		}
 		return false, nil
 	}
 	err = r.until(ctx, rt, done)
-	tEnd, cpuEnd := r.lastAt, cpuTime()
-	if len(want) == 0 || tEnd.IsZero() {
-		tEnd = time.Now()
+	if tEnd.IsZero() {
+		tEnd, cpuEnd = time.Now(), cpuTime()
 	}
 	res.Wall, res.CPU = tEnd.Sub(t0), cpuEnd-cpu0
 	wg.Wait()
@@ -180,6 +199,25 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 		wmu.Unlock()
 	}
 	return res
+}
+
+// consumed is how many input rows the source committed past: the sum of the input
+// consumer's offsets over the tablets.
+func (p *pipeline) consumed(ctx context.Context) (int64, error) {
+	rows, err := p.store.SelectRows(ctx, fmt.Sprintf("[offset] FROM [%s/consumer]", p.root))
+	if err != nil {
+		return 0, fmt.Errorf("read the offsets of %s/consumer: %w", p.root, err)
+	}
+	var n int64
+	for _, r := range rows {
+		switch v := r["offset"].(type) {
+		case int64:
+			n += v
+		case uint64:
+			n += int64(v)
+		}
+	}
+	return n, nil
 }
 
 // feed writes inputs at rate a second (one insert_rows call every 10 ms, catching up when a
