@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// testConfig is the small run of the cheap tests: 2,000 events over 20 s of event time (100
-// events a second), so q5 closes 14 sliding windows and q7 2 tumbling ones.
+// testConfig is the small run of the cheap tests: 10,000 events over 50 s of event time (200
+// events a second), so q5 closes 30 sliding windows and q7 5 tumbling ones.
 func testConfig() Config {
-	return Config{Events: 2000, Gen: GenConfig{Seed: 7, EventsPerSecond: 100}}
+	return Config{Events: 10_000, Gen: GenConfig{Seed: 7, EventsPerSecond: 200}}
 }
 
 // TestQueriesVerify runs every query on a small burst input, each on its own embedded server,
@@ -30,5 +30,19 @@ func TestQueriesVerify(t *testing.T) {
 			}
 			t.Logf("%s: %d rows, %v wall, %v CPU", q, r.Outputs, r.Wall, r.CPU)
 		})
+	}
+}
+
+// TestLiveRunVerifies: a live run (input fed at a rate while the pipeline runs) of q7 is
+// verified as a burst run is, and every output row gets a latency from its closing input.
+func TestLiveRunVerifies(t *testing.T) {
+	c := testConfig()
+	c.Rate = 20_000
+	r := RunQuery(context.Background(), c, Q7)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r.Outputs == 0 || r.P99 <= 0 || r.P50 > r.P99 {
+		t.Fatalf("live q7: %d rows, p50 %v, p99 %v: want rows with latencies", r.Outputs, r.P50, r.P99)
 	}
 }
