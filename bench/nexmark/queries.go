@@ -2,7 +2,6 @@ package nexmark
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ytflow/yt-flow/flow"
@@ -79,7 +78,7 @@ func init() {
 	flow.Register("NexmarkQ3Source", flow.PerMessage(Q3Source))
 	flow.Register("NexmarkQ3Join", flow.Batch(Q3Join))
 	flow.Register("NexmarkQ5Source", flow.PerMessage(Q5Source))
-	flow.Register("NexmarkQ5Count", flow.Process{OnMessages: Q5Count, OnTimer: Q5Close})
+	flow.Register("NexmarkQ5Hot", flow.Process{OnMessages: Q5Count, OnTimer: Q5Close})
 	flow.Register("NexmarkQ7Source", flow.PerMessage(Q7Source))
 	flow.Register("NexmarkQ7Max", flow.Process{OnMessages: Q7Max, OnTimer: Q7Close})
 }
@@ -236,100 +235,6 @@ func endMarker(ctx *flow.Context, stream string, e Event, cols flow.Row) {
 	ctx.AddMessage(stream, cols)
 }
 
-// Q5Source is q5's swift source function: a bid becomes one {window_start; auction;
-// date_time} row per sliding window holding it, on stream "windows".
-func Q5Source(ctx *flow.Context, msg *flow.Message) error {
-	e, err := eventOf(msg.Payload)
-	switch {
-	case err != nil:
-		return err
-	case e.Type == TypeEnd:
-		endMarker(ctx, "windows", e, flow.Row{"auction": int64(0)})
-	case e.Type == TypeBid:
-		for _, s := range windowsOf(e.DateTime, q5Size, q5Slide) {
-			ctx.AddMessage("windows", flow.Row{"window_start": s, "auction": e.Auction, "date_time": e.DateTime})
-		}
-	}
-	return nil
-}
-
-// windowOf is the window start of a key [hash; window_start].
-func windowOf(k flow.Key) (int64, error) {
-	if len(k) == 2 {
-		if s, ok := k[1].(int64); ok {
-			return s, nil
-		}
-	}
-	return 0, fmt.Errorf("key %v: want [hash uint64, window_start int64]", k)
-}
-
-// AuctionCount is one entry of q5's state "counts".
-type AuctionCount struct {
-	Auction int64 `yson:"auction"`
-	Num     int64 `yson:"num"`
-}
-
-// Q5Count is q5's keyed stage (key [hash; window_start]): it counts the window's bids per
-// auction in state "counts" (sorted by auction) and, with the window's first bid, sets the
-// event-time timer "close" at the window's end.
-func Q5Count(ctx *flow.Context, msgs []flow.Message) error {
-	start, err := windowOf(ctx.Key())
-	if err != nil || start < 0 {
-		return err
-	}
-	counts := flow.StateOf[[]AuctionCount](ctx, "counts")
-	cs, open := counts.Get()
-	if !open {
-		ctx.AddTimer("close", uint64(start+q5Size)*1000, nil)
-	}
-	for i := range msgs {
-		a, err := intOf(msgs[i].Payload, "auction")
-		if err != nil {
-			return err
-		}
-		j, found := slices.BinarySearchFunc(cs, a, func(c AuctionCount, a int64) int { return compare(c.Auction, a) })
-		if found {
-			cs[j].Num++
-		} else {
-			cs = slices.Insert(cs, j, AuctionCount{Auction: a, Num: 1})
-		}
-	}
-	counts.Set(cs)
-	return nil
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// Q5Close is q5's timer handler: the window is complete; it emits {window_start; auction;
-// num} for each auction with the most bids, ascending, and drops the window's state.
-func Q5Close(ctx *flow.Context, _ *flow.Timer) error {
-	start, err := windowOf(ctx.Key())
-	if err != nil {
-		return err
-	}
-	counts := flow.StateOf[[]AuctionCount](ctx, "counts")
-	cs, _ := counts.Get()
-	var top int64
-	for _, c := range cs {
-		top = max(top, c.Num)
-	}
-	for _, c := range cs {
-		if c.Num == top {
-			ctx.AddMessage("out", flow.Row{"window_start": start, "auction": c.Auction, "num": c.Num})
-		}
-	}
-	counts.Clear()
-	return nil
-}
-
 // Q7Source is q7's swift source function: a bid becomes {window_start; auction; price;
 // bidder; date_time; extra} on stream "windows", window_start its tumbling window's.
 func Q7Source(ctx *flow.Context, msg *flow.Message) error {
@@ -344,6 +249,16 @@ func Q7Source(ctx *flow.Context, msg *flow.Message) error {
 			"price": e.Price, "bidder": e.Bidder, "date_time": e.DateTime, "extra": e.Extra})
 	}
 	return nil
+}
+
+// windowOf is the window start of a key [hash; window_start].
+func windowOf(k flow.Key) (int64, error) {
+	if len(k) == 2 {
+		if s, ok := k[1].(int64); ok {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("key %v: want [hash uint64, window_start int64]", k)
 }
 
 // Bid is one entry of q7's state "best".

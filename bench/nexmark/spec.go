@@ -124,8 +124,8 @@ func (p *pipeline) specText() string {
 			return "string"
 		}, true) + "; out = " + outSchema + ";"
 	case Q5:
-		comps = src("NexmarkQ5Source", "windows", wm) + keyed("NexmarkQ5Count", "windows", timer)
-		streams = "windows = " + schemaOf([]string{"window_start", "auction", "date_time"}, func(string) string { return "int64" }, true) +
+		comps = src("NexmarkQ5Source", "bids", wm) + keyed("NexmarkQ5Hot", "bids", timer)
+		streams = "bids = " + schemaOf([]string{"bucket", "auction", "date_time"}, func(string) string { return "int64" }, true) +
 			"; out = " + outSchema + ";"
 	case Q7:
 		comps = src("NexmarkQ7Source", "windows", wm) + keyed("NexmarkQ7Max", "windows", timer)
@@ -153,8 +153,11 @@ func (p *pipeline) specText() string {
 // keyOf is the group_by_schema of the query's keyed stage.
 func keyOf(q Query) string {
 	col := "window_start"
-	if q == Q3 {
+	switch q {
+	case Q3:
 		col = "person"
+	case Q5:
+		col = "bucket"
 	}
 	return fmt.Sprintf(`{name = "hash"; type = "uint64"; required = %%true; expression = "farm_hash(%s)"}; {name = %q; type = "int64"; required = %%true}`, col, col)
 }
