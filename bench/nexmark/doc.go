@@ -64,6 +64,6 @@
 // skips the live runs). It prints one table with Flink 1.13's published figures beside
 // yt-flow's (exactly-once checkpoints every 3 minutes, events/s per core: 155K on q0, 12–35K
 // on q4/q5/q7/q9; the nexmark/nexmark project's README; other hardware, indicative only).
-// Plain `go test ./bench/nexmark/` runs every query on 10,000 events and a live q7 run and
+// Plain `go test ./bench/nexmark/` runs every query on 5,000 events and a live q7 run and
 // asserts that each verifies.
 package nexmark

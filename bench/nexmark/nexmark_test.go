@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// testConfig is the small run of the cheap tests: 10,000 events over 50 s of event time (200
+// testConfig is the small run of the cheap tests: 5,000 events over 50 s of event time (100
 // events a second), so q5 closes 30 sliding windows and q7 5 tumbling ones.
 func testConfig() Config {
-	return Config{Events: 10_000, Gen: GenConfig{Seed: 7, EventsPerSecond: 200}}
+	return Config{Events: 5000, Gen: GenConfig{Seed: 7, EventsPerSecond: 100}}
 }
 
 // TestQueriesVerify runs every query on a small burst input, each on its own embedded server,
