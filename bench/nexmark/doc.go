@@ -65,5 +65,6 @@
 // yt-flow's (exactly-once checkpoints every 3 minutes, events/s per core: 155K on q0, 12–35K
 // on q4/q5/q7/q9; the nexmark/nexmark project's README; other hardware, indicative only).
 // Plain `go test ./bench/nexmark/` runs every query on 5,000 events and a live q7 run and
-// asserts that each verifies.
+// asserts that each verifies (TestQueriesVerify, TestLiveRunVerifies; skipped with -short),
+// besides table tests of the generator, the model and the verification.
 package nexmark

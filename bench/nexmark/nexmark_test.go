@@ -14,6 +14,9 @@ func testConfig() Config {
 // TestQueriesVerify runs every query on a small burst input, each on its own embedded server,
 // and asserts that its output queue holds exactly the model's rows.
 func TestQueriesVerify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs six pipelines")
+	}
 	for _, q := range Queries() {
 		t.Run(string(q), func(t *testing.T) {
 			c := testConfig()
@@ -36,6 +39,9 @@ func TestQueriesVerify(t *testing.T) {
 // TestLiveRunVerifies: a live run (input fed at a rate while the pipeline runs) of q7 is
 // verified as a burst run is, and every output row gets a latency from its closing input.
 func TestLiveRunVerifies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a pipeline")
+	}
 	c := testConfig()
 	c.Rate = 20_000
 	r := RunQuery(context.Background(), c, Q7)
