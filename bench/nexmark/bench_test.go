@@ -41,7 +41,7 @@ func BenchmarkNexmark(b *testing.B) {
 	if len(qs) == 0 {
 		qs = Queries()
 	}
-	c := Config{Events: *flagEvents, Gen: GenConfig{Seed: *flagSeed}}
+	c := Config{Events: *flagEvents, Gen: GenConfig{Seed: *flagSeed}, Profile: os.Getenv("NEXMARK_PROFILE")}
 	for range b.N {
 		var burst, live []Result
 		for _, q := range qs {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -31,6 +33,9 @@ type Config struct {
 	Rate int
 	// Timeout bounds one query's run (default 10 minutes).
 	Timeout time.Duration
+	// Profile, when set, writes a CPU profile of each run's measured span (from the
+	// pipeline's start to its end) to Profile-<query>-<rate>.pprof.
+	Profile string
 }
 
 func (c Config) withDefaults() Config {
@@ -124,6 +129,8 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 			}
 		}
 	}
+	stopProfile := startProfile(c.Profile, q, c.Rate)
+	defer stopProfile()
 	cpu0, t0 := cpuTime(), time.Now()
 	if err := p.start(ctx); err != nil {
 		res.Err = err
@@ -179,6 +186,7 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 		tEnd, cpuEnd = time.Now(), cpuTime()
 	}
 	res.Wall, res.CPU = tEnd.Sub(t0), cpuEnd-cpu0
+	stopProfile()
 	wg.Wait()
 	if err == nil {
 		err = writeErr
@@ -218,6 +226,29 @@ func (p *pipeline) consumed(ctx context.Context) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// startProfile starts a CPU profile into prefix-<q>-<rate>.pprof (nothing when prefix is
+// empty or a profile is running) and returns its idempotent stop.
+func startProfile(prefix string, q Query, rate int) func() {
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s-%s-%d.pprof", prefix, q, rate))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
 }
 
 // feed writes inputs at rate a second (one insert_rows call every 10 ms, catching up when a
