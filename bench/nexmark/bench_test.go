@@ -13,6 +13,7 @@ var (
 	flagEvents  = flag.Int("events", envInt("NEXMARK_EVENTS", 100_000), "events per query (NEXMARK_EVENTS)")
 	flagRate    = flag.Int("rate", envInt("NEXMARK_RATE", 10_000), "live run input rate, events/s; 0 skips the live runs (NEXMARK_RATE)")
 	flagQueries = flag.String("queries", os.Getenv("NEXMARK_QUERIES"), "comma-separated queries to run, all when empty (NEXMARK_QUERIES)")
+	flagBurst   = flag.Bool("burst", envInt("NEXMARK_BURST", 1) != 0, "run the burst runs; -burst=false runs only the live ones (NEXMARK_BURST=0)")
 	flagSeed    = flag.Uint64("seed", uint64(envInt("NEXMARK_SEED", 1)), "generator seed (NEXMARK_SEED)")
 )
 
@@ -28,7 +29,7 @@ func envInt(name string, def int) int {
 // input fed at -rate events/s; p50/p99 latency), each verified against the model, and prints
 // the table. Run it with
 //
-//	go test ./bench/nexmark/ -run XXX -bench Nexmark -benchtime 1x [-args -events 100000 -rate 10000 -queries q0,q5]
+//	go test ./bench/nexmark/ -run XXX -bench Nexmark -benchtime 1x [-args -events 100000 -rate 10000 -burst=false -queries q0,q5]
 func BenchmarkNexmark(b *testing.B) {
 	var names []string
 	if *flagQueries != "" {
@@ -45,9 +46,11 @@ func BenchmarkNexmark(b *testing.B) {
 	for range b.N {
 		var burst, live []Result
 		for _, q := range qs {
-			r := RunQuery(context.Background(), c, q)
-			b.Logf("%s burst: %d events in %v, CPU %v, %d rows: %v", q, r.Events, r.Wall, r.CPU, r.Outputs, verdict(&r))
-			burst = append(burst, r)
+			if *flagBurst {
+				r := RunQuery(context.Background(), c, q)
+				b.Logf("%s burst: %d events in %v, CPU %v, %d rows: %v", q, r.Events, r.Wall, r.CPU, r.Outputs, verdict(&r))
+				burst = append(burst, r)
+			}
 			if *flagRate > 0 {
 				lc := c
 				lc.Rate = *flagRate

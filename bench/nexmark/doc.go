@@ -58,10 +58,10 @@
 //
 // Run it with
 //
-//	go test ./bench/nexmark/ -run XXX -bench Nexmark -benchtime 1x [-args -events 100000 -rate 10000 -queries q0,q5 -seed 1]
+//	go test ./bench/nexmark/ -run XXX -bench Nexmark -benchtime 1x [-args -events 100000 -rate 10000 -burst=false -queries q0,q5 -seed 1]
 //
-// (or NEXMARK_EVENTS, NEXMARK_RATE, NEXMARK_QUERIES, NEXMARK_SEED in the environment; -rate 0
-// skips the live runs; NEXMARK_PROFILE=PREFIX writes a CPU profile of each run's measured span
+// (or NEXMARK_EVENTS, NEXMARK_RATE, NEXMARK_BURST=0, NEXMARK_QUERIES, NEXMARK_SEED in the
+// environment; -rate 0 skips the live runs, -burst=false the burst runs; NEXMARK_PROFILE=PREFIX writes a CPU profile of each run's measured span
 // to PREFIX-<query>-<rate>.pprof). It prints one table with Flink 1.13's published figures beside
 // yt-flow's (exactly-once checkpoints every 3 minutes, events/s per core: 155K on q0, 12–35K
 // on q4/q5/q7/q9; the nexmark/nexmark project's README; other hardware, indicative only).
