@@ -144,9 +144,11 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 		writeErr error
 		wmu      sync.Mutex // guards written while the writer runs
 	)
+	wctx, stopWriter := context.WithCancel(ctx)
+	defer stopWriter()
 	if c.Rate > 0 {
 		cpu0, t0 = cpuTime(), time.Now()
-		wg.Go(func() { writeErr = feed(ctx, p, inputs, c.Rate, written, &wmu) })
+		wg.Go(func() { writeErr = feed(wctx, p, inputs, c.Rate, written, &wmu) })
 	}
 	r := &reader{p: p}
 	// The run ends when the source committed past every input (the consumer's offsets) and
@@ -187,6 +189,9 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 	}
 	res.Wall, res.CPU = tEnd.Sub(t0), cpuEnd-cpu0
 	stopProfile()
+	if err != nil {
+		stopWriter() // the run failed: the rest of the input is not needed
+	}
 	wg.Wait()
 	if err == nil {
 		err = writeErr
