@@ -23,8 +23,9 @@
 // # The queries
 //
 // Every query starts with a swift source (TSwiftOrderedSourceComputation) running the query's
-// function on each input row; its output goes to an output queue through a sync queue sink,
-// written in the epoch's transaction.
+// function on each input row. The query's result goes to an output queue through a sync queue
+// sink, written in the transaction of the epoch that commits it (on the source for q0–q2, on
+// the keyed transform for q3, q5 and q7): exactly once.
 //
 //   - q0, passthrough: every bid as {auction, bidder, price, date_time, extra}; the sink is on
 //     the source.
@@ -61,10 +62,11 @@
 //	go test ./bench/nexmark/ -run XXX -bench Nexmark -benchtime 1x [-args -events 100000 -rate 10000 -burst=false -queries q0,q5 -seed 1]
 //
 // (or NEXMARK_EVENTS, NEXMARK_RATE, NEXMARK_BURST=0, NEXMARK_QUERIES, NEXMARK_SEED in the
-// environment; -rate 0 skips the live runs, -burst=false the burst runs; NEXMARK_PROFILE=PREFIX writes a CPU profile of each run's measured span
-// to PREFIX-<query>-<rate>.pprof). It prints one table with Flink 1.13's published figures beside
-// yt-flow's (exactly-once checkpoints every 3 minutes, events/s per core: 155K on q0, 12–35K
-// on q4/q5/q7/q9; the nexmark/nexmark project's README; other hardware, indicative only).
+// environment; -rate 0 skips the live runs, -burst=false the burst runs; NEXMARK_PROFILE=PREFIX
+// writes a CPU profile of each run's measured span to PREFIX-<query>-<rate>.pprof). It prints
+// one table with Flink 1.13's published figures beside yt-flow's (exactly-once checkpoints
+// every 3 minutes, events/s per core: 155K on q0, 12–35K on q4/q5/q7/q9; the nexmark/nexmark
+// project's README; other hardware, indicative only). Figures: bench/results/2026-12-06-nexmark.md.
 // Plain `go test ./bench/nexmark/` runs every query on 5,000 events and a live q7 run and
 // asserts that each verifies (TestQueriesVerify, TestLiveRunVerifies; skipped with -short),
 // besides table tests of the generator, the model and the verification.
