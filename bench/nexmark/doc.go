@@ -11,9 +11,10 @@
 // 3 are auctions and 46 are bids; person and auction ids count up from 1000; an auction's
 // seller and a bid's bidder are mostly the current "hot" person (3 in 4) and a bid's auction
 // the current hot auction (1 in 2), else one of the active people or in-flight auctions (ids
-// may run up to 10 ahead of the last generated); prices are 10^(6u) dollars in cents; each
-// event pads its extra column to Nexmark's average sizes (person 200, auction 500, bid 100
-// bytes). Event i is drawn from a generator seeded by (seed, i): the stream is deterministic by
+// may run up to 10 ahead of the last generated); prices are 10^(6u) dollars in cents; a bid's
+// channel is one of 4 hot ones half the time, else one of 10,000; each event pads its extra
+// column to Nexmark's average sizes (person 200, auction 500, bid 100 bytes) counted as the
+// reference counts them (a bid's channel and url come on top). Event i is drawn from a generator seeded by (seed, i): the stream is deterministic by
 // seed. date_time is the event time in milliseconds, 1/EventsPerSecond apart (default 10,000
 // events a second, Nexmark's first_event_rate). One input queue holds all kinds (column
 // event_type: 0 person, 1 auction, 2 bid); event i goes to tablet i mod tablets, and after the
