@@ -67,6 +67,11 @@ type Config struct {
 	// paces every such epoch by half of batch_duration whatever it cost (the fixed pacing
 	// of earlier versions, kept for side-by-side benchmarks).
 	PaceFactor int
+	// TopUpWait bounds how long a source job's epoch waits for the top-up of rows read ahead
+	// that did not fill its batch (sourceState.read); default 10ms. A negative value waits
+	// for the top-up however long the source's read takes (earlier versions; side-by-side
+	// benchmarks).
+	TopUpWait time.Duration
 	// TestAckDelay, when positive, holds every push reply that acknowledges messages for this
 	// long after they are committed (a slow network on the acknowledgement path). It is a
 	// testing aid for fault tests, see failpoint.go; exactly-once holds for any value.
@@ -82,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PaceFactor == 0 {
 		c.PaceFactor = defaultPaceFactor
+	}
+	if c.TopUpWait == 0 {
+		c.TopUpWait = topUpWait
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 10 * time.Second

@@ -316,7 +316,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 			if err != nil {
 				return nil, err
 			}
-			r.sources = append(r.sources, &sourceState{id: id, src: src})
+			r.sources = append(r.sources, &sourceState{id: id, src: src, topUpWait: w.cfg.TopUpWait})
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {

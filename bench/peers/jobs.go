@@ -18,10 +18,10 @@ import (
 // Peers are the four jobs in the order they run in each round.
 func Peers() []string { return []string{"raw", "franz-go", "goka", "yt-flow"} }
 
-// Variants are further jobs a run may name (-jobs): yt-flow-fixed is yt-flow with the fixed
-// epoch pacing of earlier versions (job.Config.PaceFactor < 0), for before/after figures
-// side by side.
-func Variants() []string { return []string{"yt-flow-fixed"} }
+// Variants are further jobs a run may name (-jobs): yt-flow-before is yt-flow with the epoch
+// path of earlier versions (fixed pacing, job.Config.PaceFactor < 0; unbounded top-ups,
+// job.Config.TopUpWait < 0), for before/after figures side by side.
+func Variants() []string { return []string{"yt-flow-before"} }
 
 func peerByName(name string) (peer, bool) {
 	switch name {
@@ -33,10 +33,11 @@ func peerByName(name string) (peer, bool) {
 		return peer{name: name, guarantee: "at-least-once", run: runGoka}, true
 	case "yt-flow":
 		return peer{name: name, guarantee: "exactly-once", exact: true, run: runYTFlow(nil)}, true
-	case "yt-flow-fixed":
-		// The fixed pacing of earlier versions (half of batch_duration after every medium
-		// epoch), for before/after figures in one run.
-		return peer{name: name, guarantee: "exactly-once", exact: true, run: runYTFlow(func(c *job.Config) { c.PaceFactor = -1 })}, true
+	case "yt-flow-before":
+		// The epoch path of earlier versions, for before/after figures in one run: the fixed
+		// pacing (half of batch_duration after every medium epoch) and top-ups of rows read
+		// ahead waited for however long the source's read takes.
+		return peer{name: name, guarantee: "exactly-once", exact: true, run: runYTFlow(func(c *job.Config) { c.PaceFactor, c.TopUpWait = -1, -1 })}, true
 	}
 	return peer{}, false
 }
