@@ -47,18 +47,21 @@ type sourceState struct {
 // fraction of the requests (TestConsumerAdvanceThrottled).
 const consumerAdvancePeriod = time.Second
 
-// readAhead is a source read running in the background.
+// readAhead is a source read running in the background; took is how long it ran (set with
+// rows and err before done closes).
 type readAhead struct {
 	from, max int64
 	done      chan struct{}
 	rows      []connector.Row
 	err       error
+	took      time.Duration
 }
 
 // topUpWait bounds how long an epoch waits for the top-up of a read ahead that did not fill
-// its batch (sourceState.read). A source read waits for rows when there are none (a Kafka
-// read up to poll_timeout, 200ms), so an unbounded top-up held the rows already read back
-// that long whenever the input paused or ended; rows that are there come back within it.
+// its batch (sourceState.read), or as long as that read ahead took if longer. A source read
+// waits for rows when there are none (a Kafka read up to poll_timeout, 200ms), so an
+// unbounded top-up held the rows already read back that long whenever the input paused or
+// ended; rows that are there come back within it.
 const topUpWait = 10 * time.Millisecond
 
 // readAhead starts reading up to max rows from offset from (at position pos) in the
@@ -76,7 +79,9 @@ func (s *sourceState) startRead(ctx context.Context, from int64, pos connector.P
 	ra := &readAhead{from: from, max: max, done: make(chan struct{})}
 	go func() {
 		defer close(ra.done)
+		start := time.Now()
 		ra.rows, ra.err = s.src.Read(ctx, pos, max)
+		ra.took = time.Since(start)
 	}()
 	return ra
 }
@@ -114,7 +119,13 @@ func (s *sourceState) read(ctx context.Context, max int64) (rows []connector.Row
 			if n := int64(len(rows)); n < max {
 				last := rows[n-1]
 				up := s.startRead(ctx, last.Offset+1, last.Next, max-n)
+				// At least as long as the read ahead took to find its rows: on a loaded
+				// machine reads are slow while rows are there, and a top-up cut short
+				// halves the next batches.
 				wait := cmp.Or(s.topUpWait, topUpWait)
+				if wait > 0 && ra.took > wait {
+					wait = ra.took
+				}
 				var expired <-chan time.Time
 				if wait > 0 {
 					t := time.NewTimer(wait)
