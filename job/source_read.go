@@ -139,6 +139,8 @@ func (s *sourceState) read(ctx context.Context, max int64) (rows []connector.Row
 						rows = append(rows, up.rows...)
 					}
 				case <-expired:
+					// Invariant: one read of a source runs at a time, and a top-up not
+					// waited for is used only from its offset (TestReadAheadTopsUp).
 					s.ahead = up
 				}
 			}
