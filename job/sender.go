@@ -266,6 +266,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 		var acked []string
 		var reset bool
 		var err error
+		start := time.Now()
 		if rt.workerID == r.w.id {
 			r.stats.pushesLocal.Add(1)
 			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, mem, tag)
@@ -276,6 +277,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 			r.stats.pushesHTTP.Add(1)
 			acked, reset, err = pushInSession(ctx, s.client, r.w.signingKey(), rt, dest, batch, tag)
 		}
+		r.stats.pushNs.Add(int64(time.Since(start)))
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))
@@ -313,7 +315,10 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 	batches, ids := batchesOf(rows, func(row *ytstore.OutputRow, err error) {
 		r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
 	})
+	start := time.Now()
 	n, err := sink.Deliver(ctx, batches)
+	r.stats.deliverNs.Add(int64(time.Since(start)))
+	r.stats.deliveries.Add(1)
 	n = min(max(n, 0), len(ids))
 	counters := r.stats.sink(dest)
 	counters.delivered.Add(int64(n))
