@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -113,11 +114,13 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	total := messages(100000)
 
 	// 1. Kill workers with SIGKILL at random points, several times.
+	var killedWorkers []string // by kill -9, in steps 1 and 1b
 	for i := range 3 {
 		waitProgress(total * (i + 1) / 12)
 		name, p := randomWorker()
 		t.Logf("kill -9 %s (pid %d) at %d counted", name, p.Pid(), progress())
 		p.Kill()
+		killedWorkers = append(killedWorkers, name)
 		delete(workers, name)
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		addWorker()
@@ -144,6 +147,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		p := workers[victim]
 		t.Logf("kill -9 %s (runs count jobs %v) at %d counted", victim, killed, progress())
 		p.Kill()
+		killedWorkers = append(killedWorkers, victim)
 		delete(workers, victim)
 		addWorker()
 		// Only the jobs that take over the killed partitions count: they receive what split
@@ -211,6 +215,21 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		t.Errorf("the resumed zombie %s never reported a refused commit (lease lost); its log:\n%s", zname, tail(zombie.Log(), 3000))
 	} else {
 		t.Logf("zombie %s after SIGCONT: %s", zname, m)
+	}
+	// A killed worker's port refuses connections: the leader found each one dead by its
+	// probes (controller/probe.go), not by its session timing out.
+	events, err := wc.Store.ControllerLogs(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range killedWorkers {
+		found := false
+		for _, e := range events {
+			found = found || strings.HasPrefix(e.Data, "worker "+name+" refuses connections at ")
+		}
+		if !found {
+			t.Errorf("no controller event of %d says the killed worker %s refuses connections", len(events), name)
+		}
 	}
 	dups := 0
 	for _, p := range all {
