@@ -536,26 +536,6 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 	return in, attrs, nil
 }
 
-// abortRefusing aborts the session of a worker whose endpoint refuses connections (the
-// prober declared it dead). The cycle that follows sees the worker lost and removes its
-// jobs, aborting their leases before any replacement is written (apply): a process that is
-// not dead after all can commit nothing more under them, and registers again when it sees
-// its session end.
-//
-// Invariant: a worker found dead by refused connections loses its session, its jobs' leases
-// are aborted before their partitions are reassigned, and the old leases fence every commit
-// (TestRefusingWorkerLosesLeases).
-func (c *cycler) abortRefusing(ctx context.Context, t ProbeTarget) {
-	if err := c.st.AbortSession(ctx, t.Session); err != nil {
-		c.lg.Warn("worker refuses connections but its session cannot be aborted; waiting for its timeout",
-			log.String("worker", t.WorkerID), log.String("session", t.Session), log.Error(err))
-		return
-	}
-	msg := fmt.Sprintf("worker %s refuses connections at %s (%d attempts in a row): session %s aborted", t.WorkerID, t.Address, c.cfg.ProbeRefusals, t.Session)
-	c.lg.Info(msg, log.String("worker", t.WorkerID), log.String("session", t.Session))
-	c.log(ctx, msg)
-}
-
 // apply applies a decision in the order the protocol needs.
 // Invariant: the leases of removed jobs are aborted before any job is
 // written, so a replacement never overlaps a live predecessor
