@@ -450,6 +450,11 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		if committed != 0 {
+			if lastCommit == 0 {
+				// With "job started", the milestones of a job's start (recovery after a
+				// failure: bench/recovery_test.go reads them).
+				r.log.Info("first epoch committed", log.Int64("epochs", r.stats.epochs.Load()))
+			}
 			lastCommit = committed
 		}
 		for _, s := range r.sources {
