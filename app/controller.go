@@ -40,6 +40,8 @@ func init() {
 			gcPeriod := fs.Duration("dedup-gc-period", 5*time.Second, "least time between two dedup watermark updates (or collections)")
 			statusListen := addStatusListenFlag(fs)
 			settle := fs.Duration("worker-settle", time.Second, "the first assignment of a pipeline waits this long for more workers after one appeared that the controller's first cycle did not see (at most 5 times as long; negative: no wait)")
+			probePeriod := fs.Duration("probe-period", 100*time.Millisecond, "how often the leader connects to every worker's transport endpoint; a worker that refuses --probe-refusals attempts in a row (its process is gone) loses its session and its jobs at once (negative: off, only session timeouts)")
+			probeRefusals := fs.Int("probe-refusals", controller.DefaultProbeRefusals, "refused connection attempts in a row that declare a worker dead")
 			exitDone := fs.Bool("exit-when-completed", false, "exit (status 0) once the pipeline is completed, as the jobs of a deployed pipeline do (yt-flow deploy)")
 			var mf monitoringFlags
 			mf.define(fs)
@@ -95,6 +97,8 @@ func init() {
 					DedupGCBatch:    *gcBatch,
 					DedupGCPeriod:   *gcPeriod,
 					WorkerSettle:    *settle,
+					ProbePeriod:     *probePeriod,
+					ProbeRefusals:   *probeRefusals,
 					FlowCoreVersion: flowCoreVersion(lg),
 				}
 				if *statusListen == "" {

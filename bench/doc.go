@@ -60,4 +60,7 @@
 //
 // bench/peers compares yt-flow with what a Go user would otherwise run (raw produce,
 // franz-go's exactly-once GroupTransactSession, goka) on one Kafka job, side by side.
+//
+// bench/nexmark runs Nexmark q0, q1, q2, q3, q5 and q7 exactly-once on the embedded server,
+// each verified against a model, with Flink's published figures beside them.
 package bench

@@ -363,10 +363,20 @@ func (p *Pipeline) CheckAtLeast(ctx context.Context, want map[string]int64) (ext
 // Runtime is a controller and workers running in this process against one pipeline, as
 // `yt-flow run` runs them.
 type Runtime struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	errs    []error
+	workers []*job.Worker
+}
+
+// Stats returns the job counters of every worker (Worker.Stats), one map per worker.
+func (r *Runtime) Stats() []map[string]job.JobStats {
+	out := make([]map[string]job.JobStats, len(r.workers))
+	for i, w := range r.workers {
+		out[i] = w.Stats()
+	}
+	return out
 }
 
 // workerLogger is nil (logs discarded) unless BENCH_WORKER_LOG=1, which sends the workers'
@@ -382,6 +392,12 @@ func workerLogger() log.Structured {
 // StartRuntime runs n job workers and, once they have registered, controller.Run for the
 // pipeline at path until Stop.
 func StartRuntime(proxy, path string, n int) *Runtime {
+	return StartRuntimeWith(proxy, path, n, nil)
+}
+
+// StartRuntimeWith is StartRuntime with each worker's configuration passed through tune
+// (nil: unchanged) before it starts: a benchmark selects a worker behaviour with it.
+func StartRuntimeWith(proxy, path string, n int, tune func(*job.Config)) *Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{cancel: cancel}
 	fail := func(err error) {
@@ -393,7 +409,12 @@ func StartRuntime(proxy, path string, n int) *Runtime {
 	}
 	for i := range n {
 		// As yt-flow run does: the workers of the process hand pushes to each other in memory.
-		w := job.NewWorker(job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger(), InProcessPeers: true})
+		cfg := job.Config{Proxy: proxy, Path: path, WorkerID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Logger: workerLogger(), InProcessPeers: true}
+		if tune != nil {
+			tune(&cfg)
+		}
+		w := job.NewWorker(cfg)
+		r.workers = append(r.workers, w)
 		stopped := make(chan struct{})
 		r.wg.Go(func() {
 			defer close(stopped)

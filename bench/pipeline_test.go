@@ -579,10 +579,13 @@ func BenchmarkPipeline(b *testing.B) {
 	if half > 0 {
 		recoveryRate = half
 	}
+	// Each iteration runs every mode of BENCH_RECOVERY_MODES (default kill -9, then SIGSTOP).
 	b.Run("recovery", func(b *testing.B) {
 		m := medians{}
 		for range b.N {
-			benchRecovery(b, m, recoveryRate, pr.words)
+			for _, mode := range recoveryModes() {
+				benchRecovery(b, m, recoveryRate, pr.words, mode)
+			}
 		}
 		m.report(b)
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
@@ -68,6 +69,16 @@ type Config struct {
 	// after one appeared that the leader's first cycle did not see (at most five times as
 	// long in all; see Scheduler). Default 1s; negative: no wait.
 	WorkerSettle time.Duration
+	// ProbePeriod is how often the leader connects to every live worker's transport
+	// endpoint. A worker whose endpoint refused ProbeRefusals attempts in a row, after it
+	// had accepted one, is dead (its process is gone: the host refuses the port): the leader
+	// aborts its session and reassigns its jobs at once, their leases aborted first, instead
+	// of waiting for the session to time out (job.Config.SessionTimeout, 10s). A frozen
+	// process still gets its connections accepted; it is found by its session timeout.
+	// Default 100ms; negative: no probing (only session timeouts).
+	ProbePeriod time.Duration
+	// ProbeRefusals is how many refused attempts in a row declare a worker dead. Default 3.
+	ProbeRefusals int
 	// Observe, when set, is called after every scheduling cycle that completed with what
 	// the cycle saw and published, and with a Snapshot whose Leading is false when this
 	// instance stops leading. It is called on the controller's goroutine and must return at
@@ -103,6 +114,8 @@ func (c Config) withDefaults() Config {
 	c.DedupGCMargin = cmp.Or(c.DedupGCMargin, 5*time.Second)
 	c.DedupGCBatch = cmp.Or(c.DedupGCBatch, 10000)
 	c.DedupGCPeriod = cmp.Or(c.DedupGCPeriod, 5*time.Second)
+	c.ProbePeriod = cmp.Or(c.ProbePeriod, 100*time.Millisecond)
+	c.ProbeRefusals = cmp.Or(c.ProbeRefusals, DefaultProbeRefusals)
 	if c.Logger == nil {
 		c.Logger = (&nop.Logger{}).Structured()
 	}
@@ -134,6 +147,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.DedupGCMargin < 0 || cfg.DedupGCBatch < 0 || cfg.DedupGCPeriod < 0 {
 		return fmt.Errorf("controller: dedup gc margin %v, batch %d and period %v must not be negative", cfg.DedupGCMargin, cfg.DedupGCBatch, cfg.DedupGCPeriod)
+	}
+	if cfg.ProbeRefusals < 0 {
+		return fmt.Errorf("controller: probe refusals %d must not be negative", cfg.ProbeRefusals)
 	}
 	if cfg.LeaseTimeout <= cfg.SessionTimeout {
 		return fmt.Errorf("controller: lease timeout %v must exceed session timeout %v", cfg.LeaseTimeout, cfg.SessionTimeout)
@@ -186,9 +202,16 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 		defer cfg.Observe(&Snapshot{})
 	}
 	c := &cycler{st: st, cfg: cfg, lg: lg, sess: sess, sched: &Scheduler{Settle: settleMicros(cfg.WorkerSettle)}, notify: newNotifier(lg, st)}
+	var probing sync.WaitGroup
+	if cfg.ProbePeriod > 0 {
+		c.probe = newProber(cfg.ProbePeriod, cfg.ProbeRefusals)
+		probing.Add(1)
+		go func() { defer probing.Done(); _ = c.probe.run(termCtx) }()
+	}
 	defer func() {
-		cancel() // ends the notifications in flight at once
+		cancel() // ends the notifications and probes in flight at once
 		c.notify.wait()
+		probing.Wait()
 	}()
 	if err := st.SetControllerAttributes(termCtx, sess, "", cfg.Address); err != nil {
 		return fmt.Errorf("publish leader address: %w", err)
@@ -245,6 +268,11 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 				return ctx.Err()
 			case <-sess.Done():
 				return errors.New("lost leadership: session ended")
+			case t := <-c.probe.Dead():
+				// A worker's process is gone: its session is aborted now and the next cycle,
+				// at once, removes its jobs (their leases aborted first) and reassigns them.
+				c.abortRefusing(termCtx, t)
+				next = 0
 			case <-timer.C:
 			}
 			if time.Since(start) >= next || c.peekStatuses(termCtx, transition && !c.drainObserved) {
@@ -321,6 +349,8 @@ type cycler struct {
 	layoutJobs    map[string]bool
 	// notify tells the workers about layout and state changes (nil: no notifications).
 	notify *notifier
+	// probe connects to the workers' endpoints to find dead ones (nil: ProbePeriod < 0).
+	probe *prober
 	// cycles counts the completed cycles (Snapshot.Cycle).
 	cycles int64
 	// listErrs is the last error listing each source's partitions (by list key), logged to
@@ -452,6 +482,7 @@ func (c *cycler) observe(ctx context.Context) (*Input, *ytstore.Attributes, erro
 		}
 		in.WorkerAlive[w.WorkerID] = alive[i]
 	}
+	c.probe.observe(in.Workers, in.WorkerAlive)
 	if in.Partitions, err = c.st.Partitions(ctx); err != nil {
 		return nil, nil, err
 	}

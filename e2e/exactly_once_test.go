@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -113,6 +114,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	total := messages(100000)
 
 	// 1. Kill workers with SIGKILL at random points, several times.
+	var killedWorkers []string // by kill -9 in step 1b, running committing jobs
 	for i := range 3 {
 		waitProgress(total * (i + 1) / 12)
 		name, p := randomWorker()
@@ -144,6 +146,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		p := workers[victim]
 		t.Logf("kill -9 %s (runs count jobs %v) at %d counted", victim, killed, progress())
 		p.Kill()
+		killedWorkers = append(killedWorkers, victim)
 		delete(workers, victim)
 		addWorker()
 		// Only the jobs that take over the killed partitions count: they receive what split
@@ -211,6 +214,24 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		t.Errorf("the resumed zombie %s never reported a refused commit (lease lost); its log:\n%s", zname, tail(zombie.Log(), 3000))
 	} else {
 		t.Logf("zombie %s after SIGCONT: %s", zname, m)
+	}
+	// A killed worker's port refuses connections: the leader found each worker killed in
+	// step 1b dead by its probes (controller/probe.go), not by its session timing out. Those
+	// ran committing jobs, so the leader's probes had reached them before; a worker killed in
+	// step 1 may have died before any probe reached it (the harness starts replacements and
+	// kills at random), and such a worker is found by its session timeout.
+	events, err := wc.Store.ControllerLogs(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range killedWorkers {
+		found := false
+		for _, e := range events {
+			found = found || strings.HasPrefix(e.Data, "worker "+name+" refuses connections at ")
+		}
+		if !found {
+			t.Errorf("no controller event of %d says the killed worker %s refuses connections", len(events), name)
+		}
 	}
 	dups := 0
 	for _, p := range all {

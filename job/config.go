@@ -64,6 +64,18 @@ type Config struct {
 	// yt-flow run runs all its workers in one process. Workers in other processes are always
 	// reached over HTTP.
 	InProcessPeers bool
+	// PaceFactor paces a busy job's epochs by their cost (runner.pace): after an epoch that
+	// took a medium batch, the next starts PaceFactor times that epoch's wall time after its
+	// start at the earliest, and never more than half of batch_duration after it. Default 4
+	// (the epoch loop works at most a quarter of the time while paced); a negative value
+	// paces every such epoch by half of batch_duration whatever it cost (the fixed pacing
+	// of earlier versions, kept for side-by-side benchmarks).
+	PaceFactor int
+	// TopUpWait bounds how long a source job's epoch waits for the top-up of rows read ahead
+	// that did not fill its batch (sourceState.read); default 10ms. A negative value waits
+	// for the top-up however long the source's read takes (earlier versions; side-by-side
+	// benchmarks).
+	TopUpWait time.Duration
 	// FaultAckDelay, when positive, holds every push reply that acknowledges messages for this
 	// long after they are committed (a slow network on the acknowledgement path). It is a
 	// testing aid for fault tests, see failpoint.go; exactly-once holds for any value.
@@ -76,6 +88,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollPeriod <= 0 {
 		c.PollPeriod = 200 * time.Millisecond
+	}
+	if c.PaceFactor == 0 {
+		c.PaceFactor = defaultPaceFactor
+	}
+	if c.TopUpWait == 0 {
+		c.TopUpWait = topUpWait
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 10 * time.Second

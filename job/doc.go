@@ -11,12 +11,16 @@
 // at once; an unknown outcome is resolved by re-reading the partition's commit token.
 // An epoch's reads before it plans (its token, the dedup lookup, the states of its keys) run
 // concurrently; a source job reads its next rows while it commits and uses them only from the
-// offset that commit made durable; the consumer is advanced in the background, in order. An
-// idle job waits empty_batch_backoff for new work (a source job that just read rows, or a
-// swift source holding undelivered rows, at most half of batch_duration), unless input
-// arrives. Under load a busy job paces its epochs: after one whose largest batch took at least
-// a tenth of max_rows_per_batch without filling it, the next starts half of
-// batch_duration after it at the earliest (fewer, larger epochs). The commit's writes to
+// offset that commit made durable (rows arriving meanwhile top the batch up, waited for at
+// most Config.TopUpWait or as long as the read ahead took); the consumer is advanced in the
+// background, in order. An idle job waits empty_batch_backoff for new work (a source job that
+// just read rows, or a swift source holding undelivered rows, at most half of
+// batch_duration), unless input arrives. Under load a busy job paces its epochs by their
+// cost: after one whose largest batch took at least a tenth of max_rows_per_batch without
+// filling it, the next starts Config.PaceFactor (4) times that epoch's wall time after it
+// at the earliest, at most half of batch_duration (fewer, larger epochs; the loop works at
+// most a quarter of the time, and a message waits for a few epochs' work, not a fixed
+// period). The commit's writes to
 // different tables go out concurrently. A keyed job keeps the states it loaded or committed
 // in memory (statecache.go) and loads only keys it has not seen; it looks up in the dedup
 // index only inputs that may be committed already: born (stored upstream) before it started,

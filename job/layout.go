@@ -22,6 +22,8 @@ type route struct {
 type layout struct {
 	mu     sync.Mutex
 	routes map[string][]route // computation id -> jobs
+	// jobs holds the id of every job of the snapshot, retiring or not; nil before the first.
+	jobs map[string]bool
 }
 
 func (l *layout) update(jobs []ytstore.Job, workers []ytstore.Worker) {
@@ -30,7 +32,9 @@ func (l *layout) update(jobs []ytstore.Job, workers []ytstore.Worker) {
 		addr[w.WorkerID] = w.Address
 	}
 	routes := map[string][]route{}
+	ids := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
+		ids[j.JobID] = true
 		a, ok := addr[j.WorkerID]
 		if !ok || a == "" || j.Retiring {
 			continue // a retiring job accepts no new messages; the new owner gets them
@@ -39,7 +43,17 @@ func (l *layout) update(jobs []ytstore.Job, workers []ytstore.Worker) {
 	}
 	l.mu.Lock()
 	l.routes = routes
+	l.jobs = ids
 	l.mu.Unlock()
+}
+
+// removed reports whether job id is not in the layout any more (false before the first
+// snapshot). The controller aborts a job's lease before it deletes its row: a removed job
+// commits nothing more.
+func (l *layout) removed(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.jobs != nil && !l.jobs[id]
 }
 
 // find returns the job of computation owning keyHash; ok is false when none is known.

@@ -6,6 +6,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,7 +166,9 @@ func TestIdleWait(t *testing.T) {
 
 // TestReadAheadTopsUp: rows written to the queue after a read ahead ran (during the commit)
 // join the rows read ahead in the next epoch's batch, in offset order, instead of waiting
-// for one more epoch; a full read ahead is used as it is.
+// for one more epoch; a full read ahead is used as it is. A top-up that does not answer in
+// time is not waited for: the rows in hand are the batch, and the top-up, still running, is
+// the next epoch's read ahead, whose rows follow them (no row lost, none twice).
 func TestReadAheadTopsUp(t *testing.T) {
 	e := startWordCount(t) // its queue and consumer; no job runs, so nothing else reads them
 	ctx := e.ctx
@@ -184,7 +187,9 @@ func TestReadAheadTopsUp(t *testing.T) {
 		}
 		return out
 	}
-	s := &sourceState{id: "lines", src: queue.NewSource(e.store, "//tmp/wc/input", "//tmp/wc/consumer", 0, false)}
+	// A loaded machine may take longer than topUpWait for a read: this part is about rows that
+	// come back.
+	s := &sourceState{id: "lines", src: queue.NewSource(e.store, "//tmp/wc/input", "//tmp/wc/consumer", 0, false), topUpWait: time.Minute}
 	write(0, 3)
 	s.readAhead(ctx, 0, nil, 10)
 	<-s.ahead.done
@@ -203,6 +208,45 @@ func TestReadAheadTopsUp(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ahead)
 	require.Equal(t, []int64{5, 6, 7, 8}, offsets(rows), "a full read ahead is the batch")
+
+	// A top-up that does not answer within topUpWait (its source is held back here) leaves
+	// the batch to the rows read ahead and becomes the next read ahead.
+	gated := &gatedSource{Source: s.src, gate: make(chan struct{})}
+	s = &sourceState{id: "lines", src: gated, offset: 9, pos: connector.OffsetPosition(9), topUpWait: time.Millisecond}
+	s.readAhead(ctx, 9, connector.OffsetPosition(9), 10)
+	gated.gate <- struct{}{} // the read ahead goes through: row 9
+	<-s.ahead.done
+	write(10, 12)
+	rows, ahead, err = s.read(ctx, 10) // its top-up waits at the gate
+	require.NoError(t, err)
+	require.True(t, ahead)
+	require.Equal(t, []int64{9}, offsets(rows), "the rows in hand, without the top-up")
+	require.NotNil(t, s.ahead, "the top-up is the next read ahead")
+	s.offset, s.pos = 10, rows[0].Next     // the epoch committed row 9
+	s.readAhead(ctx, 10, rows[0].Next, 10) // no second read while the top-up runs
+	close(gated.gate)
+	rows, ahead, err = s.read(ctx, 10)
+	require.NoError(t, err)
+	require.True(t, ahead)
+	require.Equal(t, []int64{10, 11}, offsets(rows), "the top-up's rows follow")
+}
+
+// gatedSource holds each Read of a real source until gate yields (or is closed) and counts
+// the reads.
+type gatedSource struct {
+	connector.Source
+	gate  chan struct{}
+	reads atomic.Int32
+}
+
+func (g *gatedSource) Read(ctx context.Context, from connector.Position, max int64) ([]connector.Row, error) {
+	g.reads.Add(1)
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Source.Read(ctx, from, max)
 }
 
 // TestConsumerAdvanceThrottled: commits move the YT consumer at most once per

@@ -28,12 +28,17 @@ var ErrZombie = errors.New("job lease lost")
 
 // paceFraction and paceMinShare: an epoch whose largest batch took at least
 // max_rows_per_batch / paceMinShare rows without filling it is followed by the next one after
-// batch_duration / paceFraction at the earliest (runner.pace). Half of batch_duration: in the
-// word count at 24 000 msgs/s (half of its peak) a quarter gave p50 70–75 ms, p99 242–339 ms
-// on 1.56 cores, a half 101 ms, 216–239 ms on 1.33 cores, the whole 153 ms, 264–293 ms.
+// Config.PaceFactor times its own wall time, and batch_duration / paceFraction at the
+// latest (runner.pace). With the fixed pace of half of batch_duration (PaceFactor < 0): in
+// the word count at 24 000 msgs/s (half of its peak) a quarter gave p50 70–75 ms, p99
+// 242–339 ms on 1.56 cores, a half 101 ms, 216–239 ms on 1.33 cores, the whole 153 ms,
+// 264–293 ms. Pacing by cost keeps the share of the commits' fixed costs bounded (the loop
+// works at most 1/PaceFactor of the time) without holding cheap epochs back a fixed period;
+// docs/perf-notes.md ("Epoch path") has the figures.
 const (
-	paceFraction = 2
-	paceMinShare = 10
+	paceFraction      = 2
+	paceMinShare      = 10
+	defaultPaceFactor = 4
 )
 
 // runner runs one job: its epoch loop and its sender.
@@ -311,7 +316,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 			if err != nil {
 				return nil, err
 			}
-			r.sources = append(r.sources, &sourceState{id: id, src: src})
+			r.sources = append(r.sources, &sourceState{id: id, src: src, topUpWait: w.cfg.TopUpWait})
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {
@@ -445,6 +450,11 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		if committed != 0 {
+			if lastCommit == 0 {
+				// With "job started", the milestones of a job's start (recovery after a
+				// failure: bench/recovery_test.go reads them).
+				r.log.Info("first epoch committed", log.Int64("epochs", r.stats.epochs.Load()))
+			}
 			lastCommit = committed
 		}
 		for _, s := range r.sources {
@@ -471,7 +481,7 @@ func (r *runner) run(ctx context.Context) error {
 				part = &r.stats.phases.alignment // waiting for the group's watermark
 			}
 			r.stats.phases.since(part, start)
-		} else if pace := r.pace(); pace > 0 {
+		} else if pace := r.pace(time.Since(started)); pace > 0 {
 			// A batch that did not fill up but was not small either (load, not a trickle)
 			// is followed by the next one after pace at the earliest, so that it gathers
 			// more: under moderate load epochs stay few and large instead of many and small,
@@ -484,6 +494,7 @@ func (r *runner) run(ctx context.Context) error {
 				case <-t.C:
 				}
 				t.Stop()
+				r.stats.paceNs.Add(int64(time.Since(start)))
 				r.stats.phases.since(&r.stats.phases.idle, start)
 			}
 		}
@@ -518,19 +529,19 @@ func (r *runner) noteBatch(n, limit int) {
 	}
 }
 
-// pace is the shortest time from the start of the last epoch to the start of the next: half
-// of batch_duration when the epoch's largest batch took at least a tenth of
-// max_rows_per_batch without filling it (a full batch means a backlog: go on at once; a
-// small one a trickle, where latency matters more than the commit's cost), else 0. A
-// draining or completing job never waits.
-func (r *runner) pace() time.Duration {
+// pace is the shortest time from the start of the last epoch, which took took, to the start
+// of the next: Config.PaceFactor times took, at most half of batch_duration, when the
+// epoch's largest batch took at least a tenth of max_rows_per_batch without filling it (a
+// full batch means a backlog: go on at once; a small one a trickle, where latency matters
+// more than the commit's cost), else 0. A draining or completing job never waits.
+func (r *runner) pace(took time.Duration) time.Duration {
 	if r.batchRows >= r.batchLimit || r.batchRows*paceMinShare < r.batchLimit {
 		return 0
 	}
 	if r.draining.Load() || r.retiring.Load() || r.completing() {
 		return 0
 	}
-	return r.dyn.BatchDuration / paceFraction
+	return epoch.Pace(took, r.w.cfg.PaceFactor, r.dyn.BatchDuration/paceFraction)
 }
 
 // idleWait is how long an idle job waits before its next epoch unless an input arrives:

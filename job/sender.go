@@ -110,10 +110,12 @@ func (s *sender) signal() {
 	}
 }
 
-// flight is a push in flight: the reader job it went to and the outbox entries it carries.
+// flight is a push in flight: the reader job it went to and the outbox entries it carries;
+// cancel ends the push.
 type flight struct {
-	jobID string
-	msgs  []*outMsg
+	jobID  string
+	msgs   []*outMsg
+	cancel context.CancelFunc
 }
 
 // round starts the pushes and deliveries the window allows.
@@ -152,6 +154,17 @@ func (s *sender) round(ctx context.Context) {
 		if flying == nil {
 			flying = map[*flight]struct{}{}
 			s.inFlight[dest] = flying
+		}
+		// A push to a reader job the layout no longer has is ended at once: that job's lease
+		// is aborted, it commits nothing more, and its replacement gets no push of its keys
+		// while the push is in flight (below). Ending it is a failed push like a timeout: its
+		// rows go to the replacement, whose dedup lookup covers anything the old job committed.
+		// Without this, a push to a frozen worker would hold the replacement back until the
+		// push's client timeout (PushTimeout + 5s) (TestSenderEndsPushesToRemovedJobs).
+		for f := range flying {
+			if r.w.layout.removed(f.jobID) {
+				f.cancel()
+			}
 		}
 		// Only the reader jobs with room in their window are served.
 		jobs := r.w.layout.jobsOf(dest)
@@ -252,7 +265,8 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 	for i, m := range msgs {
 		batch[i] = m.row
 	}
-	f := &flight{jobID: rt.jobID, msgs: msgs}
+	pctx, cancel := context.WithCancel(ctx)
+	f := &flight{jobID: rt.jobID, msgs: msgs, cancel: cancel}
 	s.inFlight[dest][f] = struct{}{}
 	// The payload maps go only to a reader in this process; over HTTP the bytes go.
 	mem := r.outbox.takeFlying(msgs)
@@ -263,19 +277,22 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer cancel()
 		var acked []string
 		var reset bool
 		var err error
+		start := time.Now()
 		if rt.workerID == r.w.id {
 			r.stats.pushesLocal.Add(1)
-			acked, reset, err = r.w.pushLocal(ctx, rt, dest, batch, mem, tag)
+			acked, reset, err = r.w.pushLocal(pctx, rt, dest, batch, mem, tag)
 		} else if peer := r.w.peer(rt.address); peer != nil {
 			r.stats.pushesInProcess.Add(1)
-			acked, reset, err = peer.pushLocal(ctx, rt, dest, batch, mem, tag)
+			acked, reset, err = peer.pushLocal(pctx, rt, dest, batch, mem, tag)
 		} else {
 			r.stats.pushesHTTP.Add(1)
-			acked, reset, err = pushInSession(ctx, s.client, r.w.signingKey(), rt, dest, batch, tag)
+			acked, reset, err = pushInSession(pctx, s.client, r.w.signingKey(), rt, dest, batch, tag)
 		}
+		r.stats.pushNs.Add(int64(time.Since(start)))
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))
@@ -313,7 +330,10 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 	batches, ids := batchesOf(rows, func(row *ytstore.OutputRow, err error) {
 		r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
 	})
+	start := time.Now()
 	n, err := sink.Deliver(ctx, batches)
+	r.stats.deliverNs.Add(int64(time.Since(start)))
+	r.stats.deliveries.Add(1)
 	n = min(max(n, 0), len(ids))
 	counters := r.stats.sink(dest)
 	counters.delivered.Add(int64(n))

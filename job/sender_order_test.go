@@ -155,3 +155,72 @@ func TestSenderWaitsForPushesToPreviousOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestSenderEndsPushesToRemovedJobs moves a key range to a new reader job while a push to
+// its previous owner hangs (a frozen worker: the kernel accepts, nothing answers), and the
+// layout no longer has the previous owner (its lease was aborted before it was removed): the
+// sender ends that push at once instead of waiting for its timeout, and sends everything
+// unacknowledged to the new owner in production order. The hanging push is never released.
+func TestSenderEndsPushesToRemovedJobs(t *testing.T) {
+	oldReader, oldAddr := newRecordingReader(t, true)
+	newReader, newAddr := newRecordingReader(t, false)
+	// A push timeout far beyond the test's deadline: only ending the push lets it pass.
+	w := NewWorker(Config{PushTimeout: time.Hour})
+	r := &runner{w: w, job: ytstore.Job{JobID: "src#1", PartitionID: "src"}, comp: &spec.Computation{ID: "src"},
+		inbox: newInbox(100), outbox: newOutbox(), order: newPushOrder(), log: w.log}
+	setRoute := func(jobID, addr string) {
+		w.layout.mu.Lock()
+		w.layout.routes = map[string][]route{"count": {{jobID: jobID, lower: 0, upper: 0, address: addr}}}
+		w.layout.jobs = map[string]bool{jobID: true}
+		w.layout.mu.Unlock()
+	}
+	rows := func(ids ...string) []ytstore.OutputRow {
+		out := make([]ytstore.OutputRow, len(ids))
+		for i, id := range ids {
+			out[i] = ytstore.OutputRow{PartitionID: "src", Destination: "count", MessageID: id, StreamID: "s", KeyHash: 7}
+		}
+		return out
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := newSender(r)
+	t.Cleanup(func() { cancel(); oldReader.release(); s.wg.Wait() })
+
+	setRoute("count#old", oldAddr)
+	r.outbox.add(rows("m1", "m2"))
+	s.round(ctx)
+	select { // the push to the old owner hangs
+	case <-oldReader.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no push reached the old owner")
+	}
+
+	setRoute("count#new", newAddr) // count#old is gone from the layout
+	r.outbox.add(rows("m3", "m4"))
+	deadline := time.Now().Add(30 * time.Second)
+	for r.outbox.size() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("rows never delivered to the new owner while the push to the removed one hangs: %v", newReader.received())
+		}
+		s.mu.Lock()
+		s.retryAt = map[string]time.Time{}
+		s.mu.Unlock()
+		s.round(ctx)
+		time.Sleep(5 * time.Millisecond)
+	}
+	var got []string
+	for _, p := range newReader.received() {
+		got = append(got, p...)
+	}
+	want := []string{"m1", "m2", "m3", "m4"}
+	if len(got) != len(want) {
+		t.Fatalf("new owner received %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("new owner received %v, want %v in production order", got, want)
+		}
+	}
+	if n := len(oldReader.received()); n != 1 {
+		t.Errorf("the removed owner got %d pushes, want the 1 that hangs", n)
+	}
+}

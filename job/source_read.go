@@ -4,6 +4,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -35,6 +36,9 @@ type sourceState struct {
 	toAdvance  connector.Position
 	pending    bool
 	advancedAt time.Time
+	// topUpWait is Config.TopUpWait: 0 means the package's topUpWait, a negative value no
+	// bound.
+	topUpWait time.Duration
 }
 
 // consumerAdvancePeriod bounds how often a source moves its YT consumer. The committed offset
@@ -43,23 +47,43 @@ type sourceState struct {
 // fraction of the requests (TestConsumerAdvanceThrottled).
 const consumerAdvancePeriod = time.Second
 
-// readAhead is a source read running in the background.
+// readAhead is a source read running in the background; took is how long it ran (set with
+// rows and err before done closes).
 type readAhead struct {
 	from, max int64
 	done      chan struct{}
 	rows      []connector.Row
 	err       error
+	took      time.Duration
 }
 
+// topUpWait bounds how long an epoch waits for the top-up of a read ahead that did not fill
+// its batch (sourceState.read), or as long as that read ahead took if longer. A source read
+// waits for rows when there are none (a Kafka read up to poll_timeout, 200ms), so an
+// unbounded top-up held the rows already read back that long whenever the input paused or
+// ended; rows that are there come back within it.
+const topUpWait = 10 * time.Millisecond
+
 // readAhead starts reading up to max rows from offset from (at position pos) in the
-// background.
+// background, unless a read is running already: a top-up kept for the next epoch (read),
+// which is that read when it starts at from. One read of a source runs at a time.
 func (s *sourceState) readAhead(ctx context.Context, from int64, pos connector.Position, max int64) {
+	if s.ahead != nil {
+		return
+	}
+	s.ahead = s.startRead(ctx, from, pos, max)
+}
+
+// startRead starts reading up to max rows from offset from (at position pos) in the background.
+func (s *sourceState) startRead(ctx context.Context, from int64, pos connector.Position, max int64) *readAhead {
 	ra := &readAhead{from: from, max: max, done: make(chan struct{})}
-	s.ahead = ra
 	go func() {
 		defer close(ra.done)
+		start := time.Now()
 		ra.rows, ra.err = s.src.Read(ctx, pos, max)
+		ra.took = time.Since(start)
 	}()
+	return ra
 }
 
 // positionAt returns the position at offset off: the committed one, or the one after the
@@ -78,7 +102,9 @@ func (s *sourceState) positionAt(off int64) (connector.Position, bool) {
 // started there and found rows, else a fresh read. Queue rows never change once written, so
 // rows read during the previous commit are the rows at that offset now. A read ahead that
 // did not fill the batch is topped up with the rows written since it ran (during the
-// commit), so that they do not wait for one more epoch.
+// commit), so that they do not wait for one more epoch; a top-up that has no rows within
+// topUpWait is left running as the next epoch's read ahead (used when that epoch starts
+// where it does), so that the rows in hand do not wait for the source's poll.
 func (s *sourceState) read(ctx context.Context, max int64) (rows []connector.Row, readAhead bool, err error) {
 	defer func() {
 		if n := len(rows); n > 0 {
@@ -88,12 +114,34 @@ func (s *sourceState) read(ctx context.Context, max int64) (rows []connector.Row
 	if ra := s.ahead; ra != nil {
 		s.ahead = nil
 		<-ra.done
-		if ra.err == nil && ra.from == s.offset && ra.max == max && len(ra.rows) > 0 {
+		if ra.err == nil && ra.from == s.offset && ra.max <= max && len(ra.rows) > 0 {
 			rows = ra.rows
 			if n := int64(len(rows)); n < max {
-				// A failed top-up is no error: those rows come in the next epoch.
-				if more, err := s.src.Read(ctx, rows[n-1].Next, max-n); err == nil {
-					rows = append(rows, more...)
+				last := rows[n-1]
+				up := s.startRead(ctx, last.Offset+1, last.Next, max-n)
+				// At least as long as the read ahead took to find its rows: on a loaded
+				// machine reads are slow while rows are there, and a top-up cut short
+				// halves the next batches.
+				wait := cmp.Or(s.topUpWait, topUpWait)
+				if wait > 0 && ra.took > wait {
+					wait = ra.took
+				}
+				var expired <-chan time.Time
+				if wait > 0 {
+					t := time.NewTimer(wait)
+					defer t.Stop()
+					expired = t.C
+				}
+				select {
+				case <-up.done:
+					// A failed top-up is no error: those rows come in the next epoch.
+					if up.err == nil {
+						rows = append(rows, up.rows...)
+					}
+				case <-expired:
+					// Invariant: one read of a source runs at a time, and a top-up not
+					// waited for is used only from its offset (TestReadAheadTopsUp).
+					s.ahead = up
 				}
 			}
 			return rows, true, nil

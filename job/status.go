@@ -62,6 +62,12 @@ type runnerStats struct {
 	// sinks holds the delivery counters of the job's async and at-least-once sync sinks, by
 	// sink id; built by newRunner and not changed after.
 	sinks map[string]*sinkStats
+	// pushNs and deliverNs sum the wall time (ns) of the job's pushes to reader jobs (sent to
+	// answered: the reader's commit included) and of its async sink deliveries; deliveries
+	// counts those deliveries. Pushes overlap, so pushNs may exceed the wall time.
+	pushNs, deliverNs, deliveries atomic.Int64
+	// paceNs is the part of the idle epoch part a busy job spent pacing (runner.pace).
+	paceNs atomic.Int64
 }
 
 // sinkStats are the counters of one sink of a job.
@@ -278,6 +284,14 @@ type JobStats struct {
 	// EpochParts is the wall time (nanoseconds) the job spent in each epoch part: input_fetch,
 	// prepare, process, commit and idle.
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
+	// PushNs sums the wall time of the job's pushes (sent to answered, the reader's commit
+	// included; pushes overlap), DeliverNs that of its async sink deliveries, Deliveries
+	// counts those deliveries. They happen after the epochs, in the job's sender.
+	PushNs     int64 `json:"push_ns"`
+	DeliverNs  int64 `json:"deliver_ns"`
+	Deliveries int64 `json:"deliveries"`
+	// PaceNs is the part of EpochParts["idle"] spent pacing busy epochs (runner.pace).
+	PaceNs int64 `json:"pace_ns"`
 	// Sinks are the delivery counters of the job's async and at-least-once sync sinks.
 	Sinks   map[string]SinkStats `json:"sinks,omitempty"` // Running is set for a job the worker runs now (not for one it ran and stopped).
 	Running bool                 `json:"running"`
@@ -319,6 +333,10 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.DeadLettered += old.DeadLettered
 	s.Skipped += old.Skipped
 	s.Replayed += old.Replayed
+	s.PushNs += old.PushNs
+	s.DeliverNs += old.DeliverNs
+	s.Deliveries += old.Deliveries
+	s.PaceNs += old.PaceNs
 	if len(old.EpochParts) > 0 {
 		parts := make(map[string]int64, len(EpochPartNames))
 		for k, v := range s.EpochParts {
@@ -372,6 +390,7 @@ func (r *runner) jobStats() JobStats {
 		ProcessFailures: r.stats.invokeFailures.Load(), DeadLettered: r.stats.deadLettered.Load(), Skipped: r.stats.skipped.Load(),
 		Replayed: r.stats.replayed.Load(), DynamicSpecVersion: r.dynVersion.Load(),
 		EpochParts: r.stats.phases.parts(),
-		Sinks:      sinks,
+		PushNs:     r.stats.pushNs.Load(), DeliverNs: r.stats.deliverNs.Load(), Deliveries: r.stats.deliveries.Load(), PaceNs: r.stats.paceNs.Load(),
+		Sinks: sinks,
 	}
 }

@@ -247,3 +247,49 @@ func TestCoordinationRows(t *testing.T) {
 		t.Fatalf("ControllerLogs(1) = %+v, %v", recs, err)
 	}
 }
+
+// TestAbortSession aborts a worker's session from another client, as the leader does with a
+// worker whose endpoint refuses connections: the session ends (its owner sees Done), a write
+// conditional on it is refused with ErrLeaseLost, and aborting it again is not an error.
+func TestAbortSession(t *testing.T) {
+	ctx := context.Background()
+	proxy := ytlocaltest.New(t)
+	open := func() *Store {
+		st, err := Open(ctx, Config{Proxy: proxy, Path: "//home/p/pipe", PingPeriod: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	st, owner := open(), open()
+	if err := st.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := owner.StartSession(ctx, "worker w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	w := Worker{WorkerID: "w", Address: "127.0.0.1:1", SessionTx: sess.ID()}
+	if err := owner.PutWorker(ctx, w); err != nil {
+		t.Fatalf("PutWorker under a live session: %v", err)
+	}
+	if err := st.AbortSession(ctx, sess.ID()); err != nil {
+		t.Fatalf("AbortSession: %v", err)
+	}
+	if ok, err := st.TxAlive(ctx, sess.ID()); err != nil || ok {
+		t.Fatalf("TxAlive(aborted session) = %v, %v", ok, err)
+	}
+	select {
+	case <-sess.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session's owner never saw it end")
+	}
+	if err := owner.PutWorker(ctx, w); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("PutWorker under the aborted session: %v, want ErrLeaseLost", err)
+	}
+	if err := st.AbortSession(ctx, sess.ID()); err != nil {
+		t.Fatalf("AbortSession of an aborted session: %v", err)
+	}
+}

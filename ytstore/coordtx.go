@@ -104,6 +104,24 @@ func (s *Store) AbortLease(ctx context.Context, lease string) error {
 	return nil
 }
 
+// AbortSession aborts the session transaction tx of another process (a worker found dead
+// by the controller): the prerequisite checks of writes under it fail from then on, and
+// the worker, if it is alive after all, sees its session end and registers again.
+// Aborting a dead session is not an error.
+func (s *Store) AbortSession(ctx context.Context, tx string) error {
+	id, err := parseTxID(tx)
+	if err != nil {
+		return nil // a malformed id names no transaction: nothing to abort
+	}
+	if err := s.yc.AbortTx(ctx, id, nil); err != nil {
+		if errors.Is(classify(err), ErrLeaseLost) {
+			return nil
+		}
+		return fmt.Errorf("ytstore: abort session %s: %w", tx, classify(err))
+	}
+	return nil
+}
+
 // TxAlive reports whether a master transaction (a lease or a session) is
 // alive, without pinging it.
 func (s *Store) TxAlive(ctx context.Context, tx string) (bool, error) {

@@ -24,7 +24,12 @@
 //
 //	go test ./bench/peers -run XXX -bench Peers -benchtime 1x [-args -n 50000 -rounds 3 -rate 20000]
 //
-// (or PEERS_N, PEERS_ROUNDS, PEERS_RATE, PEERS_PARTITIONS in the environment). The package
+// (or PEERS_N, PEERS_ROUNDS, PEERS_RATE, PEERS_PARTITIONS in the environment). After each
+// yt-flow run it prints the epoch-part breakdown of each computation over the measured run
+// (input_fetch, prepare, process, commit, idle and its pacing part, and the sender's push and
+// delivery times, from the workers' counters). -jobs may also name yt-flow-before: yt-flow
+// with the epoch path of earlier versions (fixed pacing, unbounded top-ups), for before/after
+// figures in one run. The package
 // keeps goka a dependency of this benchmark only. TestPeersVerify runs all four with a tiny
 // input and asserts that every verification passes.
 package peers

@@ -64,6 +64,8 @@ type env struct {
 	In, Out    string
 	Group      string
 	Partitions int
+	// probe is where a yt-flow job publishes its counters (the epoch-part breakdown).
+	probe *probe
 }
 
 // peer is one of the four ways to run the job.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ytflow/yt-flow/job"
 	"strconv"
 	"sync"
 
@@ -17,6 +18,11 @@ import (
 // Peers are the four jobs in the order they run in each round.
 func Peers() []string { return []string{"raw", "franz-go", "goka", "yt-flow"} }
 
+// Variants are further jobs a run may name (-jobs): yt-flow-before is yt-flow with the epoch
+// path of earlier versions (fixed pacing, job.Config.PaceFactor < 0; unbounded top-ups,
+// job.Config.TopUpWait < 0), for before/after figures side by side.
+func Variants() []string { return []string{"yt-flow-before"} }
+
 func peerByName(name string) (peer, bool) {
 	switch name {
 	case "raw":
@@ -26,7 +32,12 @@ func peerByName(name string) (peer, bool) {
 	case "goka":
 		return peer{name: name, guarantee: "at-least-once", run: runGoka}, true
 	case "yt-flow":
-		return peer{name: name, guarantee: "exactly-once", exact: true, run: runYTFlow}, true
+		return peer{name: name, guarantee: "exactly-once", exact: true, run: runYTFlow(nil)}, true
+	case "yt-flow-before":
+		// The epoch path of earlier versions, for before/after figures in one run: the fixed
+		// pacing (half of batch_duration after every medium epoch) and top-ups of rows read
+		// ahead waited for however long the source's read takes.
+		return peer{name: name, guarantee: "exactly-once", exact: true, run: runYTFlow(func(c *job.Config) { c.PaceFactor, c.TopUpWait = -1, -1 })}, true
 	}
 	return peer{}, false
 }

@@ -23,6 +23,8 @@ type Result struct {
 	Records, Duplicates int
 	// Err is why the run or its verification failed; nil is PASS.
 	Err error
+	// Parts is where a yt-flow job's time went over the measured run, by computation.
+	Parts []Breakdown
 }
 
 // runOne runs peer p once on b with round r's input and measures and verifies it.
@@ -30,7 +32,7 @@ func runOne(ctx context.Context, b *broker, c Config, p peer, round int) Result 
 	res := Result{Peer: p.name, Round: round}
 	prefix := fmt.Sprintf("%s-r%d-", p.name, round)
 	defer b.deleteTopicsWithPrefix(context.WithoutCancel(ctx), prefix)
-	e := env{Brokers: b.brokers(), In: prefix + "in", Out: prefix + "out", Group: prefix + "group", Partitions: c.Partitions}
+	e := env{Brokers: b.brokers(), In: prefix + "in", Out: prefix + "out", Group: prefix + "group", Partitions: c.Partitions, probe: &probe{}}
 	if err := b.createTopics(ctx, c.Partitions, e.In, e.Out); err != nil {
 		res.Err = err
 		return res
@@ -109,6 +111,7 @@ func runOne(ctx context.Context, b *broker, c Config, p peer, round int) Result 
 	}
 
 	at := produced{}
+	parts0 := e.probe.snapshot()
 	t0, cpu0 := time.Now(), cpuTime()
 	fed := make(chan error, 1)
 	fctx, fcancel := context.WithCancel(ctx)
@@ -124,6 +127,9 @@ func runOne(ctx context.Context, b *broker, c Config, p peer, round int) Result 
 	if ferr != nil {
 		res.Err = fmt.Errorf("peers: produce the input to %s: %w", topic, ferr)
 		return res
+	}
+	if parts0 != nil {
+		res.Parts = breakdown(parts0, e.probe.snapshot(), time.Since(t0))
 	}
 	res.MsgsPerS = float64(len(in.measured)) / end.at.Sub(t0).Seconds()
 	res.CPUPerMsg = (end.cpu - cpu0) / time.Duration(len(in.measured))

@@ -23,7 +23,7 @@ func Run(ctx context.Context, c Config, names []string, log io.Writer) ([]Result
 	for _, n := range names {
 		p, ok := peerByName(n)
 		if !ok {
-			return nil, fmt.Errorf("peers: unknown job %q (want one of %s)", n, strings.Join(Peers(), ", "))
+			return nil, fmt.Errorf("peers: unknown job %q (want one of %s)", n, strings.Join(append(Peers(), Variants()...), ", "))
 		}
 		ps = append(ps, p)
 	}
@@ -37,6 +37,7 @@ func Run(ctx context.Context, c Config, names []string, log io.Writer) ([]Result
 		for _, p := range ps {
 			r := runOne(ctx, b, c, p, round)
 			fmt.Fprintf(log, "round %d %-8s %s\n", round, p.name, r)
+			writeBreakdown(log, fmt.Sprintf("round %d %s", round, p.name), r.Parts)
 			out = append(out, r)
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -78,7 +79,7 @@ func WriteTable(w io.Writer, c Config, results []Result) {
 	}
 	var rows []row
 	byName := map[string]*row{}
-	for _, n := range Peers() {
+	for _, n := range append(Peers(), Variants()...) {
 		var rs []Result
 		for _, r := range results {
 			if r.Peer == n {
@@ -117,15 +118,15 @@ func WriteTable(w io.Writer, c Config, results []Result) {
 		}
 		return fmt.Sprintf("%.2f×", v/b.rate)
 	}
-	fmt.Fprintln(w, "| job | guarantee | msgs/s | ÷ raw | ÷ yt-flow | p50 ms | p99 ms | CPU-µs/msg | verified |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| job | guarantee | msgs/s | ÷ raw | ÷ goka | ÷ yt-flow | p50 ms | p99 ms | CPU-µs/msg | verified |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		verdict := fmt.Sprintf("PASS (%d/%d)", r.pass, r.runs)
 		if r.pass != r.runs {
 			verdict = fmt.Sprintf("FAIL (%d/%d): %s", r.runs-r.pass, r.runs, r.fail)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %.1f | %.1f | %.1f | %s |\n", r.name, r.guarantee, r.rate,
-			ratio(r.rate, "raw"), ratio(r.rate, "yt-flow"), r.p50, r.p99, r.cpu, verdict)
+		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %.1f | %.1f | %.1f | %s |\n", r.name, r.guarantee, r.rate,
+			ratio(r.rate, "raw"), ratio(r.rate, "goka"), ratio(r.rate, "yt-flow"), r.p50, r.p99, r.cpu, verdict)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ytflow/yt-flow/bench"
 	_ "github.com/ytflow/yt-flow/examples/kafka_count" // KafkaWords
 	"github.com/ytflow/yt-flow/flow"
+	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytlocal"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -123,10 +124,14 @@ func ytflowSpecs(e env, path string) (static, dynamic yson.RawValue, err error) 
 	return static, dynamic, nil
 }
 
-// runYTFlow starts the embedded server (in memory, reachable in process), creates and starts
-// the pipeline and runs the controller and workers in this process, as `yt-flow run` does,
-// until ctx ends.
-func runYTFlow(ctx context.Context, e env) error {
+// runYTFlow returns the yt-flow job: it starts the embedded server (in memory, reachable in
+// process), creates and starts the pipeline and runs the controller and workers (their
+// configuration passed through tune) in this process, as `yt-flow run` does, until ctx ends.
+func runYTFlow(tune func(*job.Config)) func(ctx context.Context, e env) error {
+	return func(ctx context.Context, e env) error { return runYTFlowWith(ctx, e, tune) }
+}
+
+func runYTFlowWith(ctx context.Context, e env, tune func(*job.Config)) error {
 	path := "//home/peers/" + e.Group + "/pipeline"
 	static, dynamic, err := ytflowSpecs(e, path)
 	if err != nil {
@@ -149,8 +154,9 @@ func runYTFlow(ctx context.Context, e env) error {
 		TargetState: ytstore.TargetWorking}); err != nil {
 		return fmt.Errorf("yt-flow: start %s: %w", path, err)
 	}
-	rt := bench.StartRuntime(srv.Addr(), path, ytflowWorkers)
+	rt := bench.StartRuntimeWith(srv.Addr(), path, ytflowWorkers, tune)
 	defer rt.Stop()
+	e.probe.set(rt.Stats)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
