@@ -90,6 +90,9 @@ type Invocation struct {
 	// its table holds for the invocation's key, as the epoch read it; an absent name means no
 	// row. The function must not modify it. See ExternalStateOf.
 	External map[string]Row
+	// Joined reads the states of the computation's state joiners (nil when it has none).
+	// See JoinedStateOf.
+	Joined Joiner
 	// Parameters are the processing_function_parameters (static merged with dynamic).
 	Parameters Row
 	// Now is the current time in microseconds, supplied by the runtime. User code reads the

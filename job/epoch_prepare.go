@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
 
@@ -64,6 +65,9 @@ type prepared struct {
 	// external are the rows of the external states for the epoch's keys.
 	external    map[string]map[string]flow.Row
 	externalErr error
+	// joined are the states the state joiners read for the epoch's keys.
+	joined    *joinedEpoch
+	joinedErr error
 	// loadedHashes are the key hashes read from the table (not cached), with their rows.
 	loadedHashes []uint64
 	loadedRows   []ytstore.StateRow
@@ -151,6 +155,9 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 		if len(r.comp.ExternalStates) > 0 {
 			wg.Go(func() { pre.external, pre.externalErr = r.loadExternal(ctx, b) })
 		}
+		if len(r.comp.StateJoinerSpecs) > 0 {
+			wg.Go(func() { pre.joined, pre.joinedErr = r.loadJoined(ctx, r.reads, b, time.Now()) })
+		}
 		if len(missing) > 0 {
 			wg.Go(func() {
 				rows, err := r.reads.LoadStates(ctx, r.comp.ID, missing)
@@ -212,6 +219,9 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			inv.State = states[string(keyBuf)]
 			if r.extLoaded != nil {
 				inv.External, keyBuf = externalOf(r.extLoaded, g.Key, keyBuf)
+			}
+			if r.joined != nil {
+				inv.Joined = r.joined
 			}
 		}
 		res, err := r.fn.Invoke(inv)

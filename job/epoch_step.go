@@ -274,6 +274,11 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		return 0, false, fmt.Errorf("job %s: load external state: %w", r.job.JobID, pre.externalErr)
 	}
 	r.extLoaded = pre.external
+	if pre.joinedErr != nil {
+		abandon()
+		return 0, false, fmt.Errorf("job %s: load joined state: %w", r.job.JobID, pre.joinedErr)
+	}
+	r.joined = pre.joined
 	plan := r.planner.Plan(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
 		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped

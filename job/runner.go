@@ -56,6 +56,10 @@ type runner struct {
 	extStore  externalStore
 	ext       []*extTable
 	extLoaded map[string]map[string]flow.Row
+	// joins are the state joiners once opened, joined what they read for the current epoch
+	// (statejoin.go).
+	joins  []*stateJoin
+	joined *joinedEpoch
 	commits   committer
 	comp      *spec.Computation
 	dyn       spec.DynamicComputation
