@@ -144,3 +144,25 @@ func TestCappedTotalsRuns(t *testing.T) {
 	got, text := runExample(t, t.TempDir(), "capped.yson", "capped.local.yson", "//home/totals/capped_pipeline", "capped totals")
 	assert.Equal(t, want, got, "capped totals:\n%s", text)
 }
+
+// TestAuditRuns runs audit.yson: AuditEvents reads CountEvents' committed internal state
+// through a state joiner; every user's audited count equals its number of events in
+// events.yson, and no message read a count below the one it carried (behind 0).
+func TestAuditRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole example")
+	}
+	for _, k := range []string{"YT_PROXY", "YT_TOKEN", "YT_TOKEN_PATH", "YT_FLOW_PROXY", "YT_FLOW_TOKEN", "YT_FLOW_TOKEN_PATH", "YT_FLOW_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+	want := map[string]string{}
+	counts := map[string]int{}
+	for _, e := range readEvents(t) {
+		counts[e["user"].(string)]++
+	}
+	for u, n := range counts {
+		want[u] = fmt.Sprintf("%d 0", n)
+	}
+	got, text := runExample(t, t.TempDir(), "audit.yson", "audit.local.yson", "//home/totals/audit_pipeline", "audit")
+	assert.Equal(t, want, got, "audit:\n%s", text)
+}
