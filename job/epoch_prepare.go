@@ -153,7 +153,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 			}
 		}
 		if len(r.comp.ExternalStates) > 0 {
-			wg.Go(func() { pre.external, pre.externalErr = r.loadExternal(ctx, b) })
+			wg.Go(func() { pre.external, pre.externalErr = r.loadExternal(ctx, b, time.Now()) })
 		}
 		if len(r.comp.StateJoinerSpecs) > 0 {
 			wg.Go(func() { pre.joined, pre.joinedErr = r.loadJoined(ctx, r.reads, b, time.Now()) })

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.ytsaurus.tech/yt/go/schema"
 
@@ -31,6 +32,8 @@ type extTable struct {
 	// computed are the key columns with an expression: the table computes them, so writes
 	// and lookups leave them out.
 	computed map[string]bool
+	// cache holds a joiner's rows by encoded key, for its dynamic cache{ttl}.
+	cache ttlCache[flow.Row]
 }
 
 // externals opens the external states of the computation once: each table's key columns
@@ -81,8 +84,12 @@ func (t *extTable) keyRow(k flow.Key) map[string]any {
 }
 
 // loadExternal reads the rows of every external state for the keys of b's inputs and timers:
-// state name -> encoded key -> row.
-func (r *runner) loadExternal(ctx context.Context, b *epoch.Batch) (map[string]map[string]flow.Row, error) {
+// state name -> encoded key -> row. A joiner with a dynamic cache{ttl} reads only the keys
+// it has not read within the ttl before now.
+//
+// Invariant: a joined external state row read less than cache{ttl} ago is served from the
+// job's cache; with no ttl every epoch reads the table (TestExternalJoinerCacheTTL).
+func (r *runner) loadExternal(ctx context.Context, b *epoch.Batch, now time.Time) (map[string]map[string]flow.Row, error) {
 	tables, err := r.externals(ctx)
 	if err != nil || len(tables) == 0 {
 		return nil, err
@@ -105,18 +112,36 @@ func (r *runner) loadExternal(ctx context.Context, b *epoch.Batch) (map[string]m
 	}
 	out := make(map[string]map[string]flow.Row, len(tables))
 	for _, t := range tables {
-		lk := make([]map[string]any, len(keys))
+		var ttl time.Duration
+		if t.joiner {
+			ttl = r.dyn.ExternalStateJoiners[t.name].TTL
+			t.cache.evict(now, ttl)
+		}
+		m := make(map[string]flow.Row, len(keys))
+		var lk []map[string]any
+		var at []string // encoded key of lk[i]
 		for i, k := range keys {
-			lk[i] = t.keyRow(k)
+			if row, found, ok := t.cache.get(encs[i], now, ttl); ok {
+				if found {
+					m[encs[i]] = row
+				}
+				continue
+			}
+			lk = append(lk, t.keyRow(k))
+			at = append(at, encs[i])
 		}
-		rows, err := r.extStore.LookupUserRows(ctx, t.path, lk)
-		if err != nil {
-			return nil, fmt.Errorf("external state %s: %w", t.name, err)
-		}
-		m := make(map[string]flow.Row, len(rows))
-		for i, row := range rows {
-			if row != nil {
-				m[encs[i]] = row
+		if len(lk) > 0 {
+			rows, err := r.extStore.LookupUserRows(ctx, t.path, lk)
+			if err != nil {
+				return nil, fmt.Errorf("external state %s: %w", t.name, err)
+			}
+			for i, row := range rows {
+				if row != nil {
+					m[at[i]] = row
+				}
+				if t.joiner {
+					t.cache.put(at[i], row, row != nil, now, ttl)
+				}
 			}
 		}
 		out[t.name] = m

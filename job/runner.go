@@ -58,11 +58,11 @@ type runner struct {
 	extLoaded map[string]map[string]flow.Row
 	// joins are the state joiners once opened, joined what they read for the current epoch
 	// (statejoin.go).
-	joins  []*stateJoin
-	joined *joinedEpoch
-	commits   committer
-	comp      *spec.Computation
-	dyn       spec.DynamicComputation
+	joins   []*stateJoin
+	joined  *joinedEpoch
+	commits committer
+	comp    *spec.Computation
+	dyn     spec.DynamicComputation
 	// dynVersion is the dynamic spec version r.dyn comes from; pendingDyn a newer one the
 	// worker offered (dynamic.go); dynDraining mirrors r.dyn.Draining for other goroutines;
 	// dynEntities are the job's sources and sinks with their dynamic parameters.

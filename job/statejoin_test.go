@@ -93,3 +93,48 @@ func TestStateJoinerReadsCommittedState(t *testing.T) {
 	_, _, err = j.JoinedState("/nope", dog)
 	assert.ErrorContains(t, err, "not declared in state_joiners")
 }
+
+// TestExternalJoinerCacheTTL: a joined external state (external_state_joiners) with the
+// dynamic cache{ttl} of one minute serves the row it read until the ttl passed (injected
+// clock), then reads the table again; without a ttl every epoch reads the table. On ytlocal
+// through the real client.
+func TestExternalJoinerCacheTTL(t *testing.T) {
+	st, ctx := commitEnv(t)
+	const caps = "//tmp/caps"
+	require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: caps, Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: []schema.Column{
+		{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending, Expression: "farm_hash(user)"},
+		{Name: "user", Type: schema.TypeString, SortOrder: schema.SortAscending},
+		{Name: "cap", Type: schema.TypeInt64},
+	}}}))
+	r := testRunner(st, st, "p", "")
+	r.extStore = st
+	r.comp = &spec.Computation{ID: "keep", Kind: spec.KindTransform,
+		GroupBy:        schema.Schema{Columns: []schema.Column{{Name: "hash", Type: schema.TypeUint64, Expression: "farm_hash(user)"}, {Name: "user", Type: schema.TypeString}}},
+		ExternalStates: map[string]*spec.ExternalState{"/caps": {Name: "/caps", Path: caps, Joiner: true}}}
+	r.dyn.ExternalStateJoiners = map[string]spec.JoinerCache{"/caps": {TTL: time.Minute}}
+	ann := flow.Key{ytql.FarmHash("ann"), "ann"}
+	batch := &epoch.Batch{Inputs: []epoch.Input{{Message: flow.Message{MessageID: "m1", Key: ann, Payload: flow.Row{"user": "ann"}}}}}
+	set := func(c int64) {
+		t.Helper()
+		require.NoError(t, st.InsertRows(ctx, caps, []map[string]any{{"user": "ann", "cap": c}}))
+	}
+	read := func(now time.Time) any {
+		t.Helper()
+		got, err := r.loadExternal(ctx, batch, now)
+		require.NoError(t, err)
+		row := got["/caps"][string(epoch.EncodeKey(ann))]
+		if row == nil {
+			return "<none>"
+		}
+		return row["cap"]
+	}
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	set(10)
+	assert.Equal(t, int64(10), read(t0))
+	set(20)
+	assert.Equal(t, int64(10), read(t0.Add(59*time.Second)), "cached within the ttl")
+	assert.Equal(t, int64(20), read(t0.Add(time.Minute)), "the ttl passed: read again")
+	r.dyn.ExternalStateJoiners = nil
+	set(30)
+	assert.Equal(t, int64(30), read(t0.Add(time.Minute)), "no ttl: every epoch reads")
+}
