@@ -176,7 +176,7 @@ func TestSinkAppliesTransactionTimeoutAndDataWeight(t *testing.T) {
 	deliver := func(dir, column string, weight any) (*txObserver, int, error) {
 		o := &txObserver{st: st, yc: yc}
 		s := &Sink{dir: o, params: &Params{OutputDirectory: dir, TablePeriod: time.Minute, TableTTL: time.Hour, TableNameFormat: "%H:%M", DataWeightColumn: column},
-			dyn: &Dynamic{MaxRowCount: 1000, MaxDataWeight: 100, TransactionTimeout: 7 * time.Second, RetryBackoff: time.Second},
+			dyn:       &Dynamic{MaxRowCount: 1000, MaxDataWeight: 100, TransactionTimeout: 7 * time.Second, RetryBackoff: time.Second},
 			partition: "p0", now: func() time.Time { return t0.Add(5 * time.Minute) }, owner: Owner{Pipeline: "//p", Computation: "c", Sink: "s"}}
 		n, err := s.Deliver(ctx, batches(weight))
 		return o, n, err
