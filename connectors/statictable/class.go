@@ -49,7 +49,8 @@ func (p *SourceParams) String() string {
 }
 
 // SourceDynamic are the dynamic parameters of the static table source, with Flow's
-// defaults. The event bounds and the rates apply (package doc); the others do not yet.
+// defaults. The event bounds, the rates and throttler_period apply (package doc); the others
+// do not yet.
 type SourceDynamic struct {
 	DesiredTableProcessTime           time.Duration // 1h
 	MaxRowsPerSecond                  float64       // 1e12
