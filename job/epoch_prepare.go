@@ -63,8 +63,9 @@ type prepared struct {
 	states    map[string]map[string][]byte
 	statesErr error
 	// external are the rows of the external states for the epoch's keys.
-	external    map[string]map[string]flow.Row
-	externalErr error
+	external     map[string]map[string]flow.Row
+	externalRows map[string]map[string][]flow.Row
+	externalErr  error
 	// joined are the states the state joiners read for the epoch's keys.
 	joined    *joinedEpoch
 	joinedErr error
@@ -153,7 +154,7 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 			}
 		}
 		if len(r.comp.ExternalStates) > 0 {
-			wg.Go(func() { pre.external, pre.externalErr = r.loadExternal(ctx, b, time.Now()) })
+			wg.Go(func() { pre.external, pre.externalRows, pre.externalErr = r.loadExternal(ctx, b, time.Now()) })
 		}
 		if len(r.comp.StateJoinerSpecs) > 0 {
 			wg.Go(func() { pre.joined, pre.joinedErr = r.loadJoined(ctx, r.reads, b, time.Now()) })
@@ -219,6 +220,10 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			inv.State = states[string(keyBuf)]
 			if r.extLoaded != nil {
 				inv.External, keyBuf = externalOf(r.extLoaded, g.Key, keyBuf)
+			}
+			if r.extSubKeys != nil {
+				inv.ExternalSubKeys = r.extSubKeys
+				inv.ExternalRows, keyBuf = externalRowsOf(r.extRowsLoaded, g.Key, keyBuf)
 			}
 			if r.joined != nil {
 				inv.Joined = r.joined

@@ -273,7 +273,8 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load external state: %w", r.job.JobID, pre.externalErr)
 	}
-	r.extLoaded = pre.external
+	r.extLoaded, r.extRowsLoaded = pre.external, pre.externalRows
+	r.extSubKeys = externalSubKeys(r.ext)
 	if pre.joinedErr != nil {
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load joined state: %w", r.job.JobID, pre.joinedErr)

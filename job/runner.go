@@ -56,6 +56,10 @@ type runner struct {
 	extStore  externalStore
 	ext       []*extTable
 	extLoaded map[string]map[string]flow.Row
+	// extRowsLoaded are the rows of the tables with several rows per key, extSubKeys those
+	// tables' further key columns by state name.
+	extRowsLoaded map[string]map[string][]flow.Row
+	extSubKeys    map[string][]string
 	// joins are the state joiners once opened, joined what they read for the current epoch
 	// (statejoin.go).
 	joins   []*stateJoin

@@ -120,7 +120,7 @@ func TestExternalJoinerCacheTTL(t *testing.T) {
 	}
 	read := func(now time.Time) any {
 		t.Helper()
-		got, err := r.loadExternal(ctx, batch, now)
+		got, _, err := r.loadExternal(ctx, batch, now)
 		require.NoError(t, err)
 		row := got["/caps"][string(epoch.EncodeKey(ann))]
 		if row == nil {
@@ -137,4 +137,48 @@ func TestExternalJoinerCacheTTL(t *testing.T) {
 	r.dyn.ExternalStateJoiners = nil
 	set(30)
 	assert.Equal(t, int64(30), read(t0.Add(time.Minute)), "no ttl: every epoch reads")
+}
+
+// TestExternalTableKeyColumns: on ytlocal, an external state table whose leading key columns
+// are the group_by_schema columns opens, with its further key columns as several rows per key
+// (read by key prefix); one whose key does not begin with them, or whose further key column
+// is computed, is refused naming the table and both column lists.
+func TestExternalTableKeyColumns(t *testing.T) {
+	st, ctx := commitEnv(t)
+	table := func(path string, cols ...schema.Column) {
+		t.Helper()
+		cols = append(cols, schema.Column{Name: "v", Type: schema.TypeInt64})
+		require.NoError(t, st.EnsureUserTable(ctx, ytstore.UserTable{Path: path, Kind: ytstore.UserSortedTable, Schema: schema.Schema{UniqueKeys: true, Columns: cols}}))
+	}
+	hash := schema.Column{Name: "hash", Type: schema.TypeUint64, SortOrder: schema.SortAscending, Expression: "farm_hash(user)"}
+	user := schema.Column{Name: "user", Type: schema.TypeString, SortOrder: schema.SortAscending}
+	day := schema.Column{Name: "day", Type: schema.TypeInt64, SortOrder: schema.SortAscending}
+	table("//tmp/days", hash, user, day)
+	table("//tmp/swapped", hash, day, user)
+	table("//tmp/computed", hash, user, schema.Column{Name: "h2", Type: schema.TypeUint64, SortOrder: schema.SortAscending, Expression: "farm_hash(user)"})
+	require.NoError(t, st.InsertRows(ctx, "//tmp/days", []map[string]any{
+		{"user": "ann", "day": int64(2), "v": int64(20)}, {"user": "ann", "day": int64(1), "v": int64(10)}, {"user": "bob", "day": int64(1), "v": int64(5)}}))
+	open := func(path string) (*runner, error) {
+		r := testRunner(st, st, "p", "")
+		r.extStore = st
+		r.comp = &spec.Computation{ID: "keep", Kind: spec.KindTransform,
+			GroupBy:        schema.Schema{Columns: []schema.Column{{Name: "hash", Type: schema.TypeUint64, Expression: "farm_hash(user)"}, {Name: "user", Type: schema.TypeString}}},
+			ExternalStates: map[string]*spec.ExternalState{"/s": {Name: "/s", Path: path}}}
+		_, err := r.externals(ctx)
+		return r, err
+	}
+	r, err := open("//tmp/days")
+	require.NoError(t, err)
+	ann := flow.Key{ytql.FarmHash("ann"), "ann"}
+	_, rows, err := r.loadExternal(ctx, &epoch.Batch{Inputs: []epoch.Input{{Message: flow.Message{MessageID: "m", Key: ann}}}}, time.Now())
+	require.NoError(t, err)
+	got := rows["/s"][string(epoch.EncodeKey(ann))]
+	require.Len(t, got, 2, "ann's rows, not bob's")
+	assert.Equal(t, []any{int64(1), int64(2)}, []any{got[0]["day"], got[1]["day"]}, "ordered by the further key column")
+	assert.Equal(t, map[string][]string{"/s": {"day"}}, externalSubKeys(r.ext))
+
+	_, err = open("//tmp/swapped")
+	assert.ErrorContains(t, err, "computation keep: external state /s: table //tmp/swapped has key columns [hash day user], want the group_by_schema columns [hash user] first")
+	_, err = open("//tmp/computed")
+	assert.ErrorContains(t, err, "table //tmp/computed: further key column h2 is computed")
 }
