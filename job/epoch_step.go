@@ -184,10 +184,16 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		rows, ahead, err := s.read(ctx, int64(inLimit-sourceRows))
 		if err != nil {
 			r.inbox.release(inputIDs(b.Inputs))
-			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
-			r.noteProblem("read source "+s.id, err)
+			what, unavailable := s.readFailure(time.Now(), r.unavailableAfter(s.id))
+			if unavailable {
+				r.log.Error("source unavailable", log.String("source", s.id), log.Error(err))
+			} else {
+				r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
+			}
+			r.noteProblem(what, err)
 			return 0, true, nil
 		}
+		s.readSucceeded()
 		if ahead {
 			r.stats.readAheads.Add(1)
 		}
