@@ -110,7 +110,7 @@ func runWorker(ctx context.Context, env *environ, s *settings, fs *flag.FlagSet,
 	}
 	w := job.NewWorker(job.Config{
 		Proxy: f.proxy, Token: token, Path: f.path, Listen: f.listen, AdvertiseHost: f.advertiseHost, WorkerID: f.id,
-		Logger: logger.Structured(), PollPeriod: f.poll, TestAckDelay: f.ackDelay,
+		Logger: logger.Structured(), PollPeriod: f.poll, FaultAckDelay: f.ackDelay,
 	})
 	mon, err := f.monitoring.start(ctx, monitoring.NewWorker(nil, w))
 	if err != nil {

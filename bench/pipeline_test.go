@@ -398,7 +398,7 @@ func rawPasses(b *testing.B, pr params, name string, batch int, words []string, 
 // in exactly-once and at-least-once mode against the raw SDK baseline, its latency at a
 // steady rate, the rows it writes to YTsaurus per message, and its recovery after kill -9
 // of a worker process. Run it with -benchtime 1x (each iteration is a full pipeline run);
-// see BENCHMARKS.md for the command and the environment knobs (BENCH_*).
+// see the package doc for the command and the environment knobs (BENCH_*).
 func BenchmarkPipeline(b *testing.B) {
 	pr := loadParams()
 	words, want := inputWords(pr.messages, pr.words, 1)

@@ -176,7 +176,7 @@ func finiteOptions(o SessionsOptions) SessionsOptions {
 // queue sink): throughput with the compact and the full dedup index and in at-least-once
 // mode against a raw SDK baseline, latency at half of the exactly-once peak, and the rows
 // it writes to YTsaurus per event. Run it with -benchtime 1x or 2x (each iteration is a full
-// pipeline run); see BENCHMARKS.md "Three-stage pipeline" for the command and the knobs.
+// pipeline run); see BENCHMARKS.md "Three-stage pipeline" for the command and the package doc for the knobs.
 func BenchmarkSessions(b *testing.B) {
 	pr := loadSessionsParams()
 	events, want := SessionEvents(pr.events, pr.users, 1)

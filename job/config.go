@@ -60,10 +60,10 @@ type Config struct {
 	// yt-flow run runs all its workers in one process. Workers in other processes are always
 	// reached over HTTP.
 	InProcessPeers bool
-	// TestAckDelay, when positive, holds every push reply that acknowledges messages for this
+	// FaultAckDelay, when positive, holds every push reply that acknowledges messages for this
 	// long after they are committed (a slow network on the acknowledgement path). It is a
 	// testing aid for fault tests, see failpoint.go; exactly-once holds for any value.
-	TestAckDelay time.Duration
+	FaultAckDelay time.Duration
 }
 
 func (c Config) withDefaults() Config {

@@ -9,16 +9,16 @@ import (
 	"time"
 )
 
-// holdAck is the knob Config.TestAckDelay sets. acceptPush calls it right before it answers a push (over
+// holdAck is the knob Config.FaultAckDelay sets. acceptPush calls it right before it answers a push (over
 // /push or from a job of this worker): when
 // the reply acknowledges at least one message (so those messages are committed, or known
-// duplicates) and Config.TestAckDelay is positive, it waits that long, or until the request is
+// duplicates) and Config.FaultAckDelay is positive, it waits that long, or until the request is
 // abandoned, before the reply goes out. The sender meanwhile keeps the messages as
 // unacknowledged, exactly as over a slow network: if the receiver or the sender dies in the
 // window, the messages are retransmitted and the receiver's dedup index drops them. No delay
 // may change what is applied, only how often duplicates arrive.
 func (w *Worker) holdAck(ctx context.Context, acked int) {
-	d := w.cfg.TestAckDelay
+	d := w.cfg.FaultAckDelay
 	if d <= 0 || acked == 0 {
 		return
 	}

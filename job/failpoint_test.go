@@ -1,4 +1,4 @@
-// Tests of the TestAckDelay fault-injection knob.
+// Tests of the FaultAckDelay fault-injection knob.
 
 package job
 
@@ -20,12 +20,12 @@ import (
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
-// TestAckDelayHoldsCommittedAcks pushes one message to a worker whose TestAckDelay is far
+// TestAckDelayHoldsCommittedAcks pushes one message to a worker whose FaultAckDelay is far
 // longer than the test: the message's epoch commits (its count is visible in the result table)
 // while the push reply, which would acknowledge it, is still held back. The sender, abandoning
 // the push, never learns of the commit: it keeps the message and would retransmit it.
 func TestAckDelayHoldsCommittedAcks(t *testing.T) {
-	e := startWordCountOpts(t, nil, func(c *Config) { c.TestAckDelay = time.Hour })
+	e := startWordCountOpts(t, nil, func(c *Config) { c.FaultAckDelay = time.Hour })
 	e.putJob("count-0", "count", "count-p0", -1)
 	e.eventually("the job to run", func() bool { return e.worker.runner("count-0") != nil })
 
@@ -71,7 +71,7 @@ func TestAckDelayHoldsCommittedAcks(t *testing.T) {
 func TestAckDelayStillAcknowledges(t *testing.T) {
 	j := ytstore.Job{JobID: "j1", ComputationID: "count"}
 	w, r, addr := newTestWorker(t, j)
-	w.cfg.TestAckDelay = 50 * time.Millisecond
+	w.cfg.FaultAckDelay = 50 * time.Millisecond
 	go func() {
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {

@@ -16,7 +16,7 @@ import (
 // decoder and reader for every row and scans the row a second time before it hands the
 // bytes to an Unmarshaler. On the queue source's path that is one row per input message:
 // reading the bytes in place instead cut the exactly-once pipeline's CPU per message by about
-// 6 % (BENCHMARKS.md, "Reading rows in place").
+// 6 % (docs/perf-notes.md, "The epoch"; bench/results/2026-12-05-6bd2e86-pipeline.md).
 //
 // The SDK is pinned to an exact version (go.mod); rowBytesOf checks once per reader type, by
 // reflection, that the reader is that type with that field (name and type), and otherwise
