@@ -35,5 +35,6 @@
 // (a delivery of more takes several, never splitting a batch); a row weighs the value of the
 // static data_weight_column (an int64 or uint64 input column; when unset or null, the bytes
 // of the row's YSON); retry_backoff (1s) caps the wait for the lock; transaction_timeout (5m)
-// is the timeout of the master transactions.
+// is the timeout of the master transactions (a process killed mid-commit holds the
+// directory's lock until its transaction expires).
 package arrivalorder
