@@ -60,6 +60,16 @@ func corpusPrepare(t *testing.T, name string) (map[string]string, func(t *testin
 				}
 			}
 		}
+	case "state_joiner":
+		// Every word's largest joined count is its count in lines.txt, and no message read a
+		// state below the count it carried.
+		want := fileWordCounts(t, filepath.Join(corpusRunDir, "lines.txt"))
+		return nil, func(t *testing.T, stdout string) {
+			assertCounts(t, printedCounts(t, stdout), want)
+			if _, stale, _ := strings.Cut(stdout, "stale reads:\n"); !strings.HasPrefix(stale, "  (no rows)") {
+				t.Errorf("stale joined reads:\n%s", stale)
+			}
+		}
 	case "random_source":
 		want := randomWordCounts(t, filepath.Join(corpusDir, "random_source.yson"))
 		return nil, func(t *testing.T, stdout string) { assertCounts(t, printedCounts(t, stdout), want) }

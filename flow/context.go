@@ -186,6 +186,6 @@ func (c *Context) result() (*Result, error) {
 		}
 		res.StateWrites[name] = s.cur
 	})
-	res.ExternalWrites = r.externalWrites()
+	res.ExternalWrites, res.ExternalRowWrites = r.externalWrites()
 	return res, nil
 }

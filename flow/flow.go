@@ -90,6 +90,15 @@ type Invocation struct {
 	// its table holds for the invocation's key, as the epoch read it; an absent name means no
 	// row. The function must not modify it. See ExternalStateOf.
 	External map[string]Row
+	// ExternalRows maps an external state whose table has several rows per key (further key
+	// columns after the group_by_schema ones) to the rows the table holds for the key, and
+	// ExternalSubKeys such a state to its further key columns (for every invocation of the
+	// epoch, rows or not). The function must not modify them. See External.Rows.
+	ExternalRows    map[string][]Row
+	ExternalSubKeys map[string][]string
+	// Joined reads the states of the computation's state joiners (nil when it has none).
+	// See JoinedStateOf.
+	Joined Joiner
 	// Parameters are the processing_function_parameters (static merged with dynamic).
 	Parameters Row
 	// Now is the current time in microseconds, supplied by the runtime. User code reads the
@@ -109,6 +118,9 @@ type Result struct {
 	// ExternalWrites holds the changed external states only: name to the key's new row; a
 	// nil row means the row is deleted. The runtime fills the key columns from the key.
 	ExternalWrites map[string]Row
+	// ExternalRowWrites holds the changes of external states with several rows per key, by
+	// state: upserted rows and deleted ones (their further key columns), in row order.
+	ExternalRowWrites map[string][]RowWrite
 
 	// iv is the invocation whose memory holds this Result (a Result made by Process), nil for
 	// a Result made elsewhere. See Release.

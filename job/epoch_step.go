@@ -184,10 +184,16 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		rows, ahead, err := s.read(ctx, int64(inLimit-sourceRows))
 		if err != nil {
 			r.inbox.release(inputIDs(b.Inputs))
-			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
-			r.noteProblem("read source "+s.id, err)
+			what, unavailable := s.readFailure(time.Now(), r.unavailableAfter(s.id))
+			if unavailable {
+				r.log.Error("source unavailable", log.String("source", s.id), log.Error(err))
+			} else {
+				r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
+			}
+			r.noteProblem(what, err)
 			return 0, true, nil
 		}
+		s.readSucceeded()
 		if ahead {
 			r.stats.readAheads.Add(1)
 		}
@@ -273,7 +279,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load external state: %w", r.job.JobID, pre.externalErr)
 	}
-	r.extLoaded = pre.external
+	r.extLoaded, r.extRowsLoaded = pre.external, pre.externalRows
+	r.extSubKeys = externalSubKeys(r.ext)
+	if pre.joinedErr != nil {
+		abandon()
+		return 0, false, fmt.Errorf("job %s: load joined state: %w", r.job.JobID, pre.joinedErr)
+	}
+	r.joined = pre.joined
 	plan := r.planner.Plan(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
 		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped

@@ -61,9 +61,17 @@ type runner struct {
 	extStore  externalStore
 	ext       []*extTable
 	extLoaded map[string]map[string]flow.Row
-	commits   committer
-	comp      *spec.Computation
-	dyn       spec.DynamicComputation
+	// extRowsLoaded are the rows of the tables with several rows per key, extSubKeys those
+	// tables' further key columns by state name.
+	extRowsLoaded map[string]map[string][]flow.Row
+	extSubKeys    map[string][]string
+	// joins are the state joiners once opened, joined what they read for the current epoch
+	// (statejoin.go).
+	joins   []*stateJoin
+	joined  *joinedEpoch
+	commits committer
+	comp    *spec.Computation
+	dyn     spec.DynamicComputation
 	// dynVersion is the dynamic spec version r.dyn comes from; pendingDyn a newer one the
 	// worker offered (dynamic.go); dynDraining mirrors r.dyn.Draining for other goroutines;
 	// dynEntities are the job's sources and sinks with their dynamic parameters.

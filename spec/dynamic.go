@@ -143,7 +143,13 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 			kf.Close()
 		})
 	}
-	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners",
+	if sn := f.Node("state_joiners"); sn != nil {
+		d.StateJoiners = p.joinerCaches(sn, f.Path("state_joiners"), false)
+	}
+	if jn := f.Node("external_state_joiners"); jn != nil {
+		d.ExternalStateJoiners = p.joinerCaches(jn, f.Path("external_state_joiners"), true)
+	}
+	for _, key := range []string{"external_state_managers",
 		"state_manager", "input_store", "timer_store", "output_store", "retryable_request", "tracer"} {
 		if f.Has(key) {
 			p.ignore(f.Path(key), "tunes storage, retries or tracing of Flow's workers (or a feature the static spec names)")

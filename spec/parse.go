@@ -376,6 +376,9 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	}
 	c.ExternalStateManagers = f.AnyMap("external_state_managers")
 	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
+	if sn := f.Node("state_joiners"); sn != nil {
+		c.StateJoinerSpecs = p.stateJoiners(sn, f.Path("state_joiners"))
+	}
 	c.StateJoiners = f.AnyMap("state_joiners")
 	c.HeavyHitters = f.AnyMap("heavy_hitters")
 	c.PivotFinder = PivotFinder{PartCount: 16, WindowSize: 16384}
@@ -432,13 +435,6 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	for _, id := range sortedKeys(c.KeyVisitors) {
 		if kv := c.KeyVisitors[id]; len(kv.ExternalNames) > 0 {
 			p.unsupported(yson.Join(at("key_visitor_streams"), id+"/external_names"), "external_names (visits of keys of external state)")
-		}
-	}
-	for key, m := range map[string]map[string]any{
-		"state_joiners": c.StateJoiners,
-	} {
-		if len(m) > 0 {
-			p.unsupported(at(key), "%s (state kept outside the pipeline or joined from another computation)", key)
 		}
 	}
 	if c.InputOrdering != nil {

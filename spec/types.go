@@ -186,6 +186,9 @@ type Computation struct {
 	// ExternalStates are the parsed external_state_managers, by state name ("/totals"); the
 	// block as written is also kept in ExternalStateManagers.
 	ExternalStates map[string]*ExternalState
+	// StateJoinerSpecs are the parsed state_joiners, by name ("/counted"); the block as
+	// written is also kept in StateJoiners.
+	StateJoinerSpecs map[string]*StateJoiner
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
 	KeyVisitorStreams map[string]any
@@ -459,6 +462,10 @@ type DynamicComputation struct {
 	// FailurePolicy is what the runtime does with messages the process function keeps
 	// failing on (failure_policy, a yt-flow extension); the zero value retries for ever.
 	FailurePolicy FailurePolicy
+	// StateJoiners and ExternalStateJoiners are the dynamic caches of the computation's
+	// state_joiners ("/name" → {cache{ttl}}) and external_state_joiners ("/name" →
+	// {parameters{cache{ttl}}}), by name; a joiner without one reads every epoch.
+	StateJoiners, ExternalStateJoiners map[string]JoinerCache
 }
 
 // Failure policy modes (FailurePolicy.Mode).

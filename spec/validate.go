@@ -54,6 +54,9 @@ func (p *parser) validate(pl *Pipeline, path string) {
 
 	p.validateExternalStates(pl, compsPath)
 	for _, id := range sortedKeys(pl.Computations) {
+		p.validateStateJoiners(pl, pl.Computations[id], yson.Join(compsPath, id))
+	}
+	for _, id := range sortedKeys(pl.Computations) {
 		p.validateComputation(pl, pl.Computations[id], yson.Join(compsPath, id), func(sid string) (string, bool) {
 			ws := writers[sid]
 			if len(ws) == 0 {
