@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -160,6 +161,15 @@ func (w *Worker) checkUpstreamDrained(ctx context.Context) {
 	if len(waiting) == 0 {
 		return
 	}
+	// The draining flag comes with the layout, the target state with the attributes, read
+	// less often: a job drained to stop would pass for completing until the next read, and a
+	// job without upstream (a visit-only computation) would start its final pass. Read it now.
+	attrs, err := w.coord.Attributes(ctx)
+	if err != nil {
+		return
+	}
+	w.targetState.Store(&attrs.TargetState)
+	waiting = slices.DeleteFunc(waiting, func(r *runner) bool { return !r.completing() })
 	sts, err := w.coord.JobStatuses(ctx)
 	if err != nil {
 		return

@@ -426,9 +426,6 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	if len(c.KeyVisitors) > 0 && c.Kind == KindSwiftMap {
 		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a swift computation")
 	}
-	if len(c.KeyVisitors) > 0 && len(c.InputStreamIDs) == 0 {
-		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a computation without input streams (a visit-only computation)")
-	}
 	for _, id := range sortedKeys(c.KeyVisitors) {
 		if kv := c.KeyVisitors[id]; len(kv.ExternalNames) > 0 {
 			p.unsupported(yson.Join(at("key_visitor_streams"), id+"/external_names"), "external_names (visits of keys of external state)")
