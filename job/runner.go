@@ -147,9 +147,11 @@ type runner struct {
 	// alignmentHeld is whether watermark_alignment held the source reads of the last epoch
 	// back: the wait after it counts as the watermark_alignment epoch part.
 	alignmentHeld atomic.Bool
-	// throttleTaken counts the input rows a throttled job took, throttleWant the rows it asks
-	// for in all (job_status.throttle_requested; throttle.go).
-	throttleTaken, throttleWant atomic.Int64
+	// quotas are the job's accounts with distributed throttlers, by throttler id
+	// (throttle.go), guarded by quotaMu.
+	quotaMu sync.Mutex
+	quotas  map[string]*quotaAccount
+	quotaFn flow.QuotaFunc // acquireQuota, for the invocations
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
 	// last one that found rows; 0 while the sources give rows (eventtime.go).
 	sourceIdleSince atomic.Uint64
@@ -253,6 +255,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		stateCache: newStateCache(w.cfg.StateCacheKeys),
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
+	r.quotaFn = r.acquireQuota
 	r.upstream = upstreamOf(p, comp.ID)
 	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
 		r.visitors = newKeyVisitors(comp)

@@ -69,6 +69,15 @@ type Worker struct {
 	// requests (throttle.go).
 	throttlerGrants atomic.Pointer[ytstore.ThrottlerGrants]
 	throttling      atomic.Bool
+	// throttlingAll is set once job_status is known to carry throttle_requests (input bytes
+	// and AcquireQuota); grantsCh is closed and replaced at each read of the grants
+	// (grantsChanged).
+	throttlingAll atomic.Bool
+	// quotaWaiters counts the AcquireQuota calls waiting for a grant: while there are any,
+	// statuses are written and the grants read at every layout poll.
+	quotaWaiters atomic.Int64
+	grantsMu      sync.Mutex
+	grantsCh      chan struct{}
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
@@ -363,7 +372,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			w.log.Warn("layout poll failed", log.Error(err))
 			continue
 		}
-		periodic := time.Since(lastStatus) >= w.cfg.StatusPeriod
+		periodic := time.Since(lastStatus) >= w.cfg.StatusPeriod || w.quotaWaiters.Load() > 0
 		if periodic {
 			lastStatus = time.Now()
 			reg.HeartbeatTime = nowMicros()
@@ -380,10 +389,14 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				if a.ThrottlerGrants != nil {
 					w.throttlerGrants.Store(a.ThrottlerGrants)
+					w.grantsRead()
 				}
 				if !w.throttling.Load() && w.store != nil {
 					if ok, err := w.store.Throttling(ctx); err == nil && ok {
 						w.throttling.Store(true)
+					}
+					if ok, err := w.store.ThrottlingAll(ctx); err == nil && ok {
+						w.throttlingAll.Store(true)
 					}
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
@@ -446,5 +459,25 @@ func (w *Worker) closeSession(ss *ytstore.Session) {
 	case <-done:
 	case <-t.C:
 		w.log.Warn("session abort did not finish; the session ends by its timeout", log.String("session", ss.ID()))
+	}
+}
+
+// grantsChanged returns a channel closed at the next read of @throttler_grants.
+func (w *Worker) grantsChanged() <-chan struct{} {
+	w.grantsMu.Lock()
+	defer w.grantsMu.Unlock()
+	if w.grantsCh == nil {
+		w.grantsCh = make(chan struct{})
+	}
+	return w.grantsCh
+}
+
+// grantsRead wakes the AcquireQuota calls waiting for a grant.
+func (w *Worker) grantsRead() {
+	w.grantsMu.Lock()
+	defer w.grantsMu.Unlock()
+	if w.grantsCh != nil {
+		close(w.grantsCh)
+		w.grantsCh = nil
 	}
 }

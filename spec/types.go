@@ -453,6 +453,10 @@ type DynamicComputation struct {
 	// InputRowsThrottlerID names the throttler (of DynamicPipeline.ThrottlerSpecs) the
 	// computation's input rows draw from, in class InputRowsThrottlerClassID ("": default).
 	InputRowsThrottlerID, InputRowsThrottlerClassID string
+	// InputBytesThrottlerID names the throttler the computation's input bytes (the encoded
+	// size of each input message and source row) draw from, in class
+	// InputBytesThrottlerClassID ("": default).
+	InputBytesThrottlerID, InputBytesThrottlerClassID string
 	// KeyVisitorStreams are the dynamic parts of the key visitor streams, by stream id (a
 	// stream without one runs with DefaultDynamicKeyVisitor).
 	KeyVisitorStreams map[string]*DynamicKeyVisitor
