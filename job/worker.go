@@ -76,8 +76,8 @@ type Worker struct {
 	// quotaWaiters counts the AcquireQuota calls waiting for a grant: while there are any,
 	// statuses are written and the grants read at every layout poll.
 	quotaWaiters atomic.Int64
-	grantsMu      sync.Mutex
-	grantsCh      chan struct{}
+	grantsMu     sync.Mutex
+	grantsCh     chan struct{}
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
