@@ -40,7 +40,96 @@ func (c *cycler) advanceThrottlers(ctx context.Context, in *Input, attrs *ytstor
 			c.thr.grants = attrs.ThrottlerGrants.Clone()
 		}
 	}
+	changed := c.thr.round(in, now)
 	g := &c.thr.grants
+	if !changed && attrs.ThrottlerGrants != nil {
+		return nil
+	}
+	if err := c.st.SetThrottlerGrants(ctx, c.sess, *g); err != nil {
+		return err
+	}
+	pub := g.Clone()
+	attrs.ThrottlerGrants = &pub
+	return nil
+}
+
+// round runs a round of every throttler of in's topology at now: the jobs' requests
+// (throttleRequests), the buckets' grants added to the jobs' totals, the totals updated. It
+// reports whether the grants changed. Pure: no I/O, the time is given.
+func (t *throttles) round(in *Input, now time.Time) bool {
+	g := &t.grants
+	top := in.Topology
+	reqs, live := throttleRequests(in, g)
+	comps := map[string]Computation{}
+	for _, tc := range top.Computations {
+		comps[tc.ID] = tc
+	}
+	compOf := map[string]string{} // partition id -> computation id
+	for _, p := range in.Partitions {
+		compOf[p.PartitionID] = p.ComputationID
+	}
+	changed := false
+	for id := range g.Jobs {
+		if !live[id] {
+			delete(g.Jobs, id) // a job gone from the layout draws nothing more
+			changed = true
+		}
+	}
+	for _, jobs := range g.ByThrottler {
+		for id := range jobs {
+			if !live[id] {
+				delete(jobs, id)
+				changed = true
+			}
+		}
+	}
+	rowsOf := map[string]string{} // job id -> its input rows throttler
+	for _, j := range in.Jobs {
+		if tc := comps[compOf[j.PartitionID]]; tc.RowsThrottler != "" {
+			rowsOf[j.JobID] = tc.RowsThrottler
+		}
+	}
+	for _, id := range sortedKeys(top.Throttlers) {
+		cfg := top.Throttlers[id]
+		b, ok := t.buckets[id]
+		if !ok {
+			tot := g.Throttlers[id]
+			b = throttle.Resume(tot.Periods, tot.Granted)
+			t.buckets[id] = b
+		}
+		jobs := g.ByThrottler[id]
+		if jobs == nil {
+			jobs = map[string]int64{}
+			g.ByThrottler[id] = jobs
+		}
+		var asked int64
+		for _, r := range reqs[id] {
+			asked += r.Amount
+		}
+		for job, n := range b.Round(cfg, now, reqs[id]) {
+			if jobs[job] == 0 && rowsOf[job] == id {
+				jobs[job] = g.Jobs[job]
+			}
+			jobs[job] += n
+			if rowsOf[job] == id {
+				g.Jobs[job] = jobs[job] // for workers that read the rows' grants alone
+			}
+			asked -= n
+			changed = true
+		}
+		tot := ytstore.ThrottlerTotals{Limit: cfg.Limit, Periods: b.Periods, Granted: b.Granted, Pending: asked}
+		if tot != g.Throttlers[id] {
+			g.Throttlers[id] = tot
+			changed = true
+		}
+	}
+	return changed
+}
+
+// throttleRequests are the jobs' requests of a round, by throttler id, given the grants so
+// far (see advanceThrottlers), and the jobs of the layout.
+func throttleRequests(in *Input, g *ytstore.ThrottlerGrants) (map[string][]throttle.Request, map[string]bool) {
+	top := in.Topology
 	compOf := map[string]string{} // partition id -> computation id
 	for _, p := range in.Partitions {
 		compOf[p.PartitionID] = p.ComputationID
@@ -90,68 +179,5 @@ func (c *cycler) advanceThrottlers(ctx context.Context, in *Input, attrs *ytstor
 			}
 		}
 	}
-	changed := false
-	for id := range g.Jobs {
-		if !live[id] {
-			delete(g.Jobs, id) // a job gone from the layout draws nothing more
-			changed = true
-		}
-	}
-	for _, jobs := range g.ByThrottler {
-		for id := range jobs {
-			if !live[id] {
-				delete(jobs, id)
-				changed = true
-			}
-		}
-	}
-	rowsOf := map[string]string{} // job id -> its input rows throttler
-	for _, j := range in.Jobs {
-		if tc := comps[compOf[j.PartitionID]]; tc.RowsThrottler != "" {
-			rowsOf[j.JobID] = tc.RowsThrottler
-		}
-	}
-	for _, id := range sortedKeys(top.Throttlers) {
-		cfg := top.Throttlers[id]
-		b, ok := c.thr.buckets[id]
-		if !ok {
-			tot := g.Throttlers[id]
-			b = throttle.Resume(tot.Periods, tot.Granted)
-			c.thr.buckets[id] = b
-		}
-		jobs := g.ByThrottler[id]
-		if jobs == nil {
-			jobs = map[string]int64{}
-			g.ByThrottler[id] = jobs
-		}
-		var asked int64
-		for _, r := range reqs[id] {
-			asked += r.Amount
-		}
-		for job, n := range b.Round(cfg, now, reqs[id]) {
-			if jobs[job] == 0 && rowsOf[job] == id {
-				jobs[job] = g.Jobs[job]
-			}
-			jobs[job] += n
-			if rowsOf[job] == id {
-				g.Jobs[job] = jobs[job] // for workers that read the rows' grants alone
-			}
-			asked -= n
-			changed = true
-		}
-		tot := ytstore.ThrottlerTotals{Limit: cfg.Limit, Periods: b.Periods, Granted: b.Granted, Pending: asked}
-		if tot != g.Throttlers[id] {
-			g.Throttlers[id] = tot
-			changed = true
-		}
-	}
-	if !changed && attrs.ThrottlerGrants != nil {
-		return nil
-	}
-	if err := c.st.SetThrottlerGrants(ctx, c.sess, *g); err != nil {
-		return err
-	}
-	pub := g.Clone()
-	attrs.ThrottlerGrants = &pub
-	return nil
+	return reqs, live
 }
