@@ -122,7 +122,7 @@ func (r *runner) throttleAvailable() int {
 // more input bytes than granted plus one message or one source batch (its next epochs wait
 // until the grants cover it), and the controller never grants more than limit × the elapsed
 // periods (TestRoundNeverGrantsMoreThanRefilled, TestInboxTakeBytes, e2e
-// TestThrottlerGrantsWithinLimit, TestThrottlerBytesWithinLimit).
+// TestThrottlerGrantsWithinLimit, TestThrottlerBytesAndQuotaWithinLimit).
 func (r *runner) noteThrottled(rows int, bytes int64, limit int, held bool, now time.Time) {
 	busy := r.inbox.len() > 0 || r.sourcesOpen()
 	note := func(id string, taken, ask int64) {
