@@ -56,8 +56,40 @@ func runCorpusKeyVisitor(t *testing.T, file, setup string) {
 	if err != nil || len(seeds) != 200 {
 		t.Fatalf("seeded states: %d, %v", len(seeds), err)
 	}
+	seed := map[uint64]int64{}
+	for _, r := range seeds {
+		var n int64
+		if err := yson.Unmarshal(r.State, &n); err != nil {
+			t.Fatal(err)
+		}
+		seed[r.KeyHash] = n
+	}
+	runVisits(t, specFile, setup, cfg.Path, seed, func(ctx context.Context, st *ytstore.Store) (map[uint64]int64, error) {
+		rows, err := st.ReadStates(ctx, ytstore.StateFilter{ComputationID: "visitor", Name: "count"})
+		if err != nil {
+			return nil, err
+		}
+		got := map[uint64]int64{}
+		for _, r := range rows {
+			var n int64
+			if err := yson.Unmarshal(r.State, &n); err != nil {
+				return nil, fmt.Errorf("state of key hash %d: %w", r.KeyHash, err)
+			}
+			got[r.KeyHash] = n
+		}
+		return got, nil
+	})
+}
+
+// runVisits runs specFile (a computation "visitor" with key visitor stream "visits" on two
+// partitions, visiting the keys of seed: key hash → count before any visit) twice on the same
+// data, each run interrupted once every partition's cursor is two passes further, and checks
+// the counts read (key hash → count) after each run against the cursors (checkVisits).
+func runVisits(t *testing.T, specFile, setup, path string, seed map[uint64]int64, read func(context.Context, *ytstore.Store) (map[uint64]int64, error)) {
+	t.Helper()
 	dataDir := t.TempDir()
 	var minPass uint64
+	var err error
 	for run := 1; run <= 2; run++ {
 		want := minPass + 2
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -74,7 +106,7 @@ func runCorpusKeyVisitor(t *testing.T, file, setup string) {
 		for code < 0 {
 			if st == nil {
 				if m := embeddedAddr.FindStringSubmatch(stdout.String()); m != nil {
-					if st, err = ytstore.Open(ctx, ytstore.Config{Proxy: m[1], Path: cfg.Path}); err != nil {
+					if st, err = ytstore.Open(ctx, ytstore.Config{Proxy: m[1], Path: path}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -99,10 +131,10 @@ func runCorpusKeyVisitor(t *testing.T, file, setup string) {
 		if code != exitInterrupted || !strings.Contains(stdout.String(), "pipeline stopped") {
 			t.Fatalf("run %d: exit %d (want %d after the interrupt, stopped gracefully)\nstdout:\n%s\nstderr:\n%s", run, code, exitInterrupted, stdout.String(), stderr.String())
 		}
-		if run == 2 && !strings.Contains(stdout.String(), "states already seeded") {
+		if run == 2 && strings.Contains(stdout.String(), " key states into") {
 			t.Errorf("run 2 seeded the states again:\n%s", stdout.String())
 		}
-		minPass = checkVisits(t, dataDir, cfg.Path, seeds)
+		minPass = checkVisits(t, dataDir, path, seed, read)
 		if minPass < want {
 			t.Fatalf("run %d: committed cursors at pass %d, want ≥ %d", run, minPass, want)
 		}
@@ -143,9 +175,10 @@ func minCursorPass(cur map[ytstore.Partition]epoch.VisitCursor) uint64 {
 	return least
 }
 
-// checkVisits opens the stopped pipeline's data and checks every seeded key's count against
-// its partition's cursor; it returns the least pass of the cursors.
-func checkVisits(t *testing.T, dataDir, path string, seeds []ytstore.StateRow) uint64 {
+// checkVisits opens the stopped pipeline's data and checks every key's count (read) against
+// its partition's cursor: seed + the passes before the cursor's + 1 if the cursor's pass has
+// visited it; it returns the least pass of the cursors.
+func checkVisits(t *testing.T, dataDir, path string, seed map[uint64]int64, read func(context.Context, *ytstore.Store) (map[uint64]int64, error)) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -163,44 +196,32 @@ func checkVisits(t *testing.T, dataDir, path string, seeds []ytstore.StateRow) u
 	if err != nil || len(cur) != 2 {
 		t.Fatalf("cursors of the visitor's partitions: %v, %v", cur, err)
 	}
-	rows, err := st.ReadStates(ctx, ytstore.StateFilter{ComputationID: "visitor", Name: "count"})
+	got, err := read(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[uint64]int64{}
-	for _, r := range rows {
-		var n int64
-		if err := yson.Unmarshal(r.State, &n); err != nil {
-			t.Fatalf("state of key hash %d: %v", r.KeyHash, err)
-		}
-		got[r.KeyHash] = n
-	}
 	bad, visits := 0, int64(0)
-	for _, s := range seeds {
-		var seed int64
-		if err := yson.Unmarshal(s.State, &seed); err != nil {
-			t.Fatal(err)
-		}
+	for hash, n := range seed {
 		want := int64(-1)
 		for p, c := range cur {
-			if !epoch.InRange(s.KeyHash, p.LowerKey, p.UpperKey) {
+			if !epoch.InRange(hash, p.LowerKey, p.UpperKey) {
 				continue
 			}
-			want = seed + int64(c.Pass)
-			if c.Done || s.KeyHash < c.Next {
+			want = n + int64(c.Pass)
+			if c.Done || hash < c.Next {
 				want++
 			}
 		}
-		visits += got[s.KeyHash] - seed
-		if got[s.KeyHash] != want {
+		visits += got[hash] - n
+		if got[hash] != want {
 			if bad++; bad <= 5 {
-				t.Errorf("key hash %d: count %d, want %d (cursors %v)", s.KeyHash, got[s.KeyHash], want, cur)
+				t.Errorf("key hash %d: count %d, want %d (cursors %v)", hash, got[hash], want, cur)
 			}
 		}
 	}
-	if len(got) != len(seeds) {
-		t.Errorf("%d keys with state, want the %d seeded", len(got), len(seeds))
+	if len(got) != len(seed) {
+		t.Errorf("%d keys read, want the %d seeded", len(got), len(seed))
 	}
-	t.Logf("cursors %v: %d visits of %d keys, each key once per pass", cur, visits, len(seeds))
+	t.Logf("cursors %v: %d visits of %d keys, each key once per pass", cur, visits, len(seed))
 	return minCursorPass(cur)
 }

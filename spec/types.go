@@ -387,8 +387,8 @@ type KeyVisitor struct {
 	ID string
 	// Names are the states whose keys are visited (empty: every state of the computation).
 	Names []string
-	// ExternalNames (external state) are not supported; BucketCount (8) and UpstreamStreams
-	// are accepted as Flow's.
+	// ExternalNames are external states (external_state_managers or joiners) whose tables'
+	// row keys are visited too; BucketCount (8) and UpstreamStreams are accepted as Flow's.
 	ExternalNames   []string
 	BucketCount     int
 	UpstreamStreams []string
