@@ -128,7 +128,10 @@ type runner struct {
 	// alone touches upstreamObs).
 	upstream        map[string]bool
 	upstreamDrained atomic.Bool
-	upstreamObs     map[string]upstreamMark
+	// drainSeen is when the job saw its draining flag set (ns): the target state must be read
+	// after it before the job counts as completing (Worker.checkUpstreamDrained).
+	drainSeen   atomic.Int64
+	upstreamObs map[string]upstreamMark
 	// failures counts consecutive epochs that did not apply.
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
@@ -205,6 +208,9 @@ const maxNotApplied = 20
 // completion and draining wait for every job to apply it).
 func (r *runner) setFlags(j ytstore.Job) {
 	draining := j.Draining || j.Retiring
+	if draining && !r.draining.Load() {
+		r.drainSeen.Store(time.Now().UnixNano())
+	}
 	changed := r.draining.Swap(draining) != draining
 	changed = r.retiring.Swap(j.Retiring) != j.Retiring || changed
 	if !j.Draining {

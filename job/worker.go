@@ -81,6 +81,8 @@ type Worker struct {
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
+	// targetReadAt is when the read that gave targetState started (ns).
+	targetReadAt atomic.Int64
 	// dynSeen is the last @dynamic_spec parsed, with its version (parseDynamic); dynBad the
 	// version of one that did not parse (logged once).
 	dynSeen atomic.Pointer[dynamicOffer]
@@ -379,6 +381,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			if err := w.membership.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
 			}
+			readAt := time.Now().UnixNano()
 			if a, err := w.coord.Attributes(ctx); err == nil {
 				w.systemWatermark.Store(a.SystemWatermark)
 				if a.EventWatermark != nil {
@@ -400,7 +403,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 					}
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
-				w.targetState.Store(&a.TargetState)
+				w.setTargetState(a.TargetState, readAt)
 				w.offerDynamic(a)
 			}
 		}
@@ -479,5 +482,13 @@ func (w *Worker) grantsRead() {
 	if w.grantsCh != nil {
 		close(w.grantsCh)
 		w.grantsCh = nil
+	}
+}
+
+// setTargetState records the @target_state a read started at readAt (ns) gave.
+func (w *Worker) setTargetState(t string, readAt int64) {
+	w.targetState.Store(&t)
+	if readAt > w.targetReadAt.Load() {
+		w.targetReadAt.Store(readAt)
 	}
 }

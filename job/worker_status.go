@@ -163,13 +163,21 @@ func (w *Worker) checkUpstreamDrained(ctx context.Context) {
 	}
 	// The draining flag comes with the layout, the target state with the attributes, read
 	// less often: a job drained to stop would pass for completing until the next read, and a
-	// job without upstream (a visit-only computation) would start its final pass. Read it now.
-	attrs, err := w.coord.Attributes(ctx)
-	if err != nil {
-		return
+	// job without upstream (a visit-only computation) would start its final pass. Read it
+	// again unless it was read after every waiting job saw its flag.
+	stale := false
+	for _, r := range waiting {
+		stale = stale || r.drainSeen.Load() >= w.targetReadAt.Load()
 	}
-	w.targetState.Store(&attrs.TargetState)
-	waiting = slices.DeleteFunc(waiting, func(r *runner) bool { return !r.completing() })
+	if stale {
+		readAt := time.Now().UnixNano()
+		attrs, err := w.coord.Attributes(ctx)
+		if err != nil {
+			return
+		}
+		w.setTargetState(attrs.TargetState, readAt)
+		waiting = slices.DeleteFunc(waiting, func(r *runner) bool { return !r.completing() })
+	}
 	sts, err := w.coord.JobStatuses(ctx)
 	if err != nil {
 		return
