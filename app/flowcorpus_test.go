@@ -179,6 +179,10 @@ func TestFlowCorpusRuns(t *testing.T) {
 				runCorpusKafka(t, string(data), setup)
 				return
 			}
+			if name == "key_visitor" {
+				runCorpusKeyVisitor(t, file, setup)
+				return
+			}
 			if name == "arrival_order_sink" {
 				runCorpusArrival(t, file, setup)
 				return

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -104,7 +105,14 @@ type Invocation struct {
 	// Now is the current time in microseconds, supplied by the runtime. User code reads the
 	// time only from here, never from the clock.
 	Now uint64
+	// Quota is the runtime's distributed throttlers (Context.AcquireQuota); nil: none.
+	Quota QuotaFunc
 }
+
+// QuotaFunc asks the pipeline's distributed throttler throttlerID (dynamic_spec throttlers)
+// for amount units for the job and blocks until they are granted, ctx is done or the job
+// stops. See Context.AcquireQuota.
+type QuotaFunc func(ctx context.Context, throttlerID string, amount int64) error
 
 // Result is what one invocation produced.
 type Result struct {
@@ -179,6 +187,10 @@ var (
 	// ErrNoHandler is wrapped when an invocation carries timers or messages that the function
 	// has no handler for (a spec that does not match the function).
 	ErrNoHandler = errors.New("no handler")
+	// ErrNoThrottler is wrapped by Context.AcquireQuota when the pipeline's dynamic spec has
+	// no distributed throttler of that id, or the runtime has no throttlers (a test harness,
+	// a pipeline whose job_status predates them).
+	ErrNoThrottler = errors.New("no such distributed throttler")
 	// ErrUnknownParent is wrapped when WithParentIDs names an id that is not an input of the
 	// invocation.
 	ErrUnknownParent = errors.New("parent is not an input of the invocation")

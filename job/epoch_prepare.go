@@ -212,7 +212,7 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			continue
 		}
 		inv := &invs[i]
-		*inv = flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
+		*inv = flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now, Quota: r.quotaFn}
 		if r.cfg.Source {
 			inv.State = cur
 		} else {

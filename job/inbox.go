@@ -119,24 +119,34 @@ func (b *inbox) persistedIDs(ps []*pending) []string {
 }
 
 // take marks up to max untaken inputs as taken and returns them in arrival order.
-func (b *inbox) take(max int) []epoch.Input { return b.takeInto(nil, max) }
+func (b *inbox) take(max int) []epoch.Input { return b.takeInto(nil, max, -1) }
 
-// takeInto is take into the memory of buf (which it clears first).
-func (b *inbox) takeInto(buf []epoch.Input, max int) []epoch.Input {
+// takeInto is take into the memory of buf (which it clears first), of at most maxBytes bytes
+// of inputs (epoch.Input.Bytes; negative: no limit) unless the first input alone is larger:
+// that one is taken by itself.
+func (b *inbox) takeInto(buf []epoch.Input, max int, maxBytes int64) []epoch.Input {
 	clear(buf)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := slices.Grow(buf[:0], min(max, len(b.byID)))
 	live := b.order[:0]
+	var bytes int64
+	full := false
 	for _, p := range b.order {
 		if p.persisted {
 			continue // acknowledged (drop empties order and byID together)
 		}
 		live = append(live, p)
-		if !p.taken && len(out) < max {
-			p.taken = true
-			out = append(out, p.in)
+		if p.taken || full || len(out) >= max {
+			continue
 		}
+		if maxBytes >= 0 && len(out) > 0 && bytes+int64(p.in.Bytes) > maxBytes {
+			full = true // keep arrival order: nothing after the first input left out
+			continue
+		}
+		p.taken = true
+		bytes += int64(p.in.Bytes)
+		out = append(out, p.in)
 	}
 	clear(b.order[len(live):])
 	b.order = live

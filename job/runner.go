@@ -141,7 +141,10 @@ type runner struct {
 	// alone touches upstreamObs).
 	upstream        map[string]bool
 	upstreamDrained atomic.Bool
-	upstreamObs     map[string]upstreamMark
+	// drainSeen is when the job saw its draining flag set (ns): the target state must be read
+	// after it before the job counts as completing (Worker.checkUpstreamDrained).
+	drainSeen   atomic.Int64
+	upstreamObs map[string]upstreamMark
 	// failures counts consecutive epochs that did not apply.
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
@@ -160,9 +163,11 @@ type runner struct {
 	// alignmentHeld is whether watermark_alignment held the source reads of the last epoch
 	// back: the wait after it counts as the watermark_alignment epoch part.
 	alignmentHeld atomic.Bool
-	// throttleTaken counts the input rows a throttled job took, throttleWant the rows it asks
-	// for in all (job_status.throttle_requested; throttle.go).
-	throttleTaken, throttleWant atomic.Int64
+	// quotas are the job's accounts with distributed throttlers, by throttler id
+	// (throttle.go), guarded by quotaMu.
+	quotaMu sync.Mutex
+	quotas  map[string]*quotaAccount
+	quotaFn flow.QuotaFunc // acquireQuota, for the invocations
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
 	// last one that found rows; 0 while the sources give rows (eventtime.go).
 	sourceIdleSince atomic.Uint64
@@ -216,6 +221,9 @@ const maxNotApplied = 20
 // completion and draining wait for every job to apply it).
 func (r *runner) setFlags(j ytstore.Job) {
 	draining := j.Draining || j.Retiring
+	if draining && !r.draining.Load() {
+		r.drainSeen.Store(time.Now().UnixNano())
+	}
 	changed := r.draining.Swap(draining) != draining
 	changed = r.retiring.Swap(j.Retiring) != j.Retiring || changed
 	if !j.Draining {
@@ -266,6 +274,7 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		stateCache: newStateCache(w.cfg.StateCacheKeys),
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
+	r.quotaFn = r.acquireQuota
 	r.upstream = upstreamOf(p, comp.ID)
 	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
 		r.visitors = newKeyVisitors(comp)

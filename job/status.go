@@ -153,12 +153,13 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 		errText = fmt.Sprintf("job %s (computation %s): %d payload mismatches; latest: %s", r.job.JobID, r.comp.ID, n, last)
 	}
 	updated := nowMicros()
+	requests, rows := r.throttleRequests()
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
 		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(), Load: r.loadReport(),
-		ThrottleRequested: ytstore.OptionalUint64(max(r.throttleWant.Load(), 0)),
+		ThrottleRequested: ytstore.OptionalUint64(max(rows, 0)), ThrottleRequests: requests,
 	}
 }
 
@@ -260,6 +261,9 @@ type JobStats struct {
 	// and ThrottledEpochs its epochs that took none for want of a grant.
 	ThrottleTaken   int64 `json:"throttle_taken"`
 	ThrottledEpochs int64 `json:"throttled_epochs"`
+	// Throttlers are the job's figures by throttler id (input rows, input bytes and
+	// AcquireQuota).
+	Throttlers map[string]ThrottlerStats `json:"throttlers,omitempty"`
 	// Messages counts the inputs and source rows of applied epochs, less duplicates (a swift
 	// source job counts its rows as it reads them).
 	Messages int64 `json:"messages"`
@@ -325,6 +329,15 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.Visits += old.Visits
 	s.ThrottleTaken += old.ThrottleTaken
 	s.ThrottledEpochs += old.ThrottledEpochs
+	for id, o := range old.Throttlers {
+		if s.Throttlers == nil {
+			s.Throttlers = map[string]ThrottlerStats{}
+		}
+		t := s.Throttlers[id]
+		t.Taken += o.Taken
+		t.WaitSeconds += o.WaitSeconds
+		s.Throttlers[id] = t
+	}
 	s.Messages += old.Messages
 	s.FencedCommits += old.FencedCommits
 	s.NotApplied += old.NotApplied
@@ -382,7 +395,7 @@ func (r *runner) jobStats() JobStats {
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
 		AlignmentHolds: r.stats.alignmentHolds.Load(), Visits: r.stats.visits.Load(),
-		ThrottleTaken: r.throttleTaken.Load(), ThrottledEpochs: r.stats.throttledEpochs.Load(),
+		ThrottleTaken: r.rowsTaken(), ThrottledEpochs: r.stats.throttledEpochs.Load(), Throttlers: r.throttlerStats(),
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),

@@ -87,6 +87,12 @@ var (
 		"Batches an async sink reported as held, or epochs an at-least-once sync sink acknowledged.", []string{"computation_id", "sink"}, nil)
 	descSinkFailures = prometheus.NewDesc("yt_flow_sink_delivery_failures_total",
 		"Sink deliveries (writes) that failed; each is retried.", []string{"computation_id", "sink"}, nil)
+	descThrottlerConsumed = prometheus.NewDesc("yt_flow_throttler_consumed_total",
+		"Units the computation's jobs took from a distributed throttler: input rows, input bytes or quota asked for with AcquireQuota (Flow's throttler consumed).", []string{"computation_id", "throttler_id"}, nil)
+	descThrottlerRequested = prometheus.NewDesc("yt_flow_throttler_requested_units",
+		"Units the computation's running jobs ask a distributed throttler for and were not granted yet.", []string{"computation_id", "throttler_id"}, nil)
+	descThrottlerWait = prometheus.NewDesc("yt_flow_throttler_wait_seconds_total",
+		"Time the computation's jobs waited for a grant of a distributed throttler: epochs held back for input rows or bytes, AcquireQuota calls (Flow's throttler wait_time).", []string{"computation_id", "throttler_id"}, nil)
 	descInbox = prometheus.NewDesc("yt_flow_computation_inbox_messages",
 		"Inputs buffered in the inboxes of the computation's running jobs.", []string{"computation_id"}, nil)
 	descOutbox = prometheus.NewDesc("yt_flow_computation_outbox_messages",
@@ -94,7 +100,7 @@ var (
 
 	workerDescs = []*prometheus.Desc{descJobs, descMessages, descMessageRate, descEpochs, descEpochParts, descDuplicates,
 		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descSetAside, descReplayed, descAtMostOnceDropped, descPayloadMismatches,
-		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descInbox, descOutbox}
+		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descThrottlerConsumed, descThrottlerRequested, descThrottlerWait, descInbox, descOutbox}
 )
 
 // Add adds a worker to those the collector reads.
@@ -114,8 +120,9 @@ func (c *Worker) Describe(ch chan<- *prometheus.Desc) {
 // computationTotals are the counters of one computation summed over jobs.
 type computationTotals struct {
 	job.JobStats
-	parts map[string]int64
-	sinks map[string]job.SinkStats
+	parts      map[string]int64
+	sinks      map[string]job.SinkStats
+	throttlers map[string]job.ThrottlerStats
 }
 
 // Collect implements prometheus.Collector: it reads every worker's Stats.
@@ -132,7 +139,7 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 			}
 			t := per[st.ComputationID]
 			if t == nil {
-				t = &computationTotals{parts: map[string]int64{}, sinks: map[string]job.SinkStats{}}
+				t = &computationTotals{parts: map[string]int64{}, sinks: map[string]job.SinkStats{}, throttlers: map[string]job.ThrottlerStats{}}
 				per[st.ComputationID] = t
 			}
 			t.add(st)
@@ -170,6 +177,12 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 			counter(descSinkDelivered, t.sinks[sink].Delivered, id, sink)
 			counter(descSinkFailures, t.sinks[sink].Failures, id, sink)
 		}
+		for _, th := range sortedKeys(t.throttlers) {
+			ts := t.throttlers[th]
+			counter(descThrottlerConsumed, ts.Taken, id, th)
+			ch <- prometheus.MustNewConstMetric(descThrottlerRequested, prometheus.GaugeValue, float64(ts.Requested), id, th)
+			ch <- prometheus.MustNewConstMetric(descThrottlerWait, prometheus.CounterValue, ts.WaitSeconds, id, th)
+		}
 		ch <- prometheus.MustNewConstMetric(descInbox, prometheus.GaugeValue, float64(t.InboxLen), id)
 		ch <- prometheus.MustNewConstMetric(descOutbox, prometheus.GaugeValue, float64(t.OutboxLen), id)
 	}
@@ -202,6 +215,15 @@ func (t *computationTotals) add(st job.JobStats) {
 		s.Delivered += v.Delivered
 		s.Failures += v.Failures
 		t.sinks[k] = s
+	}
+	for k, v := range st.Throttlers {
+		ts := t.throttlers[k]
+		ts.Taken += v.Taken
+		ts.WaitSeconds += v.WaitSeconds
+		if st.Running {
+			ts.Requested += v.Requested
+		}
+		t.throttlers[k] = ts
 	}
 	if st.Running {
 		t.InboxLen += st.InboxLen

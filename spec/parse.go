@@ -429,12 +429,14 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	if len(c.KeyVisitors) > 0 && c.Kind == KindSwiftMap {
 		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a swift computation")
 	}
-	if len(c.KeyVisitors) > 0 && len(c.InputStreamIDs) == 0 {
-		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a computation without input streams (a visit-only computation)")
-	}
 	for _, id := range sortedKeys(c.KeyVisitors) {
-		if kv := c.KeyVisitors[id]; len(kv.ExternalNames) > 0 {
-			p.unsupported(yson.Join(at("key_visitor_streams"), id+"/external_names"), "external_names (visits of keys of external state)")
+		for i, name := range c.KeyVisitors[id].ExternalNames {
+			ep := yson.Join(at("key_visitor_streams"), fmt.Sprintf("%s/external_names/%d", id, i))
+			if _, ok := c.ExternalStates[name]; !ok {
+				p.errorf(ep, "%q is not an external state (external_state_managers, external_state_joiners) of this computation", name)
+			} else if len(c.GroupBy.Columns) == 0 || c.GroupBy.Columns[0].Type != schema.TypeUint64 {
+				p.errorf(ep, "visits of external state keys need a uint64 first group_by_schema column (the key hash)")
+			}
 		}
 	}
 	if c.InputOrdering != nil {

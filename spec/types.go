@@ -390,8 +390,8 @@ type KeyVisitor struct {
 	ID string
 	// Names are the states whose keys are visited (empty: every state of the computation).
 	Names []string
-	// ExternalNames (external state) are not supported; BucketCount (8) and UpstreamStreams
-	// are accepted as Flow's.
+	// ExternalNames are external states (external_state_managers or joiners) whose tables'
+	// row keys are visited too; BucketCount (8) and UpstreamStreams are accepted as Flow's.
 	ExternalNames   []string
 	BucketCount     int
 	UpstreamStreams []string
@@ -456,6 +456,10 @@ type DynamicComputation struct {
 	// InputRowsThrottlerID names the throttler (of DynamicPipeline.ThrottlerSpecs) the
 	// computation's input rows draw from, in class InputRowsThrottlerClassID ("": default).
 	InputRowsThrottlerID, InputRowsThrottlerClassID string
+	// InputBytesThrottlerID names the throttler the computation's input bytes (the encoded
+	// size of each input message and source row) draw from, in class
+	// InputBytesThrottlerClassID ("": default).
+	InputBytesThrottlerID, InputBytesThrottlerClassID string
 	// KeyVisitorStreams are the dynamic parts of the key visitor streams, by stream id (a
 	// stream without one runs with DefaultDynamicKeyVisitor).
 	KeyVisitorStreams map[string]*DynamicKeyVisitor
