@@ -212,6 +212,32 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 		}
 	}
 
+	if o := c.InputOrdering; o != nil {
+		op := at("input_ordering")
+		if len(c.InputStreamIDs) == 0 {
+			p.errorf(op, "input_ordering orders input streams; this %s computation has none", c.Kind)
+		}
+		for _, s := range sortedKeys(o.StreamDelays) {
+			if !slices.Contains(c.InputStreamIDs, s) {
+				p.errorf(yson.Join(op, "stream_delays/"+s), "stream %q is not an input stream of this computation", s)
+			}
+		}
+		// Two input streams of one writer reach the job in one push sequence: a full share of
+		// the inbox for one would hold the other back behind it.
+		writers := map[string]string{}
+		for _, wid := range sortedKeys(pl.Computations) {
+			for _, out := range pl.Computations[wid].OutputStreamIDs {
+				if slices.Contains(c.InputStreamIDs, out) {
+					if prev, ok := writers[wid]; ok {
+						p.unsupported(op, "input_ordering over two input streams of one writer computation (%s writes %s and %s)", wid, prev, out)
+						continue
+					}
+					writers[wid] = out
+				}
+			}
+		}
+	}
+
 	// streams_dependency: keys are outputs or timers; values are real streams of this computation.
 	for _, key := range sortedKeys(c.StreamsDependency) {
 		dp := yson.Join(at("streams_dependency"), key)
