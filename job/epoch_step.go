@@ -154,7 +154,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		// senders retransmit it to the key's new owner.
 		r.inbox.drop()
 	} else if !blocked && inLimit > 0 {
-		b.Inputs = r.inbox.takeInto(r.inputs, inLimit)
+		b.Inputs = r.takeInputs(inLimit)
 		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/internal/autopart"
+	"github.com/ytflow/yt-flow/internal/ordering"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -89,8 +90,10 @@ type runner struct {
 	keyHashes map[uint64]bool
 	keyStates map[string]map[string][]byte
 
-	inbox   *inbox
-	outbox  *outbox
+	inbox *inbox
+	// ordering is the computation's input_ordering (nil: arrival order; inputOrdering).
+	ordering *ordering.Config
+	outbox   *outbox
 	order   *pushOrder
 	timers  *epoch.TimerSet
 	compact bool
@@ -254,6 +257,10 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
 	r.upstream = upstreamOf(p, comp.ID)
+	r.ordering = inputOrdering(comp)
+	if r.ordering != nil {
+		r.inbox.perStream = map[string]int{}
+	}
 	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
 		r.visitors = newKeyVisitors(comp)
 	}
