@@ -322,8 +322,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {
-		if len(r.asyncSinks)+len(r.aloSinks)+len(r.bestEffort) > 0 {
-			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs sync sinks only (spec validation rejects others)", j.JobID, comp.ID)
+		if len(r.asyncSinks) > 0 {
+			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs no async sink without at_most_once_strategy (spec validation rejects them)", j.JobID, comp.ID)
 		}
 		for _, s := range r.sources {
 			r.swiftSrc = append(r.swiftSrc, &swiftSource{src: s})

@@ -121,17 +121,18 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 	if c.Kind == KindSwiftMap && len(c.Sinks) > 0 {
 		p.errorf(at("sinks"), "swift map computations have no sinks")
 	}
-	// A swift source persists no outputs and re-reads rows after a restart. Flow allows sinks
-	// on it (its at-most-once and sorted-table demos have them). A sync sink runs: its writes
-	// join the commit that moves the source offset past their rows, so they are exactly once.
-	// Other kinds do not run yet: an async sink needs producer sequence numbers derived from
-	// source offsets, an at-least-once sink and the at-most-once strategy a delivery outside
-	// that commit.
+	// A swift source persists no outputs and re-reads rows after a restart; Flow allows sinks
+	// on it (its at-most-once and sorted-table demos have them). Each kind keeps the guarantee
+	// its class states there: a sync sink's writes join the commit that moves the source offset
+	// past their rows (exactly once); an at-least-once sync sink is written before that commit
+	// (at least once); an async sink with at_most_once_strategy is fed after it (at most
+	// once). Any other async sink delivers from an outbox in output_messages, which a swift
+	// source does not write: it is refused.
 	if c.Kind == KindSwiftSource {
 		for _, sid := range sortedKeys(c.Sinks) {
-			if s := c.Sinks[sid]; s.Class != nil && (s.Class.Kind != registry.SyncSink || s.AtMostOnce != nil && s.AtMostOnce.Enabled) {
-				p.unsupported(at("sinks"), "sinks other than sync sinks on a swift source computation (put them on a downstream computation until then)")
-				break
+			if s := c.Sinks[sid]; s.Class != nil && s.Class.Kind == registry.AsyncSink && (s.AtMostOnce == nil || !s.AtMostOnce.Enabled) {
+				p.errorf(yson.Join(at("sinks"), sid), "async sink %s keeps its outbox in output_messages, which a %s computation does not write (it persists no outputs); "+
+					"set at_most_once_strategy = {enabled = %%true} for at-most-once delivery, use a sync or at-least-once sink, or put the sink on a downstream transform computation", s.ClassName, c.Kind)
 			}
 		}
 	}
