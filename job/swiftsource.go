@@ -518,10 +518,16 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 }
 
 // updateSwiftCompleted marks a swift source job completed once every finite source is
-// exhausted and every row read is delivered and committed past.
+// exhausted, every row read is delivered and committed past, and its at-most-once sinks'
+// queues wrote (or dropped) what they were given.
 func (r *runner) updateSwiftCompleted() {
 	for _, s := range r.swiftSrc {
 		if !s.src.ended || s.held() > 0 || s.committedOffset() < s.nextOffset() {
+			return
+		}
+	}
+	for _, be := range r.bestEffort {
+		if be.Pending() > 0 {
 			return
 		}
 	}
