@@ -81,7 +81,7 @@ func TestInputOrderingUnderKill(t *testing.T) {
 	}
 	const (
 		users = 20
-		perK  = 20                     // events per user per stream
+		perK  = 20                   // events per user per stream
 		t0    = int64(1_700_000_000) // s
 	)
 	c := NewCluster(t)

@@ -94,9 +94,9 @@ type runner struct {
 	// ordering is the computation's input_ordering (nil: arrival order; inputOrdering).
 	ordering *ordering.Config
 	outbox   *outbox
-	order   *pushOrder
-	timers  *epoch.TimerSet
-	compact bool
+	order    *pushOrder
+	timers   *epoch.TimerSet
+	compact  bool
 
 	sources   []*sourceState
 	syncSinks map[string]connector.SyncSink
