@@ -70,8 +70,8 @@ const orderingSpec = `{
 // 20 on stream b, at t0 + 10 s·k − 2 s; b is delayed by 5 s in input_ordering, so each b_k
 // (stabilized t0 + 10 s·k + 3 s) comes after a_k and before a_k+1 — the opposite of their
 // raw event times. All of a and the first half of b are written; the merge must hold a's
-// second half back behind b's watermark. Once the function saw the first halves of both
-// (a's beyond them stay held), the worker is killed (SIGKILL), the rest of b and a closing
+// second half back behind b's watermark (its epochs count in ordering_holds). Once the
+// function saw the first halves of both (a's beyond them stay held), the worker is killed (SIGKILL), the rest of b and a closing
 // event an hour ahead on both streams are written, and a new worker takes over. Every user's
 // events reach the function exactly once, in stabilized event-time order: the order queue holds
 // for each user seq 0..39 once each, with (stream, ts) = a_0, b_0, a_1, b_1, ….
@@ -150,6 +150,24 @@ func TestInputOrderingUnderKill(t *testing.T) {
 	}
 	// The first halves of both streams: a_k and b_k for k < perK/2.
 	before := waitSeen(users * perK)
+	// The wait shows on the worker's /stats: the merge's epochs held inputs back.
+	keys, err := w.Store.TransportSecret(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := WorkerStats(WorkerAddr(t, worker), keys.Current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds int64
+	for _, s := range stats {
+		if s.ComputationID == "merge" {
+			holds += s.OrderingHolds
+		}
+	}
+	if holds == 0 {
+		t.Errorf("the merge's jobs report no epoch in which input_ordering held an input back: %+v", stats)
+	}
 	worker.Kill()
 	t.Logf("killed worker-1 after the function saw %d events; a's second half is held behind b's watermark", before)
 	write("b", perK/2, perK, true)

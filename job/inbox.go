@@ -200,9 +200,9 @@ func (b *inbox) drop() {
 }
 
 // takeOrdered is takeInto under input_ordering: the untaken inputs released by c given the
-// streams' event watermarks (ordering.Config.Release; all: the job is completing), in release
-// order, up to max.
-func (b *inbox) takeOrdered(buf []epoch.Input, max int, c *ordering.Config, watermarks map[string]uint64, all bool) []epoch.Input {
+// streams' event watermarks (ordering.Config.Release; all: release everything), in release
+// order, up to max; held is the number of untaken inputs left.
+func (b *inbox) takeOrdered(buf []epoch.Input, max int, c *ordering.Config, watermarks map[string]uint64, all bool) (out []epoch.Input, held int) {
 	clear(buf)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -221,14 +221,14 @@ func (b *inbox) takeOrdered(buf []epoch.Input, max int, c *ordering.Config, wate
 	clear(b.order[len(live):])
 	b.order = live
 	released := c.Release(merge, watermarks, max, all)
-	out := slices.Grow(buf[:0], len(released))
+	out = slices.Grow(buf[:0], len(released))
 	for _, i := range released {
 		ps[i].taken = true
 		out = append(out, ps[i].in)
 	}
 	clear(ps)
 	b.merge, b.mergeP = merge[:0], ps[:0]
-	return out
+	return out, len(merge) - len(released)
 }
 
 // minSystemTS is the smallest system timestamp of the buffered inputs (taken or not,

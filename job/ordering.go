@@ -37,7 +37,11 @@ func (r *runner) takeInputs(max int) []epoch.Input {
 		return r.inbox.takeInto(r.inputs, max)
 	}
 	wm, all := r.orderingWatermarks()
-	return r.inbox.takeOrdered(r.inputs, max, r.ordering, wm, all)
+	ins, held := r.inbox.takeOrdered(r.inputs, max, r.ordering, wm, all)
+	if held > 0 && len(ins) < max {
+		r.stats.orderingHolds.Add(1)
+	}
+	return ins
 }
 
 // orderingWatermarks are the event watermarks by stream the merge waits for, and whether it
