@@ -1,4 +1,4 @@
-// input_ordering (docs/spec.md, "Cross-stream ordering"): a computation with it takes its
+// input_ordering (docs/spec.md, Static spec): a computation with it takes its
 // inputs from the inbox merged across input streams by stabilized event timestamp
 // (internal/ordering), each released once the event watermark of every input stream with
 // nothing buffered, plus that stream's delay, passed it.
@@ -30,8 +30,9 @@ func inputOrdering(comp *spec.Computation) *ordering.Config {
 // input_ordering those the merge releases.
 //
 // Invariant: under input_ordering a job hands its function no message before every input
-// stream's event watermark (plus delay) passed it, except while draining or the pipeline has no event watermarks (an older version); restarts
-// re-merge what the senders retransmit (e2e TestInputOrderingUnderKill).
+// stream with nothing buffered has an event watermark (plus delay) past it, except while
+// draining or in a pipeline without event watermarks (an older version); restarts re-merge
+// what the senders retransmit (e2e TestInputOrderingUnderKill).
 func (r *runner) takeInputs(max int) []epoch.Input {
 	if r.ordering == nil {
 		return r.inbox.takeInto(r.inputs, max)
@@ -47,9 +48,9 @@ func (r *runner) takeInputs(max int) []epoch.Input {
 // orderingWatermarks are the event watermarks by stream the merge waits for, and whether it
 // may release everything: the job is draining (a stop, pause or completion must empty the
 // inbox; the sources read nothing more), or the pipeline (of an older version) publishes no
-// event watermarks. Without
-// per-stream watermarks (a controller of an older version) every stream counts at the
-// pipeline's EventWatermark; before the pipeline's event time is known nothing is released.
+// event watermarks. Without per-stream watermarks (a controller of an older version) every
+// stream counts at the pipeline's EventWatermark; before the pipeline's event time is known
+// nothing is released.
 func (r *runner) orderingWatermarks() (map[string]uint64, bool) {
 	if r.draining.Load() {
 		return nil, true

@@ -5,8 +5,8 @@
 // the same ids and the readers' dedup drops the repeats. The committed offset (partition
 // state source/<source>, with the Lease as prerequisite) only moves past rows whose outputs
 // are all delivered. The process function must be deterministic and may not write state or
-// timers. Its sinks' outputs wait in the window with their rows (docs/spec.md, "Sinks on a
-// swift source"): a sync sink's are written by the commit that moves the offset past them
+// timers. Its sinks' outputs wait in the window with their rows (docs/spec.md, Validation
+// rules): a sync sink's are written by the commit that moves the offset past them
 // (exactly once); an at-least-once sync sink's are written and acknowledged before that commit
 // (a re-read after a restart writes them again: at least once); an async sink's with
 // at_most_once_strategy are handed to its in-memory queue only after that commit (a re-read
