@@ -162,7 +162,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		// senders retransmit it to the key's new owner.
 		r.inbox.drop()
 	} else if !blocked && inLimit > 0 {
-		b.Inputs = r.inbox.takeInto(r.inputs, inLimit, bytesCap)
+		b.Inputs = r.takeInputs(inLimit, bytesCap)
 		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/internal/autopart"
+	"github.com/ytflow/yt-flow/internal/ordering"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -102,11 +103,13 @@ type runner struct {
 	keyHashes map[uint64]bool
 	keyStates map[string]map[string][]byte
 
-	inbox   *inbox
-	outbox  *outbox
-	order   *pushOrder
-	timers  *epoch.TimerSet
-	compact bool
+	inbox *inbox
+	// ordering is the computation's input_ordering (nil: arrival order; inputOrdering).
+	ordering *ordering.Config
+	outbox   *outbox
+	order    *pushOrder
+	timers   *epoch.TimerSet
+	compact  bool
 
 	sources   []*sourceState
 	syncSinks map[string]connector.SyncSink
@@ -276,6 +279,10 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 	}
 	r.quotaFn = r.acquireQuota
 	r.upstream = upstreamOf(p, comp.ID)
+	r.ordering = inputOrdering(comp)
+	if r.ordering != nil {
+		r.inbox.perStream = map[string]int{}
+	}
 	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
 		r.visitors = newKeyVisitors(comp)
 	}
@@ -337,8 +344,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {
-		if len(r.asyncSinks)+len(r.aloSinks)+len(r.bestEffort) > 0 {
-			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs sync sinks only (spec validation rejects others)", j.JobID, comp.ID)
+		if len(r.asyncSinks) > 0 {
+			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs no async sink without at_most_once_strategy (spec validation rejects them)", j.JobID, comp.ID)
 		}
 		for _, s := range r.sources {
 			r.swiftSrc = append(r.swiftSrc, &swiftSource{src: s})

@@ -27,6 +27,8 @@ type runnerStats struct {
 	readAheads atomic.Int64
 	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
 	alignmentHolds atomic.Int64
+	// orderingHolds counts epochs in which input_ordering held back a buffered input.
+	orderingHolds atomic.Int64
 	// visits counts the key visitor visits the job's epochs took (keyvisit.go), committed or not.
 	visits atomic.Int64
 	// throttledEpochs counts the epochs of a throttled job that took no input for want of a grant.
@@ -255,6 +257,9 @@ type JobStats struct {
 	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
 	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
 	AlignmentHolds int64 `json:"alignment_holds"`
+	// OrderingHolds counts epochs in which input_ordering held back a buffered input for want
+	// of an input stream's watermark (the epoch took fewer inputs than it could).
+	OrderingHolds int64 `json:"ordering_holds"`
 	// Visits counts the key visitor visits the job's epochs took (key_visitor_streams).
 	Visits int64 `json:"visits"`
 	// ThrottleTaken counts the input rows a throttled job took (at most what it was granted)
@@ -326,6 +331,7 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.PayloadsTaken += old.PayloadsTaken
 	s.LookupsSkipped += old.LookupsSkipped
 	s.AlignmentHolds += old.AlignmentHolds
+	s.OrderingHolds += old.OrderingHolds
 	s.Visits += old.Visits
 	s.ThrottleTaken += old.ThrottleTaken
 	s.ThrottledEpochs += old.ThrottledEpochs
@@ -394,7 +400,7 @@ func (r *runner) jobStats() JobStats {
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
-		AlignmentHolds: r.stats.alignmentHolds.Load(), Visits: r.stats.visits.Load(),
+		AlignmentHolds: r.stats.alignmentHolds.Load(), OrderingHolds: r.stats.orderingHolds.Load(), Visits: r.stats.visits.Load(),
 		ThrottleTaken: r.rowsTaken(), ThrottledEpochs: r.stats.throttledEpochs.Load(), Throttlers: r.throttlerStats(),
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,

@@ -81,6 +81,8 @@ var (
 		"Messages received again under the same id with another payload (a non-deterministic swift computation).", []string{"computation_id"}, nil)
 	descAlignmentHolds = prometheus.NewDesc("yt_flow_alignment_holds_total",
 		"Epochs of source jobs that read nothing because watermark_alignment held them back.", []string{"computation_id"}, nil)
+	descOrderingHolds = prometheus.NewDesc("yt_flow_ordering_holds_total",
+		"Epochs in which input_ordering held back a buffered input until an input stream's event watermark passed it.", []string{"computation_id"}, nil)
 	descPushes = prometheus.NewDesc("yt_flow_pushes_total",
 		"Pushes of outputs to reader jobs: on the same worker (local), another worker of the process (in_process) or over HTTP (http).", []string{"computation_id", "transport"}, nil)
 	descSinkDelivered = prometheus.NewDesc("yt_flow_sink_delivered_total",
@@ -100,7 +102,7 @@ var (
 
 	workerDescs = []*prometheus.Desc{descJobs, descMessages, descMessageRate, descEpochs, descEpochParts, descDuplicates,
 		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descSetAside, descReplayed, descAtMostOnceDropped, descPayloadMismatches,
-		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descThrottlerConsumed, descThrottlerRequested, descThrottlerWait, descInbox, descOutbox}
+		descAlignmentHolds, descOrderingHolds, descPushes, descSinkDelivered, descSinkFailures, descThrottlerConsumed, descThrottlerRequested, descThrottlerWait, descInbox, descOutbox}
 )
 
 // Add adds a worker to those the collector reads.
@@ -170,6 +172,7 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 		counter(descAtMostOnceDropped, t.BestEffortDropped, id)
 		counter(descPayloadMismatches, t.PayloadMismatches, id)
 		counter(descAlignmentHolds, t.AlignmentHolds, id)
+		counter(descOrderingHolds, t.OrderingHolds, id)
 		counter(descPushes, t.PushesLocal, id, "local")
 		counter(descPushes, t.PushesInProcess, id, "in_process")
 		counter(descPushes, t.PushesHTTP, id, "http")
@@ -204,6 +207,7 @@ func (t *computationTotals) add(st job.JobStats) {
 	t.BestEffortDropped += st.BestEffortDropped
 	t.PayloadMismatches += st.PayloadMismatches
 	t.AlignmentHolds += st.AlignmentHolds
+	t.OrderingHolds += st.OrderingHolds
 	t.PushesLocal += st.PushesLocal
 	t.PushesInProcess += st.PushesInProcess
 	t.PushesHTTP += st.PushesHTTP

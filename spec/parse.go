@@ -388,7 +388,17 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 		c.PivotFinder.WindowSize = int(pf.Int("window_size", 16384, 1, 1<<24))
 		pf.Close()
 	}
-	c.InputOrdering = f.AnyMap("input_ordering")
+	if on := f.Node("input_ordering"); on != nil {
+		of := p.w.Fields(on, f.Path("input_ordering"))
+		c.InputOrdering = &InputOrdering{TimeType: of.Enum("time_type", "event_time", "event_time")}
+		if sn := of.Node("stream_delays"); sn != nil {
+			c.InputOrdering.StreamDelays = map[string]time.Duration{}
+			p.w.Each(sn, of.Path("stream_delays"), func(sid string, v *yson.Node, path string) {
+				c.InputOrdering.StreamDelays[sid], _ = p.w.Duration(v, path)
+			})
+		}
+		of.Close()
+	}
 	f.Close()
 
 	// Class parameters. processing_mode and allow_batching_with_relaxed_guarantees may
@@ -438,9 +448,6 @@ func (p *parser) computationNotes(c *Computation, path string) {
 				p.errorf(ep, "visits of external state keys need a uint64 first group_by_schema column (the key hash)")
 			}
 		}
-	}
-	if c.InputOrdering != nil {
-		p.unsupported(at("input_ordering"), "input_ordering (priority between input streams)")
 	}
 	if c.HeavyHitters != nil {
 		p.ignore(at("heavy_hitters"), "hot-key diagnostics of Flow's controller")

@@ -202,8 +202,23 @@ type Computation struct {
 	HeavyHitters          map[string]any
 	// PivotFinder is pivot_finder: the key quantiles each partition keeps for partitioning
 	// by load.
-	PivotFinder   PivotFinder
-	InputOrdering map[string]any
+	PivotFinder PivotFinder
+	// InputOrdering is input_ordering (nil: absent): the computation's function sees its
+	// input streams' messages merged by stabilized event timestamp (docs/spec.md).
+	InputOrdering *InputOrdering
+}
+
+// InputOrdering is a computation's input_ordering = {time_type = event_time; stream_delays =
+// {<stream> = duration}}: messages of its input streams reach the function merged by
+// stabilized event timestamp (event timestamp plus the stream's delay), each released once
+// every input stream's event watermark plus its delay passed it; within a stream the arrival
+// order stands.
+type InputOrdering struct {
+	// TimeType is time_type: event_time (default and only value).
+	TimeType string
+	// StreamDelays are stream_delays by input stream (default none: 0); a delayed stream's
+	// messages are ordered as if that much later.
+	StreamDelays map[string]time.Duration
 }
 
 // CompactDedup reports whether input deduplication uses compact_input_messages: an explicit
