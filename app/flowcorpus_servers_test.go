@@ -60,6 +60,21 @@ func corpusPrepare(t *testing.T, name string) (map[string]string, func(t *testin
 				}
 			}
 		}
+	case "state_joiner":
+		// Every word's largest joined count is its count in lines.txt, and no message read a
+		// state below the count it carried.
+		want := fileWordCounts(t, filepath.Join(corpusRunDir, "lines.txt"))
+		return nil, func(t *testing.T, stdout string) {
+			assertCounts(t, printedCounts(t, stdout), want)
+			if _, stale, _ := strings.Cut(stdout, "stale reads:\n"); !strings.HasPrefix(stale, "  (no rows)") {
+				t.Errorf("stale joined reads:\n%s", stale)
+			}
+		}
+	case "at_most_once_swift_source":
+		// Every output row, each printed once: at most once, and without a failure or a full
+		// queue exactly the input (word_counts.yson).
+		want := map[string]int64{"the": 5, "and": 3, "a": 2, "flow": 1}
+		return nil, func(t *testing.T, stdout string) { assertCounts(t, printedCounts(t, stdout), want) }
 	case "random_source":
 		want := randomWordCounts(t, filepath.Join(corpusDir, "random_source.yson"))
 		return nil, func(t *testing.T, stdout string) { assertCounts(t, printedCounts(t, stdout), want) }

@@ -201,6 +201,11 @@ func (r *runner) run(ctx context.Context) int {
 	if err := st.CreatePipeline(ctx); err != nil {
 		return failf(r.env.stderr, "run: %v", err)
 	}
+	if setup != nil {
+		if err := setup.applyStates(ctx, st, cfg.Path, cfg.Spec, r.say); err != nil {
+			return failf(r.env.stderr, "run: %v", err)
+		}
+	}
 	if err := storeClusters(ctx, r.env, st, cfg); err != nil {
 		return failf(r.env.stderr, "run: %v", err)
 	}

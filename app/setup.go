@@ -27,6 +27,8 @@ type setupFile struct {
 	Tables  []ytstore.UserTable
 	Inputs  []setupInput
 	Results []setupResult
+	// States are the files of key states seeded once the pipeline is created (setup_states.go).
+	States []setupStates
 	// ClickHouse is the clickhouse block (used with --clickhouse-embedded), or nil.
 	ClickHouse *clickHouseSetup
 }
@@ -125,6 +127,13 @@ func parseSetup(data []byte, dir string) (*setupFile, error) {
 		eachList(&w, n, "results", func(i int, n *yson.Node, p string) {
 			f := w.Fields(n, p)
 			s.Results = append(s.Results, setupResult{Title: f.String("title", ""), Query: f.RequiredString("query")})
+			f.Close()
+		})
+	}
+	if n := top.Node("states"); n != nil {
+		eachList(&w, n, "states", func(i int, n *yson.Node, p string) {
+			f := w.Fields(n, p)
+			s.States = append(s.States, setupStates{File: f.RequiredString("file")})
 			f.Close()
 		})
 	}

@@ -36,6 +36,8 @@ func TestSetupParseErrors(t *testing.T) {
 		{"input to a queue as a table", `{tables = [{path = "//q"; kind = queue; schema = [{name = a; type = string}]}];
 			inputs = [{table = "//q"; file = "in.txt"; column = a}]}`, []string{"inputs/0/table", "//q is not a static_table or sorted_table of tables"}},
 		{"unknown key", `{tables = []; tabels = []}`, []string{"tabels"}},
+		{"states without file", `{states = [{}]}`, []string{"states/0/file", "required"}},
+		{"states not a list", `{states = {file = "s.yson"}}`, []string{"states", "want list"}},
 		{"every problem at once", `{tables = [{kind = queue}; {path = "//c"; kind = consumer}]; results = [{}]}`,
 			[]string{"tables/0/path", "tables/0/schema", "tables/1/queue", "results/0/query"}},
 	} {
@@ -143,7 +145,7 @@ func FuzzParseSetup(f *testing.F) {
 		`{}`, `{tables = []}`, `{tables = {}}`, `{tables = [{kind = queue}]}`,
 		`{tables = [{path = "//c"; kind = consumer}]}`,
 		`{inputs = [{queue = "//q"; file = "in.txt"; format = yson}]}`,
-		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{clickhouse = {statements = ["CREATE TABLE t (a UInt8) ENGINE = Memory"]; results = [{query = "SELECT 1"}]}}`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
+		`{results = [{query = "a FROM [//t]"}]}`, `[1;2]`, `{states = [{file = "s.yson"}]}`, `{clickhouse = {statements = ["CREATE TABLE t (a UInt8) ENGINE = Memory"]; results = [{query = "SELECT 1"}]}}`, `{tables = [{path = "//q"; kind = queue; schema = [{name = a}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}

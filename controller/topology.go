@@ -68,6 +68,9 @@ type Computation struct {
 	// RowsThrottler is the dynamic input_rows_throttler_id ("" for none) and
 	// RowsThrottlerClass its class ("" for default).
 	RowsThrottler, RowsThrottlerClass string
+	// BytesThrottler is the dynamic input_bytes_throttler_id ("" for none) and
+	// BytesThrottlerClass its class ("" for default).
+	BytesThrottler, BytesThrottlerClass string
 }
 
 // LateDataRule lets the EventWatermark pass a computation's lagging jobs: over their bounds it

@@ -25,6 +25,7 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",
 			WeightMultiplier: d.Partitioning.WeightMultiplier, InterruptingWeightMultiplier: d.Partitioning.InterruptingWeightMultiplier}
 		tc.RowsThrottler, tc.RowsThrottlerClass = d.InputRowsThrottlerID, d.InputRowsThrottlerClassID
+		tc.BytesThrottler, tc.BytesThrottlerClass = d.InputBytesThrottlerID, d.InputBytesThrottlerClassID
 		tc.Inputs = slices.Sorted(slices.Values(c.InputStreamIDs))
 		tc.Outputs = slices.Sorted(slices.Values(c.OutputStreamIDs))
 		if c.Kind.Source() {

@@ -47,7 +47,10 @@ const arrivalOrderConfig = `{
     };
     dynamic_spec = {computations = {
         read = {batch_duration = 50; max_rows_per_batch = 200};
-        store = {batch_duration = 50; max_rows_per_batch = 200; parameters = {desired_partition_count = 2}};
+        // A killed worker's master transaction holds the directory until it times out
+        // (transaction_timeout, Flow's default 5m): 10s lets the other partition go on soon.
+        store = {batch_duration = 50; max_rows_per_batch = 200; parameters = {desired_partition_count = 2};
+            sinks = {out = {parameters = {transaction_timeout = 10000}}}};
     }};
 }`
 

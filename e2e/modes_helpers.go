@@ -44,8 +44,11 @@ type JobStats struct {
 	BestEffortDropped int64  `json:"best_effort_dropped"`
 	Completed         bool   `json:"completed"`
 	AlignmentHolds    int64  `json:"alignment_holds"`
+	OrderingHolds     int64  `json:"ordering_holds"`
 	ThrottleTaken     int64  `json:"throttle_taken"`
 	ThrottledEpochs   int64  `json:"throttled_epochs"`
+	// Throttlers are the job's figures by throttler id (job.ThrottlerStats).
+	Throttlers map[string]job.ThrottlerStats `json:"throttlers"`
 	// EpochParts is the wall time (ns) by epoch part (job.EpochPartNames).
 	EpochParts map[string]int64 `json:"epoch_parts_ns"`
 	Running    bool             `json:"running"`

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -186,6 +187,27 @@ func (c *Context) result() (*Result, error) {
 		}
 		res.StateWrites[name] = s.cur
 	})
-	res.ExternalWrites = r.externalWrites()
+	res.ExternalWrites, res.ExternalRowWrites = r.externalWrites()
 	return res, nil
+}
+
+// AcquireQuota asks the pipeline's distributed throttler throttlerID (a throttler of the
+// dynamic spec's throttlers) for amount units and blocks until the controller granted them to
+// the job, ctx is done or the job stops; then the units are the job's, taken from the
+// throttler's bucket, which every job of the pipeline shares (Flow's GetThrottlerOrThrow and
+// Acquire). amount ≤ 0 returns nil at once.
+//
+// It returns an error wrapping ErrNoThrottler when the dynamic spec has no such throttler or
+// the runtime has none (flowtest's harness), and ctx's error when ctx ends first. An
+// invocation usually returns the error, which fails its epoch (retried). Quota is not part of
+// the epoch's transaction: units taken by an invocation whose epoch is not applied stay taken,
+// and the retried invocation asks again.
+func (c *Context) AcquireQuota(ctx context.Context, throttlerID string, amount int64) error {
+	if amount <= 0 {
+		return nil
+	}
+	if c.inv.Quota == nil {
+		return fmt.Errorf("throttler %q: %w", throttlerID, ErrNoThrottler)
+	}
+	return c.inv.Quota(ctx, throttlerID, amount)
 }

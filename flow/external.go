@@ -1,6 +1,9 @@
 package flow
 
-import "maps"
+import (
+	"fmt"
+	"maps"
+)
 
 // External is read-write access to one external state of the invocation's key: the row of
 // the user's sorted dynamic table (declared in the computation's external_state_managers
@@ -22,15 +25,24 @@ func ExternalStateOf(ctx *Context, name string) External {
 	return External{ctx: ctx, name: name}
 }
 
-// extSlot is an external state an invocation wrote.
+// extSlot is an external state an invocation wrote: its row, or for a state with several
+// rows per key (extrows.go) its rows by id (nil: deleted), which of them the epoch read,
+// changed or deleted (with the deleted rows' key columns).
 type extSlot struct {
 	row Row // nil: deleted
+
+	rows            map[string]Row
+	loaded, changed map[string]bool
+	deleted         map[string]Row
 }
 
 // Get returns a copy of the key's row and true, or nil and false when there is none.
 func (e External) Get() (Row, bool) {
 	if e.ctx.inv.Key == nil {
 		e.ctx.fail(errExternalUnkeyed(e.name))
+		return nil, false
+	}
+	if e.severalRows() {
 		return nil, false
 	}
 	if s, ok := e.ctx.run.ext[e.name]; ok {
@@ -52,19 +64,39 @@ func (e External) Set(row Row) {
 		e.ctx.fail(errExternalUnkeyed(e.name))
 		return
 	}
+	if e.severalRows() {
+		return
+	}
 	if row == nil {
 		row = Row{}
 	}
 	e.slot().row = maps.Clone(row)
 }
 
-// Delete removes the key's row.
+// Delete removes the key's row — in a table with several rows per key, all of them.
 func (e External) Delete() {
 	if e.ctx.inv.Key == nil {
 		e.ctx.fail(errExternalUnkeyed(e.name))
 		return
 	}
+	if _, ok := e.ctx.inv.ExternalSubKeys[e.name]; ok {
+		if s, ok := e.multi(); ok {
+			e.deleteAll(s)
+		}
+		return
+	}
 	e.slot().row = nil
+}
+
+// severalRows fails the invocation when the state's table has several rows per key (Get
+// and Set apply to one row per key).
+func (e External) severalRows() bool {
+	if _, ok := e.ctx.inv.ExternalSubKeys[e.name]; !ok {
+		return false
+	}
+	e.ctx.fail(fmt.Errorf("external state %s: its table has further key columns %v (several rows per key): use Rows, SetRow, DeleteRow and Delete",
+		e.name, e.ctx.inv.ExternalSubKeys[e.name]))
+	return true
 }
 
 func (e External) slot() *extSlot {
@@ -80,16 +112,30 @@ func (e External) slot() *extSlot {
 	return s
 }
 
-// externalWrites returns the invocation's external writes (nil when none).
-func (r *run) externalWrites() map[string]Row {
+// externalWrites returns the invocation's external writes (nil when none): of states with
+// one row per key, and of those with several.
+func (r *run) externalWrites() (map[string]Row, map[string][]RowWrite) {
 	if len(r.ext) == 0 {
-		return nil
+		return nil, nil
 	}
-	out := make(map[string]Row, len(r.ext))
+	var out map[string]Row
+	var rows map[string][]RowWrite
 	for name, s := range r.ext {
+		if s.rows != nil {
+			if w := s.rowWrites(); len(w) > 0 {
+				if rows == nil {
+					rows = map[string][]RowWrite{}
+				}
+				rows[name] = w
+			}
+			continue
+		}
+		if out == nil {
+			out = make(map[string]Row, len(r.ext))
+		}
 		out[name] = s.row
 	}
-	return out
+	return out, rows
 }
 
 func errExternalUnkeyed(name string) error {

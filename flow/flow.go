@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -90,12 +91,28 @@ type Invocation struct {
 	// its table holds for the invocation's key, as the epoch read it; an absent name means no
 	// row. The function must not modify it. See ExternalStateOf.
 	External map[string]Row
+	// ExternalRows maps an external state whose table has several rows per key (further key
+	// columns after the group_by_schema ones) to the rows the table holds for the key, and
+	// ExternalSubKeys such a state to its further key columns (for every invocation of the
+	// epoch, rows or not). The function must not modify them. See External.Rows.
+	ExternalRows    map[string][]Row
+	ExternalSubKeys map[string][]string
+	// Joined reads the states of the computation's state joiners (nil when it has none).
+	// See JoinedStateOf.
+	Joined Joiner
 	// Parameters are the processing_function_parameters (static merged with dynamic).
 	Parameters Row
 	// Now is the current time in microseconds, supplied by the runtime. User code reads the
 	// time only from here, never from the clock.
 	Now uint64
+	// Quota is the runtime's distributed throttlers (Context.AcquireQuota); nil: none.
+	Quota QuotaFunc
 }
+
+// QuotaFunc asks the pipeline's distributed throttler throttlerID (dynamic_spec throttlers)
+// for amount units for the job and blocks until they are granted, ctx is done or the job
+// stops. See Context.AcquireQuota.
+type QuotaFunc func(ctx context.Context, throttlerID string, amount int64) error
 
 // Result is what one invocation produced.
 type Result struct {
@@ -109,6 +126,9 @@ type Result struct {
 	// ExternalWrites holds the changed external states only: name to the key's new row; a
 	// nil row means the row is deleted. The runtime fills the key columns from the key.
 	ExternalWrites map[string]Row
+	// ExternalRowWrites holds the changes of external states with several rows per key, by
+	// state: upserted rows and deleted ones (their further key columns), in row order.
+	ExternalRowWrites map[string][]RowWrite
 
 	// iv is the invocation whose memory holds this Result (a Result made by Process), nil for
 	// a Result made elsewhere. See Release.
@@ -167,6 +187,10 @@ var (
 	// ErrNoHandler is wrapped when an invocation carries timers or messages that the function
 	// has no handler for (a spec that does not match the function).
 	ErrNoHandler = errors.New("no handler")
+	// ErrNoThrottler is wrapped by Context.AcquireQuota when the pipeline's dynamic spec has
+	// no distributed throttler of that id, or the runtime has no throttlers (a test harness,
+	// a pipeline whose job_status predates them).
+	ErrNoThrottler = errors.New("no such distributed throttler")
 	// ErrUnknownParent is wrapped when WithParentIDs names an id that is not an input of the
 	// invocation.
 	ErrUnknownParent = errors.New("parent is not an input of the invocation")

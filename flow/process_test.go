@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -302,3 +303,49 @@ func TestVisitsGoToOnVisit(t *testing.T) {
 		t.Errorf("a visit without OnVisit: error = %v, want ErrNoHandler naming the stream", err)
 	}
 }
+
+// TestAcquireQuota: AcquireQuota hands the throttler id and amount to the runtime's QuotaFunc
+// with the caller's ctx and returns its error; amount ≤ 0 asks nothing; without a runtime
+// QuotaFunc (a harness) it fails with ErrNoThrottler naming the throttler.
+func TestAcquireQuota(t *testing.T) {
+	type call struct {
+		id     string
+		amount int64
+	}
+	var calls []call
+	refused := errors.New("refused")
+	quota := func(ctx context.Context, id string, amount int64) error {
+		calls = append(calls, call{id, amount})
+		if ctx.Value(ctxKey{}) != "mine" {
+			t.Errorf("the caller's ctx did not reach the runtime")
+		}
+		if id == "closed" {
+			return refused
+		}
+		return nil
+	}
+	ctx := context.WithValue(context.Background(), ctxKey{}, "mine")
+	var errs []error
+	fn := PerMessage(func(c *Context, _ *Message) error {
+		errs = append(errs, c.AcquireQuota(ctx, "bytes", 10), c.AcquireQuota(ctx, "bytes", 0), c.AcquireQuota(ctx, "closed", 1))
+		return nil
+	})
+	if _, err := fn.Invoke(&Invocation{Messages: []Message{{MessageID: "m"}}, Quota: quota}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []call{{"bytes", 10}, {"closed", 1}}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("calls %v, want %v", calls, want)
+	}
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], refused) {
+		t.Errorf("errors %v", errs)
+	}
+	errs = nil
+	if _, err := fn.Invoke(&Invocation{Messages: []Message{{MessageID: "m"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], ErrNoThrottler) || !strings.Contains(errs[0].Error(), `"bytes"`) {
+		t.Errorf("without a runtime: %v, want ErrNoThrottler naming the throttler", errs[0])
+	}
+}
+
+type ctxKey struct{}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
 
@@ -106,4 +107,18 @@ func (r *runner) applyPendingDynamic(ctx context.Context) error {
 	r.dynVersion.Store(offer.version)
 	r.log.Info("dynamic spec applied", log.Int64("dynamic_spec_version", offer.version))
 	return nil
+}
+
+// unavailableAfter is the unavailable_threshold of source id as its dynamic parameters give
+// it (connector.Unavailability); 0 when it has none.
+func (r *runner) unavailableAfter(id string) time.Duration {
+	for _, e := range r.dynEntities {
+		if e.sink || e.id != id {
+			continue
+		}
+		if u, ok := e.current.(connector.Unavailability); ok {
+			return u.UnavailableAfter()
+		}
+	}
+	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.ytsaurus.tech/library/go/core/log"
 
@@ -62,8 +63,12 @@ type prepared struct {
 	states    map[string]map[string][]byte
 	statesErr error
 	// external are the rows of the external states for the epoch's keys.
-	external    map[string]map[string]flow.Row
-	externalErr error
+	external     map[string]map[string]flow.Row
+	externalRows map[string]map[string][]flow.Row
+	externalErr  error
+	// joined are the states the state joiners read for the epoch's keys.
+	joined    *joinedEpoch
+	joinedErr error
 	// loadedHashes are the key hashes read from the table (not cached), with their rows.
 	loadedHashes []uint64
 	loadedRows   []ytstore.StateRow
@@ -149,7 +154,10 @@ func (r *runner) prepare(ctx context.Context, b *epoch.Batch) *prepared {
 			}
 		}
 		if len(r.comp.ExternalStates) > 0 {
-			wg.Go(func() { pre.external, pre.externalErr = r.loadExternal(ctx, b) })
+			wg.Go(func() { pre.external, pre.externalRows, pre.externalErr = r.loadExternal(ctx, b, time.Now()) })
+		}
+		if len(r.comp.StateJoinerSpecs) > 0 {
+			wg.Go(func() { pre.joined, pre.joinedErr = r.loadJoined(ctx, r.reads, b, time.Now()) })
 		}
 		if len(missing) > 0 {
 			wg.Go(func() {
@@ -204,7 +212,7 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			continue
 		}
 		inv := &invs[i]
-		*inv = flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now}
+		*inv = flow.Invocation{Key: g.Key, Timers: g.Timers, Messages: g.Messages, Parameters: r.params, Now: now, Quota: r.quotaFn}
 		if r.cfg.Source {
 			inv.State = cur
 		} else {
@@ -212,6 +220,13 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 			inv.State = states[string(keyBuf)]
 			if r.extLoaded != nil {
 				inv.External, keyBuf = externalOf(r.extLoaded, g.Key, keyBuf)
+			}
+			if r.extSubKeys != nil {
+				inv.ExternalSubKeys = r.extSubKeys
+				inv.ExternalRows, keyBuf = externalRowsOf(r.extRowsLoaded, g.Key, keyBuf)
+			}
+			if r.joined != nil {
+				inv.Joined = r.joined
 			}
 		}
 		res, err := r.fn.Invoke(inv)

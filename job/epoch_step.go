@@ -145,16 +145,24 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	inLimit, throttled := limit, r.throttled()
 	if throttled {
 		inLimit = min(limit, r.throttleAvailable())
-		if inLimit == 0 {
-			r.stats.throttledEpochs.Add(1)
+	}
+	// bytesCap bounds the input bytes the epoch takes (input_bytes_throttler_id; -1: none).
+	bytesCap, bytesThrottled := int64(-1), r.bytesThrottled()
+	if bytesThrottled {
+		if bytesCap = r.available(r.dyn.InputBytesThrottlerID); bytesCap == 0 {
+			inLimit = 0
 		}
+	}
+	held := (throttled || bytesThrottled) && inLimit == 0
+	if held {
+		r.stats.throttledEpochs.Add(1)
 	}
 	if retiring {
 		// A retiring job processes no input: what it buffered goes unacknowledged, so the
 		// senders retransmit it to the key's new owner.
 		r.inbox.drop()
 	} else if !blocked && inLimit > 0 {
-		b.Inputs = r.inbox.takeInto(r.inputs, inLimit)
+		b.Inputs = r.takeInputs(inLimit, bytesCap)
 		r.inputs = b.Inputs
 		r.noteBatch(len(b.Inputs), limit)
 	}
@@ -176,18 +184,28 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		r.w.wakeStatus()
 	}
 	sourceRows, sourcesRead := 0, false
-	held := len(r.sources) > 0 && !draining && !blocked && r.alignmentHold()
+	var inBytes, sourceBytes int64
+	if bytesThrottled {
+		inBytes = inputBytes(b.Inputs)
+	}
+	aligned := len(r.sources) > 0 && !draining && !blocked && r.alignmentHold()
 	for _, s := range r.sources {
-		if s.ended || draining || blocked || held || inLimit-sourceRows <= 0 {
+		if s.ended || draining || blocked || aligned || inLimit-sourceRows <= 0 || bytesCap >= 0 && inBytes+sourceBytes >= bytesCap {
 			continue
 		}
 		rows, ahead, err := s.read(ctx, int64(inLimit-sourceRows))
 		if err != nil {
 			r.inbox.release(inputIDs(b.Inputs))
-			r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
-			r.noteProblem("read source "+s.id, err)
+			what, unavailable := s.readFailure(time.Now(), r.unavailableAfter(s.id))
+			if unavailable {
+				r.log.Error("source unavailable", log.String("source", s.id), log.Error(err))
+			} else {
+				r.log.Warn("source read failed", log.String("source", s.id), log.Error(err))
+			}
+			r.noteProblem(what, err)
 			return 0, true, nil
 		}
+		s.readSucceeded()
 		if ahead {
 			r.stats.readAheads.Add(1)
 		}
@@ -197,6 +215,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 			s.ended = true
 		}
 		for _, row := range rows {
+			if bytesThrottled {
+				sourceBytes += rowBytes(flow.Row(row.Columns))
+			}
 			b.Sources = append(b.Sources, epoch.SourceRow{
 				SourcePartition: epoch.SourcePartition{SourceID: s.id, Partition: r.job.SourcePartition},
 				Offset:          row.Offset, Payload: flow.Row(row.Columns),
@@ -207,8 +228,9 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	if sourcesRead {
 		r.noteSourceRead(sourceRows, now)
 	}
-	if throttled {
-		r.noteThrottled(len(b.Inputs)+sourceRows, limit)
+	r.noteQuotaEpoch()
+	if throttled || bytesThrottled {
+		r.noteThrottled(len(b.Inputs)+sourceRows, inBytes+sourceBytes, limit, held, time.Now())
 	}
 	r.updateCompleted()
 	empty := len(b.Inputs) == 0 && len(b.Timers) == 0 && len(b.Sources) == 0
@@ -273,7 +295,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		abandon()
 		return 0, false, fmt.Errorf("job %s: load external state: %w", r.job.JobID, pre.externalErr)
 	}
-	r.extLoaded = pre.external
+	r.extLoaded, r.extRowsLoaded = pre.external, pre.externalRows
+	r.extSubKeys = externalSubKeys(r.ext)
+	if pre.joinedErr != nil {
+		abandon()
+		return 0, false, fmt.Errorf("job %s: load joined state: %w", r.job.JobID, pre.joinedErr)
+	}
+	r.joined = pre.joined
 	plan := r.planner.Plan(&r.cfg, b, func(in epoch.Input) bool { return committedSet[in.Message.MessageID] })
 	if len(plan.Duplicates) > 0 {
 		// Invariant: inputs the dedup index already holds are acknowledged at once and dropped

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ytflow/yt-flow/internal/ordering"
 	"github.com/ytflow/yt-flow/job/epoch"
 )
 
@@ -43,6 +44,13 @@ type inbox struct {
 	mu    sync.Mutex
 	order []*pending
 	byID  map[string]*pending
+	// perStream, when set (input_ordering), counts the buffered messages by stream and the
+	// limit applies to each stream on its own: a stream held back behind another's watermark
+	// never fills the inbox against the stream it waits for.
+	perStream map[string]int
+	// merge is scratch of takeOrdered.
+	merge  []ordering.Message
+	mergeP []*pending
 	// mismatches counts received copies of a buffered message whose payload differs from
 	// the first copy's (a nondeterministic swift recomputation); lastMismatch describes the
 	// latest.
@@ -83,7 +91,12 @@ func (b *inbox) offer(ins []epoch.Input) (w *pushWaiter, accepted []*pending) {
 			}
 			continue
 		}
-		if len(b.byID) >= b.limit {
+		if b.perStream != nil {
+			if b.perStream[in.Message.StreamID] >= b.limit {
+				break
+			}
+			b.perStream[in.Message.StreamID]++
+		} else if len(b.byID) >= b.limit {
 			break
 		}
 		p := &slab[i]
@@ -119,24 +132,34 @@ func (b *inbox) persistedIDs(ps []*pending) []string {
 }
 
 // take marks up to max untaken inputs as taken and returns them in arrival order.
-func (b *inbox) take(max int) []epoch.Input { return b.takeInto(nil, max) }
+func (b *inbox) take(max int) []epoch.Input { return b.takeInto(nil, max, -1) }
 
-// takeInto is take into the memory of buf (which it clears first).
-func (b *inbox) takeInto(buf []epoch.Input, max int) []epoch.Input {
+// takeInto is take into the memory of buf (which it clears first), of at most maxBytes bytes
+// of inputs (epoch.Input.Bytes; negative: no limit) unless the first input alone is larger:
+// that one is taken by itself.
+func (b *inbox) takeInto(buf []epoch.Input, max int, maxBytes int64) []epoch.Input {
 	clear(buf)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := slices.Grow(buf[:0], min(max, len(b.byID)))
 	live := b.order[:0]
+	var bytes int64
+	full := false
 	for _, p := range b.order {
 		if p.persisted {
 			continue // acknowledged (drop empties order and byID together)
 		}
 		live = append(live, p)
-		if !p.taken && len(out) < max {
-			p.taken = true
-			out = append(out, p.in)
+		if p.taken || full || len(out) >= max {
+			continue
 		}
+		if maxBytes >= 0 && len(out) > 0 && bytes+int64(p.in.Bytes) > maxBytes {
+			full = true // keep arrival order: nothing after the first input left out
+			continue
+		}
+		p.taken = true
+		bytes += int64(p.in.Bytes)
+		out = append(out, p.in)
 	}
 	clear(b.order[len(live):])
 	b.order = live
@@ -150,6 +173,9 @@ func (b *inbox) ack(ids []string) {
 	for _, id := range ids {
 		if p, ok := b.byID[id]; ok {
 			delete(b.byID, id)
+			if b.perStream != nil {
+				b.perStream[p.in.Message.StreamID]--
+			}
 			p.persisted = true
 			for _, w := range p.waiters {
 				if w.left--; w.left == 0 {
@@ -178,6 +204,41 @@ func (b *inbox) drop() {
 	defer b.mu.Unlock()
 	b.order = nil
 	b.byID = map[string]*pending{}
+	if b.perStream != nil {
+		b.perStream = map[string]int{}
+	}
+}
+
+// takeOrdered is takeInto under input_ordering: the untaken inputs released by c given the
+// streams' event watermarks (ordering.Config.Release; all: release everything), in release
+// order, up to max; held is the number of untaken inputs left.
+func (b *inbox) takeOrdered(buf []epoch.Input, max int, c *ordering.Config, watermarks map[string]uint64, all bool) (out []epoch.Input, held int) {
+	clear(buf)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	merge, ps := b.merge[:0], b.mergeP[:0]
+	live := b.order[:0]
+	for _, p := range b.order {
+		if p.persisted {
+			continue
+		}
+		live = append(live, p)
+		if !p.taken {
+			merge = append(merge, ordering.Message{Stream: p.in.Message.StreamID, EventTS: p.in.Message.EventTimestamp})
+			ps = append(ps, p)
+		}
+	}
+	clear(b.order[len(live):])
+	b.order = live
+	released := c.Release(merge, watermarks, max, all)
+	out = slices.Grow(buf[:0], len(released))
+	for _, i := range released {
+		ps[i].taken = true
+		out = append(out, ps[i].in)
+	}
+	clear(ps)
+	b.merge, b.mergeP = merge[:0], ps[:0]
+	return out, len(merge) - len(released)
 }
 
 // minSystemTS is the smallest system timestamp of the buffered inputs (taken or not,

@@ -5,6 +5,8 @@ package job
 import (
 	"fmt"
 
+	"go.ytsaurus.tech/yt/go/schema"
+
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
@@ -21,37 +23,53 @@ type keyColumn struct {
 func newKeyer(p *spec.Pipeline) (epoch.Keyer, error) {
 	cols := map[string][]keyColumn{}
 	for id, c := range p.Computations {
-		for _, col := range c.GroupBy.Columns {
-			kc := keyColumn{name: col.Name}
-			if col.Expression != "" {
-				e, err := ytql.ParseExpression(col.Expression)
-				if err != nil {
-					return nil, fmt.Errorf("computation %s: group_by_schema column %s: expression %q: %w", id, col.Name, col.Expression, err)
-				}
-				kc.expr = e
-			}
-			cols[id] = append(cols[id], kc)
+		cs, err := compileKey(c.GroupBy)
+		if err != nil {
+			return nil, fmt.Errorf("computation %s: group_by_schema %w", id, err)
 		}
+		cols[id] = cs
 	}
 	return func(dest string, payload flow.Row) (flow.Key, error) {
 		cs, ok := cols[dest]
 		if !ok {
 			return nil, fmt.Errorf("unknown computation %s", dest)
 		}
-		key := make(flow.Key, 0, len(cs))
-		for _, c := range cs {
-			if c.expr == nil {
-				key = append(key, normalize(payload[c.name]))
-				continue
-			}
-			v, err := c.expr.Eval(payload)
-			if err != nil {
-				return nil, fmt.Errorf("key column %s: %w", c.name, err)
-			}
-			key = append(key, normalize(v))
-		}
-		return key, nil
+		return keyOf(cs, payload)
 	}, nil
+}
+
+// compileKey compiles a key schema's columns (group_by_schema, key_schema_override).
+func compileKey(s schema.Schema) ([]keyColumn, error) {
+	var cs []keyColumn
+	for _, col := range s.Columns {
+		kc := keyColumn{name: col.Name}
+		if col.Expression != "" {
+			e, err := ytql.ParseExpression(col.Expression)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: expression %q: %w", col.Name, col.Expression, err)
+			}
+			kc.expr = e
+		}
+		cs = append(cs, kc)
+	}
+	return cs, nil
+}
+
+// keyOf is the key of payload by the compiled columns cs.
+func keyOf(cs []keyColumn, payload flow.Row) (flow.Key, error) {
+	key := make(flow.Key, 0, len(cs))
+	for _, c := range cs {
+		if c.expr == nil {
+			key = append(key, normalize(payload[c.name]))
+			continue
+		}
+		v, err := c.expr.Eval(payload)
+		if err != nil {
+			return nil, fmt.Errorf("key column %s: %w", c.name, err)
+		}
+		key = append(key, normalize(v))
+	}
+	return key, nil
 }
 
 // normalize maps Go integer and byte types onto the YSON value types a decoded key holds, so

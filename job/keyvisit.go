@@ -1,5 +1,5 @@
 // Key visitors (key_visitor_streams): a keyed job visits every key of its range that has
-// state, once per pass of each key visitor stream, a pass per period (epoch.PlanVisits). The
+// state (internal, or a row of an external state named in external_names: keyvisit_ext.go), once per pass of each key visitor stream, a pass per period (epoch.PlanVisits). The
 // visits ride in the epoch as due timers marked Visit (flow.Process.OnVisit handles them); the
 // stream's cursor (epoch.VisitCursor) is a partition state written by the commit that holds
 // the visits it moved past, so a restart continues the pass where the last commit left it.
@@ -98,7 +98,7 @@ func (r *runner) addVisits(ctx context.Context, b *epoch.Batch, limit int, upstr
 		if scan.ToEnd {
 			to = rng.Hi
 		}
-		keys, next, err := r.scanner.ScanStateKeys(ctx, r.comp.ID, v.spec.Names, scan.From, to, dyn.MaxScanRowsPerIteration)
+		keys, next, err := r.scanVisitKeys(ctx, v, scan.From, to, dyn.MaxScanRowsPerIteration)
 		if err != nil {
 			r.noteProblem("key visitor "+v.spec.ID+": scan the states", err)
 			continue

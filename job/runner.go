@@ -18,6 +18,7 @@ import (
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/internal/autopart"
+	"github.com/ytflow/yt-flow/internal/ordering"
 	"github.com/ytflow/yt-flow/job/epoch"
 	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
@@ -61,9 +62,17 @@ type runner struct {
 	extStore  externalStore
 	ext       []*extTable
 	extLoaded map[string]map[string]flow.Row
-	commits   committer
-	comp      *spec.Computation
-	dyn       spec.DynamicComputation
+	// extRowsLoaded are the rows of the tables with several rows per key, extSubKeys those
+	// tables' further key columns by state name.
+	extRowsLoaded map[string]map[string][]flow.Row
+	extSubKeys    map[string][]string
+	// joins are the state joiners once opened, joined what they read for the current epoch
+	// (statejoin.go).
+	joins   []*stateJoin
+	joined  *joinedEpoch
+	commits committer
+	comp    *spec.Computation
+	dyn     spec.DynamicComputation
 	// dynVersion is the dynamic spec version r.dyn comes from; pendingDyn a newer one the
 	// worker offered (dynamic.go); dynDraining mirrors r.dyn.Draining for other goroutines;
 	// dynEntities are the job's sources and sinks with their dynamic parameters.
@@ -94,11 +103,13 @@ type runner struct {
 	keyHashes map[uint64]bool
 	keyStates map[string]map[string][]byte
 
-	inbox   *inbox
-	outbox  *outbox
-	order   *pushOrder
-	timers  *epoch.TimerSet
-	compact bool
+	inbox *inbox
+	// ordering is the computation's input_ordering (nil: arrival order; inputOrdering).
+	ordering *ordering.Config
+	outbox   *outbox
+	order    *pushOrder
+	timers   *epoch.TimerSet
+	compact  bool
 
 	sources   []*sourceState
 	syncSinks map[string]connector.SyncSink
@@ -133,7 +144,10 @@ type runner struct {
 	// alone touches upstreamObs).
 	upstream        map[string]bool
 	upstreamDrained atomic.Bool
-	upstreamObs     map[string]upstreamMark
+	// drainSeen is when the job saw its draining flag set (ns): the target state must be read
+	// after it before the job counts as completing (Worker.checkUpstreamDrained).
+	drainSeen   atomic.Int64
+	upstreamObs map[string]upstreamMark
 	// failures counts consecutive epochs that did not apply.
 	failures int
 	// invokeAttempts counts consecutive epochs whose process function failed (failure.go).
@@ -152,9 +166,11 @@ type runner struct {
 	// alignmentHeld is whether watermark_alignment held the source reads of the last epoch
 	// back: the wait after it counts as the watermark_alignment epoch part.
 	alignmentHeld atomic.Bool
-	// throttleTaken counts the input rows a throttled job took, throttleWant the rows it asks
-	// for in all (job_status.throttle_requested; throttle.go).
-	throttleTaken, throttleWant atomic.Int64
+	// quotas are the job's accounts with distributed throttlers, by throttler id
+	// (throttle.go), guarded by quotaMu.
+	quotaMu sync.Mutex
+	quotas  map[string]*quotaAccount
+	quotaFn flow.QuotaFunc // acquireQuota, for the invocations
 	// sourceIdleSince is the time (µs) of the first source read that found nothing after the
 	// last one that found rows; 0 while the sources give rows (eventtime.go).
 	sourceIdleSince atomic.Uint64
@@ -208,6 +224,9 @@ const maxNotApplied = 20
 // completion and draining wait for every job to apply it).
 func (r *runner) setFlags(j ytstore.Job) {
 	draining := j.Draining || j.Retiring
+	if draining && !r.draining.Load() {
+		r.drainSeen.Store(time.Now().UnixNano())
+	}
 	changed := r.draining.Swap(draining) != draining
 	changed = r.retiring.Swap(j.Retiring) != j.Retiring || changed
 	if !j.Draining {
@@ -258,7 +277,12 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		stateCache: newStateCache(w.cfg.StateCacheKeys),
 		fresh:      newFreshInputs(w.cfg.FreshInputIDs),
 	}
+	r.quotaFn = r.acquireQuota
 	r.upstream = upstreamOf(p, comp.ID)
+	r.ordering = inputOrdering(comp)
+	if r.ordering != nil {
+		r.inbox.perStream = map[string]int{}
+	}
 	if !comp.Kind.Swift() && len(comp.Sources) == 0 {
 		r.visitors = newKeyVisitors(comp)
 	}
@@ -320,8 +344,8 @@ func (w *Worker) newRunner(j ytstore.Job, p *spec.Pipeline, dyn *spec.DynamicPip
 		}
 	}
 	if comp.Kind == spec.KindSwiftSource {
-		if len(r.asyncSinks)+len(r.aloSinks)+len(r.bestEffort) > 0 {
-			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs sync sinks only (spec validation rejects others)", j.JobID, comp.ID)
+		if len(r.asyncSinks) > 0 {
+			return nil, fmt.Errorf("job %s: computation %s: a swift source computation runs no async sink without at_most_once_strategy (spec validation rejects them)", j.JobID, comp.ID)
 		}
 		for _, s := range r.sources {
 			r.swiftSrc = append(r.swiftSrc, &swiftSource{src: s})

@@ -39,7 +39,31 @@ type sourceState struct {
 	// topUpWait is Config.TopUpWait: 0 means the package's topUpWait, a negative value no
 	// bound.
 	topUpWait time.Duration
+
+	// failingSince is when the reads that keep failing began to (zero: the last read
+	// succeeded).
+	failingSince time.Time
 }
+
+// readFailure records a read that failed at now and names the problem: once reads have
+// failed for at least after (the source's unavailable_threshold; 0: never), the source's
+// partition is unavailable, before that the failure is transient.
+//
+// Invariant: a source is reported unavailable only after its reads failed for its
+// unavailable_threshold, and a read that succeeds ends it (TestSourceUnavailableThreshold).
+func (s *sourceState) readFailure(now time.Time, after time.Duration) (what string, unavailable bool) {
+	if s.failingSince.IsZero() {
+		s.failingSince = now
+	}
+	failing := now.Sub(s.failingSince)
+	if after > 0 && failing >= after {
+		return fmt.Sprintf("source %s unavailable: reads failing for %v (unavailable_threshold %v)", s.id, failing.Round(time.Second), after), true
+	}
+	return "read source " + s.id, false
+}
+
+// readSucceeded ends a run of failed reads.
+func (s *sourceState) readSucceeded() { s.failingSince = time.Time{} }
 
 // consumerAdvancePeriod bounds how often a source moves its YT consumer. The committed offset
 // lives in the partition state; the consumer only reports lag (and lets an auto-trimmed queue

@@ -27,6 +27,8 @@ type runnerStats struct {
 	readAheads atomic.Int64
 	// alignmentHolds counts epochs whose source reads watermark_alignment held back.
 	alignmentHolds atomic.Int64
+	// orderingHolds counts epochs in which input_ordering held back a buffered input.
+	orderingHolds atomic.Int64
 	// visits counts the key visitor visits the job's epochs took (keyvisit.go), committed or not.
 	visits atomic.Int64
 	// throttledEpochs counts the epochs of a throttled job that took no input for want of a grant.
@@ -153,12 +155,13 @@ func (r *runner) status(state, errText string) ytstore.JobStatus {
 		errText = fmt.Sprintf("job %s (computation %s): %d payload mismatches; latest: %s", r.job.JobID, r.comp.ID, n, last)
 	}
 	updated := nowMicros()
+	requests, rows := r.throttleRequests()
 	return ytstore.JobStatus{
 		JobID: r.job.JobID, WorkerID: r.w.id, State: state, Error: errText, SystemWatermark: r.systemWatermark(),
 		EventWatermark: ytstore.OptionalUint64(r.eventWatermark()), EventIdleSince: ytstore.OptionalUint64(r.eventIdleSince()),
 		Epoch: r.stats.epochs.Load(), LastCommitTS: r.stats.lastCommitTS.Load(), InputLag: inbox, UpdatedAt: updated,
 		InFlight: r.inFlight(inbox), Draining: r.applied.Load(), Load: r.loadReport(),
-		ThrottleRequested: ytstore.OptionalUint64(max(r.throttleWant.Load(), 0)),
+		ThrottleRequested: ytstore.OptionalUint64(max(rows, 0)), ThrottleRequests: requests,
 	}
 }
 
@@ -254,12 +257,18 @@ type JobStats struct {
 	// AlignmentHolds counts epochs of a source job that read nothing because its estimate was
 	// more than watermark_alignment.drift_bound ahead of the pipeline EventWatermark.
 	AlignmentHolds int64 `json:"alignment_holds"`
+	// OrderingHolds counts epochs in which input_ordering held back a buffered input for want
+	// of an input stream's watermark (the epoch took fewer inputs than it could).
+	OrderingHolds int64 `json:"ordering_holds"`
 	// Visits counts the key visitor visits the job's epochs took (key_visitor_streams).
 	Visits int64 `json:"visits"`
 	// ThrottleTaken counts the input rows a throttled job took (at most what it was granted)
 	// and ThrottledEpochs its epochs that took none for want of a grant.
 	ThrottleTaken   int64 `json:"throttle_taken"`
 	ThrottledEpochs int64 `json:"throttled_epochs"`
+	// Throttlers are the job's figures by throttler id (input rows, input bytes and
+	// AcquireQuota).
+	Throttlers map[string]ThrottlerStats `json:"throttlers,omitempty"`
 	// Messages counts the inputs and source rows of applied epochs, less duplicates (a swift
 	// source job counts its rows as it reads them).
 	Messages int64 `json:"messages"`
@@ -322,9 +331,19 @@ func (s JobStats) plus(old JobStats) JobStats {
 	s.PayloadsTaken += old.PayloadsTaken
 	s.LookupsSkipped += old.LookupsSkipped
 	s.AlignmentHolds += old.AlignmentHolds
+	s.OrderingHolds += old.OrderingHolds
 	s.Visits += old.Visits
 	s.ThrottleTaken += old.ThrottleTaken
 	s.ThrottledEpochs += old.ThrottledEpochs
+	for id, o := range old.Throttlers {
+		if s.Throttlers == nil {
+			s.Throttlers = map[string]ThrottlerStats{}
+		}
+		t := s.Throttlers[id]
+		t.Taken += o.Taken
+		t.WaitSeconds += o.WaitSeconds
+		s.Throttlers[id] = t
+	}
 	s.Messages += old.Messages
 	s.FencedCommits += old.FencedCommits
 	s.NotApplied += old.NotApplied
@@ -381,8 +400,8 @@ func (r *runner) jobStats() JobStats {
 		ComputationID: r.comp.ID, PartitionID: r.job.PartitionID, Epochs: r.stats.epochs.Load(),
 		Duplicates: r.stats.duplicates.Load(), BestEffortDropped: dropped,
 		PushesLocal: r.stats.pushesLocal.Load(), PushesInProcess: r.stats.pushesInProcess.Load(), PushesHTTP: r.stats.pushesHTTP.Load(), PayloadsTaken: r.stats.payloadsTaken.Load(), LookupsSkipped: r.stats.lookupsSkipped.Load(),
-		AlignmentHolds: r.stats.alignmentHolds.Load(), Visits: r.stats.visits.Load(),
-		ThrottleTaken: r.throttleTaken.Load(), ThrottledEpochs: r.stats.throttledEpochs.Load(),
+		AlignmentHolds: r.stats.alignmentHolds.Load(), OrderingHolds: r.stats.orderingHolds.Load(), Visits: r.stats.visits.Load(),
+		ThrottleTaken: r.rowsTaken(), ThrottledEpochs: r.stats.throttledEpochs.Load(), Throttlers: r.throttlerStats(),
 		InboxLen: r.inbox.len(), OutboxLen: r.outbox.size(), Completed: r.completed.Load(),
 		PayloadMismatches: mismatches,
 		Messages:          r.stats.messages.Load(), FencedCommits: r.stats.fenced.Load(),

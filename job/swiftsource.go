@@ -5,8 +5,14 @@
 // the same ids and the readers' dedup drops the repeats. The committed offset (partition
 // state source/<source>, with the Lease as prerequisite) only moves past rows whose outputs
 // are all delivered. The process function must be deterministic and may not write state or
-// timers. Its sync sinks' outputs wait in the window with their rows and are written by the
-// commit that moves the offset past them; other sink kinds are refused by spec validation.
+// timers. Its sinks' outputs wait in the window with their rows (docs/spec.md, Validation
+// rules): a sync sink's are written by the commit that moves the offset past them
+// (exactly once); an at-least-once sync sink's are written and acknowledged before that commit
+// (a re-read after a restart writes them again: at least once); an async sink's with
+// at_most_once_strategy are handed to its in-memory queue only after that commit (a re-read
+// never repeats them; a restart loses what the queue had not sent: at most once). Async sinks
+// without the strategy keep an outbox in the output store, which a swift source does not
+// write: spec validation refuses them.
 
 package job
 
@@ -31,9 +37,10 @@ type swiftRow struct {
 	pos    connector.Position // the source's position at the row
 	id     string             // epoch.SourceMessageID: the parent of the row's outputs
 	ts     uint64             // system timestamp of the row's outputs
-	// sync are the row's outputs to sync sinks, written by the commit that moves the offset
-	// past the row.
-	sync []epoch.Out
+	// sync are the row's outputs to sync sinks (and at-least-once sync sinks), written by (or
+	// before) the commit that moves the offset past the row; bestEffort its outputs to
+	// at_most_once_strategy sinks, queued after that commit.
+	sync, bestEffort []epoch.Out
 }
 
 // swiftSource is the read-ahead window of one source partition of a swift source job:
@@ -134,21 +141,21 @@ func (s *swiftSource) deliverable(undelivered func(parent string) bool) (int64, 
 	return off, pos, off > s.committed
 }
 
-// syncOuts returns the sync sink outputs of the rows below off not committed past yet, in
-// offset order.
-func (s *swiftSource) syncOuts(off int64) []epoch.Out {
+// syncOuts returns the sync (and at-least-once sync) sink outputs and the at-most-once sink
+// outputs of the rows below off not committed past yet, in offset order.
+func (s *swiftSource) syncOuts(off int64) (sync, bestEffort []epoch.Out) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []epoch.Out
 	for _, r := range s.rows {
 		if r.offset >= off {
 			break
 		}
 		if r.offset >= s.committed {
-			out = append(out, r.sync...)
+			sync = append(sync, r.sync...)
+			bestEffort = append(bestEffort, r.bestEffort...)
 		}
 	}
-	return out
+	return sync, bestEffort
 }
 
 // commit records off as committed: the rows below it leave the window; the hold ends once
@@ -270,20 +277,39 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 		pos connector.Position
 	}
 	advanced := map[*swiftSource]advance{}
-	var syncOuts []epoch.Out
+	var syncOuts, bestEffortOuts []epoch.Out
 	for _, s := range r.swiftSrc {
 		if off, pos, ok := s.deliverable(r.outbox.undelivered); ok {
 			advanced[s] = advance{off, pos}
 			w.PartitionStates[ytstore.SourceStatePrefix+s.src.id] = ytstore.SourcePosition{NextSeq: off, Position: pos}.Encode()
-			syncOuts = append(syncOuts, s.syncOuts(off)...)
+			so, be := s.syncOuts(off)
+			syncOuts, bestEffortOuts = append(syncOuts, so...), append(bestEffortOuts, be...)
 		}
 	}
 	// Invariant: a swift source's sync sink outputs are written by the commit that moves its
 	// offset past their rows, and only by it, so each is written once although the rows are
-	// re-read after a restart (e2e TestSwiftSourceSyncSinkExactlyOnce).
+	// re-read after a restart (e2e TestSwiftSourceSyncSinkExactlyOnce); its at-least-once
+	// sync sinks' outputs are acknowledged before that commit, so none is lost
+	// (TestSwiftSourceAtLeastOnceSink).
 	var n int
 	r.groups, n = groupByDest(r.groups, syncOuts)
 	for _, g := range r.groups[:n] {
+		if alo, ok := r.aloSinks[g.dest]; ok {
+			if err := alo.WriteBeforeCommit(ctx, g.msgs); err != nil {
+				r.stats.sink(g.dest).failures.Add(1)
+				r.outbox.giveBack()
+				r.failures++
+				if r.failures < maxNotApplied && ctx.Err() == nil {
+					// The window is kept: the next epoch writes the rows again.
+					r.log.Warn("swift source: at-least-once sink write failed; retrying", log.String("sink", g.dest), log.Int("attempt", r.failures), log.Error(err))
+					r.noteProblem("write "+g.dest, err)
+					return 0, true, nil
+				}
+				return 0, false, fmt.Errorf("job %s: %s: %w", r.job.JobID, g.dest, errors.Join(errSinkWrite, err))
+			}
+			r.stats.sink(g.dest).delivered.Add(1)
+			continue
+		}
 		sw, err := r.syncSinks[g.dest].Write(g.msgs)
 		if err != nil {
 			r.outbox.giveBack()
@@ -337,6 +363,17 @@ func (r *runner) swiftSourceEpoch(ctx context.Context, lastCommit uint64) (commi
 	r.failures = 0
 	r.problem.Store(nil)
 	r.outbox.committed()
+	// Invariant: a swift source's at_most_once_strategy outputs are queued only after the
+	// commit that moves its offset past their rows, so a re-read after a restart never queues
+	// them again (e2e TestSwiftSourceAtMostOnceSinkUnderKill).
+	r.groups, n = groupByDest(r.groups, bestEffortOuts)
+	for _, o := range r.groups[:n] {
+		rows := make([]map[string]any, len(o.msgs))
+		for i, m := range o.msgs {
+			rows[i] = map[string]any(m.Payload)
+		}
+		r.bestEffort[o.dest].Offer(rows)
+	}
 	for _, s := range r.swiftSrc {
 		a, ok := advanced[s]
 		if !ok {
@@ -410,12 +447,10 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if len(c.States) > 0 || len(c.TimersSet) > 0 {
 		return 0, false, fmt.Errorf("job %s: swift source computation %s: the process function wrote state or timers; swift sources are stateless", r.job.JobID, r.comp.ID)
 	}
-	if len(c.BestEffort) > 0 {
-		return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to an at-most-once sink; a swift source runs sync sinks only", r.job.JobID, r.comp.ID)
-	}
 	for _, o := range c.Sync {
-		if _, ok := r.syncSinks[o.Destination.ID]; !ok {
-			return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to sink %s, not a sync sink; a swift source runs sync sinks only", r.job.JobID, r.comp.ID, o.Destination.ID)
+		_, sync := r.syncSinks[o.Destination.ID]
+		if _, alo := r.aloSinks[o.Destination.ID]; !sync && !alo {
+			return 0, false, fmt.Errorf("job %s: swift source computation %s: outputs routed to sink %s, not a sync sink", r.job.JobID, r.comp.ID, o.Destination.ID)
 		}
 	}
 	if err := r.assignEventTimes(c.Stored); err != nil {
@@ -424,10 +459,18 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	if err := r.assignEventTimes(c.Sync); err != nil {
 		return 0, false, err
 	}
-	syncOf := map[string][]epoch.Out{} // by the source row's id
+	if err := r.assignEventTimes(c.BestEffort); err != nil {
+		return 0, false, err
+	}
+	syncOf, bestEffortOf := map[string][]epoch.Out{}, map[string][]epoch.Out{} // by the source row's id
 	for _, o := range c.Sync {
 		if len(o.Parents) > 0 {
 			syncOf[o.Parents[0]] = append(syncOf[o.Parents[0]], o)
+		}
+	}
+	for _, o := range c.BestEffort {
+		if len(o.Parents) > 0 {
+			bestEffortOf[o.Parents[0]] = append(bestEffortOf[o.Parents[0]], o)
 		}
 	}
 	// The outputs are held in the outbox until acknowledged: what was read counts as seen.
@@ -461,7 +504,7 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 	for i, g := range plan.Groups {
 		off := g.SourceRow().Offset
 		id := g.Messages[0].MessageID
-		window[i] = swiftRow{offset: off, pos: posAt[off], id: id, ts: stamp, sync: syncOf[id]}
+		window[i] = swiftRow{offset: off, pos: posAt[off], id: id, ts: stamp, sync: syncOf[id], bestEffort: bestEffortOf[id]}
 	}
 	// The window first: a row is in it before its outputs can be delivered.
 	last := rows[len(rows)-1]
@@ -475,10 +518,16 @@ func (r *runner) swiftRead(ctx context.Context, s *swiftSource, now uint64, limi
 }
 
 // updateSwiftCompleted marks a swift source job completed once every finite source is
-// exhausted and every row read is delivered and committed past.
+// exhausted, every row read is delivered and committed past, and its at-most-once sinks'
+// queues wrote (or dropped) what they were given.
 func (r *runner) updateSwiftCompleted() {
 	for _, s := range r.swiftSrc {
 		if !s.src.ended || s.held() > 0 || s.committedOffset() < s.nextOffset() {
+			return
+		}
+	}
+	for _, be := range r.bestEffort {
+		if be.Pending() > 0 {
 			return
 		}
 	}

@@ -92,6 +92,7 @@ func fromWire(m wireMessage, dec *ybin.Decoder) (epoch.Input, error) {
 	if len(m.Payload) > 0 {
 		in.PayloadFingerprint = farm.Fingerprint64(m.Payload)
 	}
+	in.Bytes = len(m.Key) + len(m.Payload)
 	return in, nil
 }
 

@@ -382,12 +382,26 @@ func TestInboxTakeIntoReusesBuffer(t *testing.T) {
 	b := newInbox(10)
 	b.offer([]epoch.Input{input("a"), input("b"), input("c")})
 	buf := []epoch.Input{input("old1"), input("old2"), input("old3"), input("old4")}
-	got := b.takeInto(buf, 2)
+	got := b.takeInto(buf, 2, -1)
 	assert.Equal(t, []string{"a", "b"}, inputIDs(got))
 	assert.Same(t, &buf[0], &got[0], "the inputs are taken into the buffer's memory")
 	assert.Equal(t, epoch.Input{}, buf[3], "what the buffer held past the inputs taken is cleared")
-	got = b.takeInto(got, 10)
+	got = b.takeInto(got, 10, -1)
 	assert.Equal(t, []string{"c"}, inputIDs(got), "the next epoch's inputs only")
+}
+
+// TestInboxTakeBytes: a byte limit takes inputs in arrival order while their bytes fit, stops
+// at the first that does not (nothing after it is taken out of order), and takes a first input
+// larger than the limit by itself.
+func TestInboxTakeBytes(t *testing.T) {
+	b := newInbox(10)
+	sized := func(id string, n int) epoch.Input { in := input(id); in.Bytes = n; return in }
+	b.offer([]epoch.Input{sized("a", 40), sized("b", 50), sized("c", 30), sized("d", 5), sized("e", 200)})
+	assert.Equal(t, []string{"a", "b"}, inputIDs(b.takeInto(nil, 10, 100)), "a+b = 90 fit, c would make 120")
+	assert.Equal(t, []string{"c"}, inputIDs(b.takeInto(nil, 1, 100)), "the row limit still applies")
+	assert.Equal(t, []string{"d"}, inputIDs(b.takeInto(nil, 10, 100)), "e (200) after d does not fit")
+	assert.Equal(t, []string{"e"}, inputIDs(b.takeInto(nil, 10, 10)), "a first input larger than the limit goes alone")
+	assert.Empty(t, b.takeInto(nil, 10, 100))
 }
 
 // TestDoneRowsDeletedInBatches: an epoch deletes the finished output store rows only once

@@ -69,9 +69,20 @@ type Worker struct {
 	// requests (throttle.go).
 	throttlerGrants atomic.Pointer[ytstore.ThrottlerGrants]
 	throttling      atomic.Bool
+	// throttlingAll is set once job_status is known to carry throttle_requests (input bytes
+	// and AcquireQuota); grantsCh is closed and replaced at each read of the grants
+	// (grantsChanged).
+	throttlingAll atomic.Bool
+	// quotaWaiters counts the AcquireQuota calls waiting for a grant: while there are any,
+	// statuses are written and the grants read at every layout poll.
+	quotaWaiters atomic.Int64
+	grantsMu     sync.Mutex
+	grantsCh     chan struct{}
 	// targetState is the pipeline's @target_state as last read ("" before the first read);
 	// a draining job of a pipeline whose target is working is completing.
 	targetState atomic.Pointer[string]
+	// targetReadAt is when the read that gave targetState started (ns).
+	targetReadAt atomic.Int64
 	// dynSeen is the last @dynamic_spec parsed, with its version (parseDynamic); dynBad the
 	// version of one that did not parse (logged once).
 	dynSeen atomic.Pointer[dynamicOffer]
@@ -363,13 +374,14 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			w.log.Warn("layout poll failed", log.Error(err))
 			continue
 		}
-		periodic := time.Since(lastStatus) >= w.cfg.StatusPeriod
+		periodic := time.Since(lastStatus) >= w.cfg.StatusPeriod || w.quotaWaiters.Load() > 0
 		if periodic {
 			lastStatus = time.Now()
 			reg.HeartbeatTime = nowMicros()
 			if err := w.membership.PutWorker(ctx, reg); err != nil && ctx.Err() == nil {
 				w.log.Warn("heartbeat failed", log.Error(err))
 			}
+			readAt := time.Now().UnixNano()
 			if a, err := w.coord.Attributes(ctx); err == nil {
 				w.systemWatermark.Store(a.SystemWatermark)
 				if a.EventWatermark != nil {
@@ -380,14 +392,18 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 				}
 				if a.ThrottlerGrants != nil {
 					w.throttlerGrants.Store(a.ThrottlerGrants)
+					w.grantsRead()
 				}
 				if !w.throttling.Load() && w.store != nil {
 					if ok, err := w.store.Throttling(ctx); err == nil && ok {
 						w.throttling.Store(true)
 					}
+					if ok, err := w.store.ThrottlingAll(ctx); err == nil && ok {
+						w.throttlingAll.Store(true)
+					}
 				}
 				w.checkEventWatermarks(ctx) // if the first check could not read
-				w.targetState.Store(&a.TargetState)
+				w.setTargetState(a.TargetState, readAt)
 				w.offerDynamic(a)
 			}
 		}
@@ -446,5 +462,33 @@ func (w *Worker) closeSession(ss *ytstore.Session) {
 	case <-done:
 	case <-t.C:
 		w.log.Warn("session abort did not finish; the session ends by its timeout", log.String("session", ss.ID()))
+	}
+}
+
+// grantsChanged returns a channel closed at the next read of @throttler_grants.
+func (w *Worker) grantsChanged() <-chan struct{} {
+	w.grantsMu.Lock()
+	defer w.grantsMu.Unlock()
+	if w.grantsCh == nil {
+		w.grantsCh = make(chan struct{})
+	}
+	return w.grantsCh
+}
+
+// grantsRead wakes the AcquireQuota calls waiting for a grant.
+func (w *Worker) grantsRead() {
+	w.grantsMu.Lock()
+	defer w.grantsMu.Unlock()
+	if w.grantsCh != nil {
+		close(w.grantsCh)
+		w.grantsCh = nil
+	}
+}
+
+// setTargetState records the @target_state a read started at readAt (ns) gave.
+func (w *Worker) setTargetState(t string, readAt int64) {
+	w.targetState.Store(&t)
+	if readAt > w.targetReadAt.Load() {
+		w.targetReadAt.Store(readAt)
 	}
 }

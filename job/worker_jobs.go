@@ -69,11 +69,12 @@ func (w *Worker) poll(ctx context.Context) error {
 
 // pipeline reads and parses the pipeline's specs.
 func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPipeline, epoch.Keyer, error) {
+	readAt := time.Now().UnixNano()
 	attrs, err := w.coord.Attributes(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	w.targetState.Store(&attrs.TargetState)
+	w.setTargetState(attrs.TargetState, readAt)
 	if len(attrs.Spec) == 0 {
 		return nil, nil, nil, fmt.Errorf("pipeline %s has no @spec", w.cfg.Path)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -159,6 +160,23 @@ func (w *Worker) checkUpstreamDrained(ctx context.Context) {
 	w.mu.Unlock()
 	if len(waiting) == 0 {
 		return
+	}
+	// The draining flag comes with the layout, the target state with the attributes, read
+	// less often: a job drained to stop would pass for completing until the next read, and a
+	// job without upstream (a visit-only computation) would start its final pass. Read it
+	// again unless it was read after every waiting job saw its flag.
+	stale := false
+	for _, r := range waiting {
+		stale = stale || r.drainSeen.Load() >= w.targetReadAt.Load()
+	}
+	if stale {
+		readAt := time.Now().UnixNano()
+		attrs, err := w.coord.Attributes(ctx)
+		if err != nil {
+			return
+		}
+		w.setTargetState(attrs.TargetState, readAt)
+		waiting = slices.DeleteFunc(waiting, func(r *runner) bool { return !r.completing() })
 	}
 	sts, err := w.coord.JobStatuses(ctx)
 	if err != nil {

@@ -113,6 +113,12 @@ var (
 		"@spec_version of the pipeline.", nil, nil)
 	descDeadLettersDropped = prometheus.NewDesc("yt_flow_dead_letters_dropped_total",
 		"Dead letters `yt-flow dead-letters drop` deleted (the pipeline's @dead_letters_dropped).", []string{"computation_id"}, nil)
+	descThrottlerGranted = prometheus.NewDesc("yt_flow_throttler_granted_total",
+		"Units a distributed throttler granted in all, over leaders (@throttler_grants; Flow's throttler value); at most its limit × yt_flow_throttler_periods_total.", []string{"throttler_id"}, nil)
+	descThrottlerPeriods = prometheus.NewDesc("yt_flow_throttler_periods_total",
+		"Periods a distributed throttler's bucket ran, on the leaders' clocks (@throttler_grants).", []string{"throttler_id"}, nil)
+	descThrottlerPending = prometheus.NewDesc("yt_flow_throttler_pending_units",
+		"Units the jobs asked a distributed throttler for that its last round could not grant (Flow's throttler queue_size).", []string{"throttler_id"}, nil)
 	descDynSpecVersion = prometheus.NewDesc("yt_flow_dynamic_spec_version",
 		"@dynamic_spec_version of the pipeline.", nil, nil)
 	descCurrentEpoch = prometheus.NewDesc("yt_flow_current_epoch",
@@ -147,7 +153,7 @@ var (
 	descComputationLoad = prometheus.NewDesc("yt_flow_computation_load",
 		"Measured load of a keyed computation's active partitions, as partitioning by load sees it: messages_per_second, bytes_per_second, cpu_load (cores of busy time), timer_count.", []string{"computation_id", "measure"}, nil)
 
-	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descDeadLettersDropped, descCurrentEpoch,
+	controllerDescs = []*prometheus.Desc{descLeader, descPipelineState, descSpecVersion, descDynSpecVersion, descDeadLettersDropped, descThrottlerGranted, descThrottlerPeriods, descThrottlerPending, descCurrentEpoch,
 		descComputationCount, descWorkerCount, descVersionMismatch, descPartitionCount, descOptimalPartitions, descComputationLoad, descJobStatus, descInputLag, descInFlight,
 		descSystemWatermark, descEventWatermark, descTimeLag, descEventTimeLag, descCountLag}
 )
@@ -200,6 +206,14 @@ func (c *Controller) metrics(s *controller.Snapshot, now time.Time) []prometheus
 	gauge(descDynSpecVersion, float64(a.DynamicSpecVersion))
 	for _, comp := range sortedKeys(a.DeadLettersDropped) {
 		out = append(out, prometheus.MustNewConstMetric(descDeadLettersDropped, prometheus.CounterValue, float64(a.DeadLettersDropped[comp]), comp))
+	}
+	if g := a.ThrottlerGrants; g != nil {
+		for _, id := range sortedKeys(g.Throttlers) {
+			tot := g.Throttlers[id]
+			out = append(out, prometheus.MustNewConstMetric(descThrottlerGranted, prometheus.CounterValue, float64(tot.Granted), id),
+				prometheus.MustNewConstMetric(descThrottlerPeriods, prometheus.CounterValue, tot.Periods, id))
+			gauge(descThrottlerPending, float64(tot.Pending), id)
+		}
 	}
 	gauge(descCurrentEpoch, float64(s.Cycle))
 	gauge(descComputationCount, float64(len(in.Topology.Computations)))

@@ -132,8 +132,10 @@ func TestWorkerSumsPerComputation(t *testing.T) {
 	now := time.Unix(1000, 0)
 	a := fakeWorker{
 		"count-0": {ComputationID: "count", Messages: 10, Epochs: 2, Duplicates: 1, FencedCommits: 1, InboxLen: 3, Running: true,
-			EpochParts: map[string]int64{"commit": int64(time.Second)}, Sinks: map[string]job.SinkStats{"out": {Delivered: 4, Failures: 1}}},
-		"count-1": {ComputationID: "count", Messages: 5, Epochs: 1, InboxLen: 100, EpochParts: map[string]int64{"commit": int64(time.Second / 2)}},
+			EpochParts: map[string]int64{"commit": int64(time.Second)}, Sinks: map[string]job.SinkStats{"out": {Delivered: 4, Failures: 1}},
+			Throttlers: map[string]job.ThrottlerStats{"bytes": {Taken: 100, Requested: 30, WaitSeconds: 1.5}, "quota": {Taken: 7}}},
+		"count-1": {ComputationID: "count", Messages: 5, Epochs: 1, InboxLen: 100, EpochParts: map[string]int64{"commit": int64(time.Second / 2)},
+			Throttlers: map[string]job.ThrottlerStats{"bytes": {Taken: 50, Requested: 1000, WaitSeconds: 0.5}}},
 	}
 	b := fakeWorker{"count-2": {ComputationID: "count", Messages: 5, NotApplied: 2, CommitsUnknown: 1, ProcessFailures: 4, DeadLettered: 2, Replayed: 1, PushesHTTP: 3, Running: true,
 		Sinks: map[string]job.SinkStats{"out": {Delivered: 1}}}}
@@ -168,6 +170,11 @@ func TestWorkerSumsPerComputation(t *testing.T) {
 		`yt_flow_pushes_total{computation_id="count",transport="local"}`:                0,
 		`yt_flow_pushes_total{computation_id="count",transport="in_process"}`:           0,
 		`yt_flow_epoch_part_seconds_total{computation_id="count",part="input_fetch"}`:   0,
+		// A job that does not run counts what it took and waited, not what it asks for.
+		`yt_flow_throttler_consumed_total{computation_id="count",throttler_id="bytes"}`:     150,
+		`yt_flow_throttler_requested_units{computation_id="count",throttler_id="bytes"}`:    30,
+		`yt_flow_throttler_wait_seconds_total{computation_id="count",throttler_id="bytes"}`: 2,
+		`yt_flow_throttler_consumed_total{computation_id="count",throttler_id="quota"}`:     7,
 	})
 
 	st := b["count-2"]
@@ -223,7 +230,8 @@ func TestControllerSnapshot(t *testing.T) {
 		Partitioning: []controller.PartitionCount{{Computation: "count", ByLoad: true, Current: 2, Optimal: 3, Driver: "messages_per_second",
 			Load: autopart.Load{Messages: 25000, Bytes: 1e6, CPU: 0.25, Timers: 7}}},
 		Attributes: ytstore.Attributes{Spec: []byte(testSpec), SpecVersion: 3, DynamicSpecVersion: 5, PipelineState: ytstore.StateWorking, DeadLettersDropped: map[string]int64{"count": 2},
-			SystemWatermark: nowUs - 10*sec, EventWatermark: &ew},
+			SystemWatermark: nowUs - 10*sec, EventWatermark: &ew,
+			ThrottlerGrants: &ytstore.ThrottlerGrants{Throttlers: map[string]ytstore.ThrottlerTotals{"rows": {Limit: 100, Periods: 2.5, Granted: 240, Pending: 60}}}},
 		Input: &controller.Input{
 			Topology:       controller.Topology{Computations: []controller.Computation{{ID: "count"}, {ID: "split"}}},
 			Workers:        []ytstore.Worker{{WorkerID: "w1", FlowCoreVersion: "v2"}, {WorkerID: "w2", FlowCoreVersion: "v1"}, {WorkerID: "w3"}},
@@ -285,6 +293,9 @@ func TestControllerSnapshot(t *testing.T) {
 		"yt_flow_system_watermark_seconds":                                                     float64(nowUs-10*sec) / 1e6,
 		"yt_flow_event_watermark_seconds":                                                      float64(ew) / 1e6,
 		`yt_flow_dead_letters_dropped_total{computation_id="count"}`:                           2,
+		`yt_flow_throttler_granted_total{throttler_id="rows"}`:                                 240,
+		`yt_flow_throttler_periods_total{throttler_id="rows"}`:                                 2.5,
+		`yt_flow_throttler_pending_units{throttler_id="rows"}`:                                 60,
 	})
 
 	// With a backlog reader, source streams get their unread rows as count lag, read at most

@@ -81,12 +81,20 @@ var (
 		"Messages received again under the same id with another payload (a non-deterministic swift computation).", []string{"computation_id"}, nil)
 	descAlignmentHolds = prometheus.NewDesc("yt_flow_alignment_holds_total",
 		"Epochs of source jobs that read nothing because watermark_alignment held them back.", []string{"computation_id"}, nil)
+	descOrderingHolds = prometheus.NewDesc("yt_flow_ordering_holds_total",
+		"Epochs in which input_ordering held back a buffered input until an input stream's event watermark passed it.", []string{"computation_id"}, nil)
 	descPushes = prometheus.NewDesc("yt_flow_pushes_total",
 		"Pushes of outputs to reader jobs: on the same worker (local), another worker of the process (in_process) or over HTTP (http).", []string{"computation_id", "transport"}, nil)
 	descSinkDelivered = prometheus.NewDesc("yt_flow_sink_delivered_total",
 		"Batches an async sink reported as held, or epochs an at-least-once sync sink acknowledged.", []string{"computation_id", "sink"}, nil)
 	descSinkFailures = prometheus.NewDesc("yt_flow_sink_delivery_failures_total",
 		"Sink deliveries (writes) that failed; each is retried.", []string{"computation_id", "sink"}, nil)
+	descThrottlerConsumed = prometheus.NewDesc("yt_flow_throttler_consumed_total",
+		"Units the computation's jobs took from a distributed throttler: input rows, input bytes or quota asked for with AcquireQuota (Flow's throttler consumed).", []string{"computation_id", "throttler_id"}, nil)
+	descThrottlerRequested = prometheus.NewDesc("yt_flow_throttler_requested_units",
+		"Units the computation's running jobs ask a distributed throttler for and were not granted yet.", []string{"computation_id", "throttler_id"}, nil)
+	descThrottlerWait = prometheus.NewDesc("yt_flow_throttler_wait_seconds_total",
+		"Time the computation's jobs waited for a grant of a distributed throttler: epochs held back for input rows or bytes, AcquireQuota calls (Flow's throttler wait_time).", []string{"computation_id", "throttler_id"}, nil)
 	descInbox = prometheus.NewDesc("yt_flow_computation_inbox_messages",
 		"Inputs buffered in the inboxes of the computation's running jobs.", []string{"computation_id"}, nil)
 	descOutbox = prometheus.NewDesc("yt_flow_computation_outbox_messages",
@@ -94,7 +102,7 @@ var (
 
 	workerDescs = []*prometheus.Desc{descJobs, descMessages, descMessageRate, descEpochs, descEpochParts, descDuplicates,
 		descLookupsSkipped, descFenced, descNotApplied, descUnknown, descProcessFailures, descSetAside, descReplayed, descAtMostOnceDropped, descPayloadMismatches,
-		descAlignmentHolds, descPushes, descSinkDelivered, descSinkFailures, descInbox, descOutbox}
+		descAlignmentHolds, descOrderingHolds, descPushes, descSinkDelivered, descSinkFailures, descThrottlerConsumed, descThrottlerRequested, descThrottlerWait, descInbox, descOutbox}
 )
 
 // Add adds a worker to those the collector reads.
@@ -114,8 +122,9 @@ func (c *Worker) Describe(ch chan<- *prometheus.Desc) {
 // computationTotals are the counters of one computation summed over jobs.
 type computationTotals struct {
 	job.JobStats
-	parts map[string]int64
-	sinks map[string]job.SinkStats
+	parts      map[string]int64
+	sinks      map[string]job.SinkStats
+	throttlers map[string]job.ThrottlerStats
 }
 
 // Collect implements prometheus.Collector: it reads every worker's Stats.
@@ -132,7 +141,7 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 			}
 			t := per[st.ComputationID]
 			if t == nil {
-				t = &computationTotals{parts: map[string]int64{}, sinks: map[string]job.SinkStats{}}
+				t = &computationTotals{parts: map[string]int64{}, sinks: map[string]job.SinkStats{}, throttlers: map[string]job.ThrottlerStats{}}
 				per[st.ComputationID] = t
 			}
 			t.add(st)
@@ -163,12 +172,19 @@ func (c *Worker) Collect(ch chan<- prometheus.Metric) {
 		counter(descAtMostOnceDropped, t.BestEffortDropped, id)
 		counter(descPayloadMismatches, t.PayloadMismatches, id)
 		counter(descAlignmentHolds, t.AlignmentHolds, id)
+		counter(descOrderingHolds, t.OrderingHolds, id)
 		counter(descPushes, t.PushesLocal, id, "local")
 		counter(descPushes, t.PushesInProcess, id, "in_process")
 		counter(descPushes, t.PushesHTTP, id, "http")
 		for _, sink := range sortedKeys(t.sinks) {
 			counter(descSinkDelivered, t.sinks[sink].Delivered, id, sink)
 			counter(descSinkFailures, t.sinks[sink].Failures, id, sink)
+		}
+		for _, th := range sortedKeys(t.throttlers) {
+			ts := t.throttlers[th]
+			counter(descThrottlerConsumed, ts.Taken, id, th)
+			ch <- prometheus.MustNewConstMetric(descThrottlerRequested, prometheus.GaugeValue, float64(ts.Requested), id, th)
+			ch <- prometheus.MustNewConstMetric(descThrottlerWait, prometheus.CounterValue, ts.WaitSeconds, id, th)
 		}
 		ch <- prometheus.MustNewConstMetric(descInbox, prometheus.GaugeValue, float64(t.InboxLen), id)
 		ch <- prometheus.MustNewConstMetric(descOutbox, prometheus.GaugeValue, float64(t.OutboxLen), id)
@@ -191,6 +207,7 @@ func (t *computationTotals) add(st job.JobStats) {
 	t.BestEffortDropped += st.BestEffortDropped
 	t.PayloadMismatches += st.PayloadMismatches
 	t.AlignmentHolds += st.AlignmentHolds
+	t.OrderingHolds += st.OrderingHolds
 	t.PushesLocal += st.PushesLocal
 	t.PushesInProcess += st.PushesInProcess
 	t.PushesHTTP += st.PushesHTTP
@@ -202,6 +219,15 @@ func (t *computationTotals) add(st job.JobStats) {
 		s.Delivered += v.Delivered
 		s.Failures += v.Failures
 		t.sinks[k] = s
+	}
+	for k, v := range st.Throttlers {
+		ts := t.throttlers[k]
+		ts.Taken += v.Taken
+		ts.WaitSeconds += v.WaitSeconds
+		if st.Running {
+			ts.Requested += v.Requested
+		}
+		t.throttlers[k] = ts
 	}
 	if st.Running {
 		t.InboxLen += st.InboxLen

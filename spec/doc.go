@@ -22,7 +22,7 @@
 // A document that parses may still carry Notes: keys yt-flow accepts and ignores (Flow's
 // vanilla section, process singletons such as address_resolver, tuning blocks), listed by
 // `yt-flow validate --verbose`, and features that would change outputs, placement or fencing
-// and that yt-flow does not run yet (skip_if_expression, worker_group, key visitors, sinks on a
+// and that yt-flow does not run yet (skip_if_expression, worker_group, key visitors on swift computations, sinks on a
 // swift source …), which start and run refuse. UnregisteredFunctions names processing
 // functions a program lacks. An unknown key close to a known one names it ("did you mean").
 // Flow's companion classes are aliases of the native computation classes; a companion

@@ -143,7 +143,13 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 			kf.Close()
 		})
 	}
-	for _, key := range []string{"external_state_managers", "external_state_joiners", "state_joiners",
+	if sn := f.Node("state_joiners"); sn != nil {
+		d.StateJoiners = p.joinerCaches(sn, f.Path("state_joiners"), false)
+	}
+	if jn := f.Node("external_state_joiners"); jn != nil {
+		d.ExternalStateJoiners = p.joinerCaches(jn, f.Path("external_state_joiners"), true)
+	}
+	for _, key := range []string{"external_state_managers",
 		"state_manager", "input_store", "timer_store", "output_store", "retryable_request", "tracer"} {
 		if f.Has(key) {
 			p.ignore(f.Path(key), "tunes storage, retries or tracing of Flow's workers (or a feature the static spec names)")
@@ -162,11 +168,8 @@ func (p *parser) dynamicComputation(n *yson.Node, path string) *DynamicComputati
 	}
 	d.InputRowsThrottlerID = f.String("input_rows_throttler_id", "")
 	d.InputRowsThrottlerClassID = f.String("input_rows_throttler_class_id", "")
-	for _, key := range []string{"input_bytes_throttler_id", "input_bytes_throttler_class_id"} {
-		if f.String(key, "") != "" {
-			p.ignore(f.Path(key), "yt-flow throttles input rows only (input_rows_throttler_id): bytes are not throttled, results are the same")
-		}
-	}
+	d.InputBytesThrottlerID = f.String("input_bytes_throttler_id", "")
+	d.InputBytesThrottlerClassID = f.String("input_bytes_throttler_class_id", "")
 	if fn := f.Node("failure_policy"); fn != nil {
 		d.FailurePolicy = p.failurePolicy(fn, f.Path("failure_policy"))
 	}
@@ -292,16 +295,21 @@ func (p *parser) crossDynamic(pl *Pipeline, d *DynamicPipeline, path string) {
 				dynamicParams(&p.w, src.Class, src.Params, dc.SourceStreams[sid].Parameters, yson.Join(cp, id+"/source_streams/"+sid+"/parameters"))
 			}
 		}
-		if tid := dc.InputRowsThrottlerID; tid != "" {
-			if t, ok := d.ThrottlerSpecs[tid]; !ok {
-				p.errorf(yson.Join(cp, id+"/input_rows_throttler_id"), "no throttler %q in throttlers", tid)
-			} else if cl := dc.InputRowsThrottlerClassID; cl != "" {
-				if _, ok := t.Classes[cl]; !ok {
-					p.errorf(yson.Join(cp, id+"/input_rows_throttler_class_id"), "throttler %q has no class %q", tid, cl)
+		for _, in := range []struct{ what, tid, class string }{
+			{"rows", dc.InputRowsThrottlerID, dc.InputRowsThrottlerClassID},
+			{"bytes", dc.InputBytesThrottlerID, dc.InputBytesThrottlerClassID},
+		} {
+			if in.tid != "" {
+				if t, ok := d.ThrottlerSpecs[in.tid]; !ok {
+					p.errorf(yson.Join(cp, id+"/input_"+in.what+"_throttler_id"), "no throttler %q in throttlers", in.tid)
+				} else if in.class != "" {
+					if _, ok := t.Classes[in.class]; !ok {
+						p.errorf(yson.Join(cp, id+"/input_"+in.what+"_throttler_class_id"), "throttler %q has no class %q", in.tid, in.class)
+					}
 				}
+			} else if in.class != "" {
+				p.errorf(yson.Join(cp, id+"/input_"+in.what+"_throttler_class_id"), "set without input_%s_throttler_id", in.what)
 			}
-		} else if dc.InputRowsThrottlerClassID != "" {
-			p.errorf(yson.Join(cp, id+"/input_rows_throttler_class_id"), "set without input_rows_throttler_id")
 		}
 		for _, sid := range sortedKeys(dc.KeyVisitorStreams) {
 			if _, ok := c.KeyVisitors[sid]; !ok {

@@ -22,9 +22,13 @@ func addSeeds(f *testing.F) {
 	f.Add([]byte(`{computations={a={computation_class_name="transform"}}}`))
 	f.Add([]byte(`{throttlers={t={limit=5;classes={c={weight=2.0}}}};computations={c={input_rows_throttler_id=t;input_rows_throttler_class_id=c;key_visitor_streams={v={parameters={period=1000;buffer_row_limit=3}}}}}}`))
 	f.Add([]byte(`{computations={a={computation_class_name="transform"; pivot_finder={part_count=4; window_size=100}}}}`))
+	f.Add([]byte(orderingPipeline(`{time_type = "event_time"; stream_delays = {views = "5s"; clicks = 10}}`, false)))
+	f.Add([]byte(orderingPipeline(`{}`, true)))
 	f.Add([]byte(`{computations={a={parameters={desired_average_partition_messages_per_second=20.5; allowed_partition_count_deviation=1.5;
 		partition_count_double_delay="2s"; partition_count_half_delay=60000; min_partition_count=2; max_partition_count=8;
 		desired_average_partition_memory_used="1G"; weight_multiplier=0.5; interrupting_weight_multiplier=0}}}}`))
+	f.Add([]byte(`{computations={c={state_joiners={"/s"={cache={ttl=60000}}}; external_state_joiners={"/j"={parameters={cache={ttl="5s"}}}}}}}`))
+	f.Add([]byte(stateJoinPipeline(`{"/s" = {computation_id = one; state_name = count; join_on = {key_provider_streams = [b]; key_schema_override = [{name = "user"; type = "string"}]}}}`, "{}")))
 }
 
 // checkResult asserts the parse contract: a value or a *ValidationError with located,

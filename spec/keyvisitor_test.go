@@ -34,3 +34,34 @@ func TestKeyVisitorStreams(t *testing.T) {
 		assert.Contains(t, err.Error(), path)
 	}
 }
+
+// TestVisitOnlyKeyVisitors: a transform computation without input streams but with key visitor
+// streams (visit-only) parses with nothing noted as unsupported, also when its visitor names
+// external states (external_names); an external name that is not an external state of the
+// computation, or a first group_by_schema column that is not the uint64 hash, is an error at
+// that name's path.
+func TestVisitOnlyKeyVisitors(t *testing.T) {
+	doc := func(names, firstType string) string {
+		return `{path = "//p"; spec = {computations = {visitor = {
+			computation_class_name = "NYT::NFlow::TProcessFunctionComputation"; processing_function = "f";
+			group_by_schema = [{name = "hash"; type = "` + firstType + `"; required = %true}; {name = "user"; type = "string"; required = %true}];
+			key_visitor_streams = {v = {names = ["count"]; external_names = ` + names + `}};
+			external_state_managers = {"/totals" = {external_state_manager_class_name = "NYT::NFlow::TSimpleExternalStateManager"; parameters = {path = "//t"}}};
+			parameters = {internal_states = ["count"]};
+		}}}}`
+	}
+	cfg, err := ParseConfig([]byte(doc(`["/totals"]`, "uint64")))
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Notes.Unsupported)
+	assert.Equal(t, []string{"/totals"}, cfg.Spec.Computations["visitor"].KeyVisitors["v"].ExternalNames)
+	assert.Empty(t, cfg.Spec.Computations["visitor"].InputStreamIDs)
+
+	_, err = ParseConfig([]byte(doc(`["/totals"; "/nope"]`, "uint64")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `spec/computations/visitor/key_visitor_streams/v/external_names/1: "/nope" is not an external state`)
+	assert.NotContains(t, err.Error(), "external_names/0")
+
+	_, err = ParseConfig([]byte(doc(`["/totals"]`, "string")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec/computations/visitor/key_visitor_streams/v/external_names/0: visits of external state keys need a uint64 first group_by_schema column")
+}

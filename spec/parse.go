@@ -370,6 +370,9 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 	}
 	c.ExternalStateManagers = f.AnyMap("external_state_managers")
 	c.ExternalStateJoiners = f.AnyMap("external_state_joiners")
+	if sn := f.Node("state_joiners"); sn != nil {
+		c.StateJoinerSpecs = p.stateJoiners(sn, f.Path("state_joiners"))
+	}
 	c.StateJoiners = f.AnyMap("state_joiners")
 	c.HeavyHitters = f.AnyMap("heavy_hitters")
 	c.PivotFinder = PivotFinder{PartCount: 16, WindowSize: 16384}
@@ -379,7 +382,17 @@ func (p *parser) computation(id string, n *yson.Node, path string) *Computation 
 		c.PivotFinder.WindowSize = int(pf.Int("window_size", 16384, 1, 1<<24))
 		pf.Close()
 	}
-	c.InputOrdering = f.AnyMap("input_ordering")
+	if on := f.Node("input_ordering"); on != nil {
+		of := p.w.Fields(on, f.Path("input_ordering"))
+		c.InputOrdering = &InputOrdering{TimeType: of.Enum("time_type", "event_time", "event_time")}
+		if sn := of.Node("stream_delays"); sn != nil {
+			c.InputOrdering.StreamDelays = map[string]time.Duration{}
+			p.w.Each(sn, of.Path("stream_delays"), func(sid string, v *yson.Node, path string) {
+				c.InputOrdering.StreamDelays[sid], _ = p.w.Duration(v, path)
+			})
+		}
+		of.Close()
+	}
 	f.Close()
 
 	// Class parameters. processing_mode and allow_batching_with_relaxed_guarantees may
@@ -420,23 +433,15 @@ func (p *parser) computationNotes(c *Computation, path string) {
 	if len(c.KeyVisitors) > 0 && c.Kind == KindSwiftMap {
 		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a swift computation")
 	}
-	if len(c.KeyVisitors) > 0 && len(c.InputStreamIDs) == 0 {
-		p.unsupported(at("key_visitor_streams"), "key_visitor_streams on a computation without input streams (a visit-only computation)")
-	}
 	for _, id := range sortedKeys(c.KeyVisitors) {
-		if kv := c.KeyVisitors[id]; len(kv.ExternalNames) > 0 {
-			p.unsupported(yson.Join(at("key_visitor_streams"), id+"/external_names"), "external_names (visits of keys of external state)")
+		for i, name := range c.KeyVisitors[id].ExternalNames {
+			ep := yson.Join(at("key_visitor_streams"), fmt.Sprintf("%s/external_names/%d", id, i))
+			if _, ok := c.ExternalStates[name]; !ok {
+				p.errorf(ep, "%q is not an external state (external_state_managers, external_state_joiners) of this computation", name)
+			} else if len(c.GroupBy.Columns) == 0 || c.GroupBy.Columns[0].Type != schema.TypeUint64 {
+				p.errorf(ep, "visits of external state keys need a uint64 first group_by_schema column (the key hash)")
+			}
 		}
-	}
-	for key, m := range map[string]map[string]any{
-		"state_joiners": c.StateJoiners,
-	} {
-		if len(m) > 0 {
-			p.unsupported(at(key), "%s (state kept outside the pipeline or joined from another computation)", key)
-		}
-	}
-	if c.InputOrdering != nil {
-		p.unsupported(at("input_ordering"), "input_ordering (priority between input streams)")
 	}
 	if c.HeavyHitters != nil {
 		p.ignore(at("heavy_hitters"), "hot-key diagnostics of Flow's controller")

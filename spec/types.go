@@ -186,6 +186,9 @@ type Computation struct {
 	// ExternalStates are the parsed external_state_managers, by state name ("/totals"); the
 	// block as written is also kept in ExternalStateManagers.
 	ExternalStates map[string]*ExternalState
+	// StateJoinerSpecs are the parsed state_joiners, by name ("/counted"); the block as
+	// written is also kept in StateJoiners.
+	StateJoinerSpecs map[string]*StateJoiner
 
 	// Blocks accepted as written and not interpreted by the core (generic form, nil when absent).
 	KeyVisitorStreams map[string]any
@@ -199,8 +202,23 @@ type Computation struct {
 	HeavyHitters          map[string]any
 	// PivotFinder is pivot_finder: the key quantiles each partition keeps for partitioning
 	// by load.
-	PivotFinder   PivotFinder
-	InputOrdering map[string]any
+	PivotFinder PivotFinder
+	// InputOrdering is input_ordering (nil: absent): the computation's function sees its
+	// input streams' messages merged by stabilized event timestamp (docs/spec.md).
+	InputOrdering *InputOrdering
+}
+
+// InputOrdering is a computation's input_ordering = {time_type = event_time; stream_delays =
+// {<stream> = duration}}: messages of its input streams reach the function merged by
+// stabilized event timestamp (event timestamp plus the stream's delay), each released once
+// every input stream's event watermark plus its delay passed it; within a stream the arrival
+// order stands.
+type InputOrdering struct {
+	// TimeType is time_type: event_time (default and only value).
+	TimeType string
+	// StreamDelays are stream_delays by input stream (default none: 0); a delayed stream's
+	// messages are ordered as if that much later.
+	StreamDelays map[string]time.Duration
 }
 
 // CompactDedup reports whether input deduplication uses compact_input_messages: an explicit
@@ -387,8 +405,8 @@ type KeyVisitor struct {
 	ID string
 	// Names are the states whose keys are visited (empty: every state of the computation).
 	Names []string
-	// ExternalNames (external state) are not supported; BucketCount (8) and UpstreamStreams
-	// are accepted as Flow's.
+	// ExternalNames are external states (external_state_managers or joiners) whose tables'
+	// row keys are visited too; BucketCount (8) and UpstreamStreams are accepted as Flow's.
 	ExternalNames   []string
 	BucketCount     int
 	UpstreamStreams []string
@@ -453,12 +471,20 @@ type DynamicComputation struct {
 	// InputRowsThrottlerID names the throttler (of DynamicPipeline.ThrottlerSpecs) the
 	// computation's input rows draw from, in class InputRowsThrottlerClassID ("": default).
 	InputRowsThrottlerID, InputRowsThrottlerClassID string
+	// InputBytesThrottlerID names the throttler the computation's input bytes (the encoded
+	// size of each input message and source row) draw from, in class
+	// InputBytesThrottlerClassID ("": default).
+	InputBytesThrottlerID, InputBytesThrottlerClassID string
 	// KeyVisitorStreams are the dynamic parts of the key visitor streams, by stream id (a
 	// stream without one runs with DefaultDynamicKeyVisitor).
 	KeyVisitorStreams map[string]*DynamicKeyVisitor
 	// FailurePolicy is what the runtime does with messages the process function keeps
 	// failing on (failure_policy, a yt-flow extension); the zero value retries for ever.
 	FailurePolicy FailurePolicy
+	// StateJoiners and ExternalStateJoiners are the dynamic caches of the computation's
+	// state_joiners ("/name" → {cache{ttl}}) and external_state_joiners ("/name" →
+	// {parameters{cache{ttl}}}), by name; a joiner without one reads every epoch.
+	StateJoiners, ExternalStateJoiners map[string]JoinerCache
 }
 
 // Failure policy modes (FailurePolicy.Mode).

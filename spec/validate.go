@@ -54,6 +54,9 @@ func (p *parser) validate(pl *Pipeline, path string) {
 
 	p.validateExternalStates(pl, compsPath)
 	for _, id := range sortedKeys(pl.Computations) {
+		p.validateStateJoiners(pl, pl.Computations[id], yson.Join(compsPath, id))
+	}
+	for _, id := range sortedKeys(pl.Computations) {
 		p.validateComputation(pl, pl.Computations[id], yson.Join(compsPath, id), func(sid string) (string, bool) {
 			ws := writers[sid]
 			if len(ws) == 0 {
@@ -121,17 +124,18 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 	if c.Kind == KindSwiftMap && len(c.Sinks) > 0 {
 		p.errorf(at("sinks"), "swift map computations have no sinks")
 	}
-	// A swift source persists no outputs and re-reads rows after a restart. Flow allows sinks
-	// on it (its at-most-once and sorted-table demos have them). A sync sink runs: its writes
-	// join the commit that moves the source offset past their rows, so they are exactly once.
-	// Other kinds do not run yet: an async sink needs producer sequence numbers derived from
-	// source offsets, an at-least-once sink and the at-most-once strategy a delivery outside
-	// that commit.
+	// A swift source persists no outputs and re-reads rows after a restart; Flow allows sinks
+	// on it (its at-most-once and sorted-table demos have them). Each kind keeps the guarantee
+	// its class states there: a sync sink's writes join the commit that moves the source offset
+	// past their rows (exactly once); an at-least-once sync sink is written before that commit
+	// (at least once); an async sink with at_most_once_strategy is fed after it (at most
+	// once). Any other async sink delivers from an outbox in output_messages, which a swift
+	// source does not write: it is refused.
 	if c.Kind == KindSwiftSource {
 		for _, sid := range sortedKeys(c.Sinks) {
-			if s := c.Sinks[sid]; s.Class != nil && (s.Class.Kind != registry.SyncSink || s.AtMostOnce != nil && s.AtMostOnce.Enabled) {
-				p.unsupported(at("sinks"), "sinks other than sync sinks on a swift source computation (put them on a downstream computation until then)")
-				break
+			if s := c.Sinks[sid]; s.Class != nil && s.Class.Kind == registry.AsyncSink && (s.AtMostOnce == nil || !s.AtMostOnce.Enabled) {
+				p.errorf(yson.Join(at("sinks"), sid), "async sink %s keeps its outbox in output_messages, which a %s computation does not write (it persists no outputs); "+
+					"set at_most_once_strategy = {enabled = %%true} for at-most-once delivery, use a sync or at-least-once sink, or put the sink on a downstream transform computation", s.ClassName, c.Kind)
 			}
 		}
 	}
@@ -208,6 +212,32 @@ func (p *parser) validateComputation(pl *Pipeline, c *Computation, cp string, wr
 		for _, s := range sortedKeys(t.StreamsWithDelays) {
 			if !upstream[s] {
 				p.errorf(yson.Join(tp, "streams_with_delays/"+s), "stream %q is not an input or source stream of this computation", s)
+			}
+		}
+	}
+
+	if o := c.InputOrdering; o != nil {
+		op := at("input_ordering")
+		if len(c.InputStreamIDs) == 0 {
+			p.errorf(op, "input_ordering orders input streams; this %s computation has none", c.Kind)
+		}
+		for _, s := range sortedKeys(o.StreamDelays) {
+			if !slices.Contains(c.InputStreamIDs, s) {
+				p.errorf(yson.Join(op, "stream_delays/"+s), "stream %q is not an input stream of this computation", s)
+			}
+		}
+		// Two input streams of one writer reach the job in one push sequence: a full share of
+		// the inbox for one would hold the other back behind it.
+		writers := map[string]string{}
+		for _, wid := range sortedKeys(pl.Computations) {
+			for _, out := range pl.Computations[wid].OutputStreamIDs {
+				if slices.Contains(c.InputStreamIDs, out) {
+					if prev, ok := writers[wid]; ok {
+						p.unsupported(op, "input_ordering over two input streams of one writer computation (%s writes %s and %s)", wid, prev, out)
+						continue
+					}
+					writers[wid] = out
+				}
 			}
 		}
 	}

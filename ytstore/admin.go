@@ -174,6 +174,26 @@ func (s *Store) DeleteStates(ctx context.Context, keys []StateRow, partitions []
 	return tx.commit(ctx)
 }
 
+// PutStates writes key states (rows of the states table, keys in their stored form) in one
+// tablet transaction: all of them or, on error, none. It is for a pipeline that does not run
+// (`yt-flow run`'s setup seeds states before the start): a running job's state cache would
+// not see the rows.
+func (s *Store) PutStates(ctx context.Context, rows []StateRow) error {
+	tx, err := s.beginTabletTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.abort()
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r
+	}
+	if err := tx.insert(ctx, TableStates, out); err != nil {
+		return err
+	}
+	return tx.commit(ctx)
+}
+
 // IndexedLogRecord is a controller log record with its row index in controller_logs.
 type IndexedLogRecord struct {
 	Index int64 `yson:"$row_index"`

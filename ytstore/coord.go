@@ -148,6 +148,12 @@ type JobStatus struct {
 	// controller grants up to this much (@throttler_grants). Pipelines created before the
 	// column existed do not store it (their jobs are not throttled).
 	ThrottleRequested OptionalUint64 `yson:"throttle_requested,omitempty"`
+	// ThrottleRequests are, by throttler id, the units the job asked for in all from each
+	// distributed throttler it draws from (input rows, input bytes, quota a process function
+	// asks for with flow.Context.AcquireQuota); the controller grants up to this much
+	// (@throttler_grants/by_throttler). Pipelines created before the column existed do not
+	// store it (their jobs draw from the input rows throttler alone).
+	ThrottleRequests map[string]int64 `yson:"throttle_requests,omitempty"`
 	// Load is what the job measured for partitioning by load; the controller turns its
 	// counters into rates between two statuses of the job. Pipelines created before the
 	// columns existed do not store it (always zero).
@@ -250,6 +256,7 @@ func coordTables() []tableDef {
 			coordVal("event_watermark", schema.TypeUint64),
 			coordVal("event_idle_since", schema.TypeUint64),
 			coordVal("throttle_requested", schema.TypeUint64),
+			coordVal("throttle_requests", schema.TypeAny),
 			coordVal("messages", schema.TypeUint64),
 			coordVal("bytes", schema.TypeUint64),
 			coordVal("busy_time", schema.TypeUint64),
@@ -381,7 +388,7 @@ func (s *Store) EventWatermarks(ctx context.Context) (bool, error) {
 // jobStatusOptional records which columns added to job_status after its first version the
 // pipeline's table has.
 type jobStatusOptional struct {
-	eventWatermark, eventIdleSince, throttleRequested, load bool
+	eventWatermark, eventIdleSince, throttleRequested, throttleRequests, load bool
 }
 
 // jobStatusColumns reads, once, which optional columns the pipeline's job_status has; a
@@ -405,6 +412,8 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 			s.jobStatusCols.eventIdleSince = true
 		case "throttle_requested":
 			s.jobStatusCols.throttleRequested = true
+		case "throttle_requests":
+			s.jobStatusCols.throttleRequests = true
 		case "pivots":
 			s.jobStatusCols.load = true
 		}
@@ -415,6 +424,14 @@ func (s *Store) jobStatusColumns(ctx context.Context) (jobStatusOptional, error)
 		s.logger.Warn("job_status has no event_idle_since column (pipeline created by an older version): idle source partitions hold the event watermark back")
 	}
 	return s.jobStatusCols, nil
+}
+
+// ThrottlingAll reports whether the pipeline's job_status table has the throttle_requests
+// column: its jobs may draw from several throttlers (input bytes, quota asked for by process
+// functions). Read once, as Throttling.
+func (s *Store) ThrottlingAll(ctx context.Context) (bool, error) {
+	cols, err := s.jobStatusColumns(ctx)
+	return cols.throttleRequests, err
 }
 
 // Throttling reports whether the pipeline's job_status table has the throttle_requested column
@@ -443,6 +460,9 @@ func (s *Store) PutJobStatus(ctx context.Context, st JobStatus, lease string) er
 	}
 	if !cols.throttleRequested {
 		st.ThrottleRequested = 0
+	}
+	if !cols.throttleRequests {
+		st.ThrottleRequests = nil
 	}
 	if !cols.load {
 		st.Load = Load{} // no load columns: the pipeline is partitioned as if idle

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yson"
@@ -35,20 +36,25 @@ type DirUpdate struct {
 // TableAppend.Require names).
 var ErrForeignNode = errors.New("node not written by this writer")
 
-// UpdateDir runs one master transaction on directory dir (created, with its parents, if
-// missing): it takes an exclusive lock on dir, reads dir's attribute attr (nil when dir has
+// UpdateDir runs one master transaction (with timeout, 0: the cluster's default) on
+// directory dir (created, with its parents, if missing): it takes an exclusive lock on dir, reads dir's attribute attr (nil when dir has
 // none) and hands it to plan, then writes what plan returns — creates the tables that are not
 // there, appends the rows and sets the attribute — and commits. Everything plan returns
 // commits together or not at all, and no other UpdateDir of dir runs in between: a concurrent
 // one gets ErrConflict (retry it). A commit whose outcome is not known gives ErrCommitUnknown;
 // the attribute then tells what happened. A plan error aborts the transaction and is returned
 // as is.
-func (s *Store) UpdateDir(ctx context.Context, dir, attr string, plan func(cur yson.RawValue) (DirUpdate, error)) error {
+func (s *Store) UpdateDir(ctx context.Context, dir, attr string, timeout time.Duration, plan func(cur yson.RawValue) (DirUpdate, error)) error {
 	p := ypath.Path(dir)
 	if _, err := s.yc.CreateNode(ctx, p, yt.NodeMap, &yt.CreateNodeOptions{Recursive: true, IgnoreExisting: true}); err != nil {
 		return fmt.Errorf("ytstore: create directory %s: %w", dir, classify(err))
 	}
-	tx, err := s.yc.BeginTx(ctx, nil)
+	var opts *yt.StartTxOptions
+	if timeout > 0 {
+		d := yson.Duration(timeout)
+		opts = &yt.StartTxOptions{Timeout: &d}
+	}
+	tx, err := s.yc.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("ytstore: update %s: start transaction: %w", dir, classify(err))
 	}

@@ -96,3 +96,48 @@ func (s *Store) LookupUserRows(ctx context.Context, path string, keys []map[stri
 	}
 	return out, nil
 }
+
+// SelectUserRowsByPrefix reads the rows of the sorted dynamic table at path whose columns
+// cols hold one of prefixes (each a value per column, in order), with select_rows: every row
+// of each prefix, in no particular order.
+func (s *Store) SelectUserRowsByPrefix(ctx context.Context, path string, cols []string, prefixes [][]any) ([]map[string]any, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("ytstore: select from %s by prefix: no columns", path)
+	}
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = "[" + c + "]"
+	}
+	lhs := quoted[0]
+	if len(cols) > 1 {
+		lhs = "(" + strings.Join(quoted, ", ") + ")"
+	}
+	var out []map[string]any
+	const chunk = 500
+	for start := 0; start < len(prefixes); start += chunk {
+		end := min(start+chunk, len(prefixes))
+		ph := make(map[string]any, end-start)
+		items := make([]string, 0, end-start)
+		for i, p := range prefixes[start:end] {
+			if len(p) != len(cols) {
+				return nil, fmt.Errorf("ytstore: select from %s by prefix: %v has %d values for columns %v", path, p, len(p), cols)
+			}
+			name := fmt.Sprintf("p%d", i)
+			if len(cols) == 1 {
+				ph[name] = p[0]
+			} else {
+				ph[name] = p
+			}
+			items = append(items, "{"+name+"}")
+		}
+		rows, err := s.selectRows(ctx, fmt.Sprintf("* FROM [%s] WHERE %s IN (%s)", path, lhs, strings.Join(items, ", ")), ph)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}

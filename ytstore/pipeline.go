@@ -264,6 +264,17 @@ type ThrottlerGrants struct {
 	// Jobs are the units granted in all to each job, by job id (a job draws from the one
 	// throttler of its computation's input_rows_throttler_id).
 	Jobs map[string]int64 `yson:"jobs"`
+	// ByThrottler are the units granted in all by throttler id, then job id: what the jobs
+	// asked for in job_status.throttle_requests (for the input rows throttler, Jobs as well).
+	ByThrottler map[string]map[string]int64 `yson:"by_throttler,omitempty"`
+}
+
+// Granted is what throttler id granted job in all.
+func (g *ThrottlerGrants) Granted(id, job string) int64 {
+	if g == nil {
+		return 0
+	}
+	return g.ByThrottler[id][job]
 }
 
 // ThrottlerTotals are one throttler's totals: the periods elapsed on the leaders' clocks
@@ -272,6 +283,8 @@ type ThrottlerTotals struct {
 	Limit   float64 `yson:"limit"`
 	Periods float64 `yson:"periods"`
 	Granted int64   `yson:"granted"`
+	// Pending are the units the jobs asked for that the last round could not grant.
+	Pending int64 `yson:"pending"`
 }
 
 // Clone returns a deep copy whose maps are never nil.
@@ -282,6 +295,14 @@ func (g ThrottlerGrants) Clone() ThrottlerGrants {
 	}
 	for k, v := range g.Jobs {
 		c.Jobs[k] = v
+	}
+	c.ByThrottler = make(map[string]map[string]int64, len(g.ByThrottler))
+	for id, jobs := range g.ByThrottler {
+		m := make(map[string]int64, len(jobs))
+		for k, v := range jobs {
+			m[k] = v
+		}
+		c.ByThrottler[id] = m
 	}
 	return c
 }

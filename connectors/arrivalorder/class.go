@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"go.ytsaurus.tech/yt/go/schema"
+
 	"github.com/ytflow/yt-flow/connectors/registry"
 	"github.com/ytflow/yt-flow/yson"
 )
@@ -23,7 +25,9 @@ type Params struct {
 	// TableNameFormat is a strftime pattern (default "%Y-%m-%dT%H:%M:%SZ"), applied to the
 	// table's slot start in UTC.
 	TableNameFormat string
-	// DataWeightColumn is accepted and not applied.
+	// DataWeightColumn names an int64 or uint64 column of the input stream whose value is
+	// a row's data weight for max_data_weight (null: the row's YSON size); "" (default):
+	// every row weighs its YSON size.
 	DataWeightColumn string
 }
 
@@ -35,9 +39,11 @@ type Dynamic struct {
 	// MaxRowCount is the most rows one master transaction appends (default 10000); a
 	// delivery of more takes several transactions, each advancing the progress.
 	MaxRowCount int64
-	// MaxDataWeight, TransactionTimeout are accepted and not applied.
-	MaxDataWeight      int64         // 1 GiB
-	TransactionTimeout time.Duration // 5m
+	// MaxDataWeight is the most data weight one master transaction appends (default 1 GiB;
+	// a row's weight is its data_weight_column, else its YSON size).
+	MaxDataWeight int64
+	// TransactionTimeout is the timeout of the sink's master transactions (default 5m).
+	TransactionTimeout time.Duration
 	// RetryBackoff is the longest wait between attempts when another partition holds the
 	// directory's lock (default 1s).
 	RetryBackoff time.Duration
@@ -54,6 +60,7 @@ func init() {
 		Summary:      "writes time-sliced static tables; table and progress commit in one master transaction",
 		Parse:        parse,
 		ParseDynamic: parseDynamic,
+		Validate:     validate,
 	})
 }
 
@@ -86,12 +93,33 @@ func parseDynamic(f *yson.Fields, _ any) any {
 	d.MaxRowCount = f.Int("max_row_count", d.MaxRowCount, 1, 1<<40)
 	d.MaxDataWeight = f.Size("max_data_weight", d.MaxDataWeight)
 	d.TransactionTimeout = f.Duration("transaction_timeout", d.TransactionTimeout)
+	if d.TransactionTimeout <= 0 {
+		f.Errorf("transaction_timeout", "must be positive")
+		d.TransactionTimeout = 5 * time.Minute
+	}
 	d.RetryBackoff = f.Duration("retry_backoff", d.RetryBackoff)
 	if d.RetryBackoff <= 0 {
 		f.Errorf("retry_backoff", "must be positive")
 		d.RetryBackoff = time.Second
 	}
 	return d
+}
+
+// validate checks data_weight_column against the input stream: an int64 or uint64 column.
+func validate(params any, inputs []registry.Input, report func(key, format string, args ...any)) {
+	a := params.(*Params)
+	if a.DataWeightColumn == "" || len(inputs) != 1 {
+		return
+	}
+	for _, c := range inputs[0].Schema.Columns {
+		if c.Name == a.DataWeightColumn {
+			if c.Type != schema.TypeInt64 && c.Type != schema.TypeUint64 {
+				report("data_weight_column", "column %q of stream %q is %s, want int64 or uint64", c.Name, inputs[0].ID, c.Type)
+			}
+			return
+		}
+	}
+	report("data_weight_column", "stream %q has no column %q", inputs[0].ID, a.DataWeightColumn)
 }
 
 // directives are the strftime directives a table name format may use.

@@ -2,6 +2,7 @@ package arrivalorder
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,12 +56,25 @@ func TestArrivalOrderParams(t *testing.T) {
 		{`{output_directory = "//out"; table_ttl = 1000; table_name_format = "%Q"}`, paramsPath + "/table_name_format: \"%Q\": unsupported directive %Q"},
 		{`{table_ttl = 1000}`, paramsPath + "/output_directory: required"},
 		{`{output_directory = "//out"; table_ttl = 1000; ttl = 1}`, paramsPath + "/ttl: unknown key"},
+		{`{output_directory = "//out"; table_ttl = 1000; data_weight_column = size}`, paramsPath + `/data_weight_column: stream "out" has no column "size"`},
 	} {
 		_, err := spec.ParsePipeline([]byte(pipelineWith(c.params)))
 		if assert.Error(t, err, c.params) {
 			assert.Contains(t, err.Error(), c.want, c.params)
 		}
 	}
+}
+
+// TestDataWeightColumnType: data_weight_column must be an int64 or uint64 column of the
+// input stream.
+func TestDataWeightColumnType(t *testing.T) {
+	p, err := spec.ParsePipeline([]byte(pipelineWith(`{output_directory = "//out"; table_ttl = 1000; data_weight_column = id}`)))
+	require.NoError(t, err)
+	assert.Equal(t, "id", p.Computations["write"].Sinks["tables"].Params.(*Params).DataWeightColumn)
+	bad := strings.ReplaceAll(pipelineWith(`{output_directory = "//out"; table_ttl = 1000; data_weight_column = name}`),
+		`out = {schema = [{name = id; type = uint64; required = %true}]}`, `out = {schema = [{name = id; type = uint64; required = %true}; {name = name; type = string}]}`)
+	_, err = spec.ParsePipeline([]byte(bad))
+	assert.ErrorContains(t, err, paramsPath+`/data_weight_column: column "name" of stream "out" is string, want int64 or uint64`)
 }
 
 // TestTableNameFormat: every directive, and literal text kept as it is.

@@ -31,8 +31,10 @@
 // arrives). Tables past their TTL leave the sequence; removing them is the cluster's
 // expiration (ytlocal keeps @expiration_time and does not remove nodes).
 //
-// Dynamic parameters: max_row_count (10000) and max_data_weight (1 GiB of the rows' YSON)
-// cap one transaction (a delivery of more takes several, never splitting a batch);
-// retry_backoff (1s) caps the wait for the lock; transaction_timeout is accepted and not
-// applied, and so is the static data_weight_column.
+// Dynamic parameters: max_row_count (10000) and max_data_weight (1 GiB) cap one transaction
+// (a delivery of more takes several, never splitting a batch); a row weighs the value of the
+// static data_weight_column (an int64 or uint64 input column; when unset or null, the bytes
+// of the row's YSON); retry_backoff (1s) caps the wait for the lock; transaction_timeout (5m)
+// is the timeout of the master transactions (a process killed mid-commit holds the
+// directory's lock until its transaction expires).
 package arrivalorder

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"go.ytsaurus.tech/yt/go/yson"
@@ -20,7 +21,7 @@ const ProgressAttribute = "progress"
 // value, which commit together. ytstore.ErrConflict: another transaction holds the
 // directory; ytstore.ErrCommitUnknown: the commit may or may not have happened.
 type dirUpdater interface {
-	UpdateDir(ctx context.Context, dir, attr string, plan func(cur yson.RawValue) (ytstore.DirUpdate, error)) error
+	UpdateDir(ctx context.Context, dir, attr string, timeout time.Duration, plan func(cur yson.RawValue) (ytstore.DirUpdate, error)) error
 }
 
 func init() {
@@ -62,7 +63,10 @@ func (s *Sink) Deliver(ctx context.Context, batches []connector.Batch) (int, err
 		n, rows, weight := 0, int64(0), int64(0)
 		for done+n < len(batches) {
 			b := &batches[done+n]
-			w := batchWeight(b)
+			w, err := s.batchWeight(b)
+			if err != nil {
+				return done, err
+			}
 			if n > 0 && (rows+int64(len(b.Rows)) > s.dyn.MaxRowCount || weight+w > s.dyn.MaxDataWeight) {
 				break
 			}
@@ -94,7 +98,7 @@ func (s *Sink) commit(ctx context.Context, batches []connector.Batch) error {
 	}
 	wait := 10 * time.Millisecond
 	for {
-		err := s.dir.UpdateDir(ctx, s.params.OutputDirectory, ProgressAttribute, func(cur yson.RawValue) (ytstore.DirUpdate, error) {
+		err := s.dir.UpdateDir(ctx, s.params.OutputDirectory, ProgressAttribute, s.dyn.TransactionTimeout, func(cur yson.RawValue) (ytstore.DirUpdate, error) {
 			var pr *Progress
 			if cur != nil {
 				pr = &Progress{}
@@ -132,10 +136,29 @@ func (s *Sink) String() string {
 	return fmt.Sprintf("arrival-order sink %s (partition %s)", s.params.OutputDirectory, s.partition)
 }
 
-// batchWeight is the data weight of a batch: the bytes of its rows' YSON.
-func batchWeight(b *connector.Batch) int64 {
+// batchWeight is the data weight of a batch: the sum of its rows' data_weight_column values,
+// or of the bytes of their YSON (a row without the column's value weighs its YSON).
+func (s *Sink) batchWeight(b *connector.Batch) (int64, error) {
 	var n int64
 	for _, d := range b.Rows {
+		if col := s.params.DataWeightColumn; col != "" {
+			v, ok := d.Row[col]
+			if d.Encoded != nil {
+				var cols map[string]any
+				if err := yson.Unmarshal(d.Encoded, &cols); err != nil {
+					return 0, fmt.Errorf("%s: message %s: decode payload: %w", s, d.MessageID, err)
+				}
+				v, ok = cols[col]
+			}
+			if ok && v != nil {
+				w, err := dataWeight(v)
+				if err != nil {
+					return 0, fmt.Errorf("%s: message %s: data_weight_column %q: %w", s, d.MessageID, col, err)
+				}
+				n += w
+				continue
+			}
+		}
 		if d.Encoded != nil {
 			n += int64(len(d.Encoded))
 			continue
@@ -145,5 +168,27 @@ func batchWeight(b *connector.Batch) int64 {
 			n += int64(len(enc))
 		}
 	}
-	return n
+	return n, nil
+}
+
+// ErrBadDataWeight: a row's data_weight_column is not a non-negative integer.
+var ErrBadDataWeight = errors.New("data weight must be a non-negative integer")
+
+// dataWeight reads a data_weight_column value.
+func dataWeight(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		if x >= 0 {
+			return x, nil
+		}
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x), nil
+		}
+	case int:
+		if x >= 0 {
+			return int64(x), nil
+		}
+	}
+	return 0, fmt.Errorf("%w, got %v (%T)", ErrBadDataWeight, v, v)
 }

@@ -8,6 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.ytsaurus.tech/yt/go/schema"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yson"
+	"go.ytsaurus.tech/yt/go/yt"
+	"go.ytsaurus.tech/yt/go/yt/ythttp"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/ytlocal"
@@ -111,4 +115,99 @@ func TestSinkSplitsTransactions(t *testing.T) {
 		}
 		assert.ElementsMatch(t, []uint64{0, 1, 2, 3}, ids, c.dir)
 	}
+}
+
+// txObserver runs UpdateDir on the real store, counting the transactions, and inside each
+// reads the @timeout (ms) of every master transaction open on the server through the SDK
+// client.
+type txObserver struct {
+	st       *ytstore.Store
+	yc       yt.Client
+	calls    int
+	timeouts []int64
+}
+
+func (o *txObserver) UpdateDir(ctx context.Context, dir, attr string, timeout time.Duration, plan func(cur yson.RawValue) (ytstore.DirUpdate, error)) error {
+	o.calls++
+	return o.st.UpdateDir(ctx, dir, attr, timeout, func(cur yson.RawValue) (ytstore.DirUpdate, error) {
+		var ids []string
+		if err := o.yc.ListNode(ctx, ypath.Path("//sys/transactions"), &ids, nil); err != nil {
+			return ytstore.DirUpdate{}, err
+		}
+		for _, id := range ids {
+			var ms int64
+			if err := o.yc.GetNode(ctx, ypath.Path("//sys/transactions").Child(id).Attr("timeout"), &ms, nil); err != nil {
+				return ytstore.DirUpdate{}, err
+			}
+			o.timeouts = append(o.timeouts, ms)
+		}
+		return plan(cur)
+	})
+}
+
+// TestSinkAppliesTransactionTimeoutAndDataWeight: on ytlocal, the sink's master transaction
+// has the timeout transaction_timeout sets (7s, read from the server inside it); with
+// data_weight_column a row weighs that column's value for max_data_weight — three batches of
+// two rows of weight 20 and max_data_weight 100 take two transactions, where their YSON sizes
+// would fit one — a null value weighs the row's YSON, and a negative one fails the delivery
+// naming the message and the column, writing nothing.
+func TestSinkAppliesTransactionTimeoutAndDataWeight(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: "//p"})
+	require.NoError(t, err)
+	defer st.Close()
+	yc, err := ythttp.NewClient(&yt.Config{Proxy: srv.Addr(), Token: "x"})
+	require.NoError(t, err)
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	batches := func(weight any) []connector.Batch {
+		var out []connector.Batch
+		for i := range int64(3) {
+			out = append(out, connector.Batch{FirstSeq: 2 * i, LastSeq: 2*i + 1, Rows: []connector.Delivery{
+				{MessageID: "a", SequenceNumber: 2 * i, SystemTimestamp: uint64(t0.UnixMicro()), Row: map[string]any{"id": uint64(2 * i), "w": weight}},
+				{MessageID: "b", SequenceNumber: 2*i + 1, SystemTimestamp: uint64(t0.UnixMicro()), Row: map[string]any{"id": uint64(2*i + 1), "w": weight}},
+			}})
+		}
+		return out
+	}
+	deliver := func(dir, column string, weight any) (*txObserver, int, error) {
+		o := &txObserver{st: st, yc: yc}
+		s := &Sink{dir: o, params: &Params{OutputDirectory: dir, TablePeriod: time.Minute, TableTTL: time.Hour, TableNameFormat: "%H:%M", DataWeightColumn: column},
+			dyn:       &Dynamic{MaxRowCount: 1000, MaxDataWeight: 100, TransactionTimeout: 7 * time.Second, RetryBackoff: time.Second},
+			partition: "p0", now: func() time.Time { return t0.Add(5 * time.Minute) }, owner: Owner{Pipeline: "//p", Computation: "c", Sink: "s"}}
+		n, err := s.Deliver(ctx, batches(weight))
+		return o, n, err
+	}
+
+	o, n, err := deliver("//plain", "", int64(30))
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, 1, o.calls, "without data_weight_column six small rows fit one transaction")
+	assert.Contains(t, o.timeouts, int64(7000), "the sink's transaction has transaction_timeout")
+
+	o, n, err = deliver("//weighted", "w", int64(20))
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, 2, o.calls, "batches of weight 40: two fit 100, the third takes a second transaction")
+	dir, err := ReadDirectory(ctx, st, "//weighted")
+	require.NoError(t, err)
+	require.NoError(t, dir.Check())
+	rows := 0
+	for _, tb := range dir.Tables {
+		rows += len(tb.Rows)
+	}
+	assert.Equal(t, 6, rows)
+
+	o, _, err = deliver("//nulls", "w", nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, o.calls, "a null weight is the row's YSON size")
+
+	o, n, err = deliver("//negative", "w", int64(-1))
+	require.ErrorIs(t, err, ErrBadDataWeight)
+	assert.ErrorContains(t, err, `arrival-order sink //negative (partition p0): message a: data_weight_column "w": data weight must be a non-negative integer, got -1 (int64)`)
+	assert.Zero(t, n)
+	assert.Zero(t, o.calls, "nothing written")
 }

@@ -19,6 +19,7 @@ type AtMostOnce struct {
 	rows    []map[string]any
 	bytes   int64
 	dropped int64
+	writing int // rows of the write in progress
 	notify  chan struct{}
 }
 
@@ -68,6 +69,14 @@ func (b *AtMostOnce) Len() int {
 	return len(b.rows)
 }
 
+// Pending is the number of rows queued or being written: 0 once everything offered was
+// written or dropped.
+func (b *AtMostOnce) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.rows) + b.writing
+}
+
 // Run writes queued rows until ctx ends, then what is still queued within the suspend
 // duration (what it cannot write then is dropped and counted). A failed write drops the rows
 // (at most once).
@@ -91,15 +100,18 @@ func (b *AtMostOnce) flush(ctx context.Context) {
 	b.mu.Lock()
 	rows := b.rows
 	b.rows, b.bytes = nil, 0
+	b.writing = len(rows)
 	b.mu.Unlock()
 	if len(rows) == 0 {
 		return
 	}
-	if err := b.w.WriteBestEffort(ctx, rows); err != nil {
-		b.mu.Lock()
+	err := b.w.WriteBestEffort(ctx, rows)
+	b.mu.Lock()
+	if err != nil {
 		b.dropped += int64(len(rows))
-		b.mu.Unlock()
 	}
+	b.writing = 0
+	b.mu.Unlock()
 }
 
 // drain writes what is queued at the stop, within the suspend duration.

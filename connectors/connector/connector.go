@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.ytsaurus.tech/yt/go/yson"
 
@@ -157,6 +158,14 @@ type Topology interface {
 
 // ErrTopologyChanged is wrapped by the error of a job refused because of Topology.
 var ErrTopologyChanged = errors.New("the sink's topology changed while outputs committed under the old one are undelivered")
+
+// Unavailability is implemented by the dynamic parameters of a source that has Flow's
+// unavailable_threshold: once reads of a partition have failed for UnavailableAfter (0:
+// never), the runtime reports the partition unavailable (in the job's status and log) instead
+// of as a transient read failure; it keeps retrying either way.
+type Unavailability interface {
+	UnavailableAfter() time.Duration
+}
 
 // Reconfigurer is implemented by a source or sink that applies a change of its dynamic
 // parameters in place. When the pipeline's dynamic spec changes while a job runs, the

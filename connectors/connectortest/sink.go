@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,10 @@ type Sink struct {
 	// Resources, when set, is the YSON map of the pipeline spec's resources (e.g. the client
 	// resource a class takes its connection from).
 	Resources string
+	// OnSwiftSource puts the sink directly on the swift source computation instead of on the
+	// keyed passthrough after it: a swift source persists no outputs and re-reads its rows
+	// after a restart.
+	OnSwiftSource bool
 }
 
 // Sink fault points.
@@ -96,7 +101,7 @@ func RunSink(t *testing.T, s Sink) {
 			e := newEnv(t, root+"/pipeline")
 			params, err := s.Setup(e.ctx, e.st, root)
 			require.NoError(t, err, "setup of %s", s.Class)
-			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Payload, s.Resources))
+			startPipeline(t, e, sinkPipeline(wrapper, params, s.Rows, s.Payload, s.Resources, s.OnSwiftSource))
 			in := &injector{fault: f}
 			injectors.Store(wrapper, in)
 			defer injectors.Delete(wrapper)
@@ -187,8 +192,9 @@ func (s *faultyAsync) Deliver(ctx context.Context, batches []connector.Batch) (i
 }
 
 // sinkPipeline is the static spec of a sink run: the numbers source (with the string column
-// payload, when not ""), a keyed passthrough and the sink under test.
-func sinkPipeline(class, params string, rows int, payload, resources string) string {
+// payload, when not ""), a keyed passthrough and the sink under test, on the passthrough or,
+// with onSwift, on the source computation.
+func sinkPipeline(class, params string, rows int, payload, resources string, onSwift bool) string {
 	s, src := idSchema(), fmt.Sprintf("{count = %d}", rows)
 	if resources == "" {
 		resources = "{}"
@@ -197,6 +203,11 @@ func sinkPipeline(class, params string, rows int, payload, resources string) str
 		s = idSchema(schema.Column{Name: payload, Type: schema.TypeString, Required: true})
 		src = fmt.Sprintf("{count = %d; payload = %q}", rows, payload)
 	}
+	sink := fmt.Sprintf(`sinks = {target = {sink_class_name = %q; input_stream_ids = ["stored"]; parameters = %s}};`, class, params)
+	readSink, storeSink := "", sink
+	if onSwift {
+		readSink, storeSink = strings.Replace(sink, `["stored"]`, `["rows"]`, 1), ""
+	}
 	return fmt.Sprintf(`{
     resources = %s;
     computations = {
@@ -204,6 +215,7 @@ func sinkPipeline(class, params string, rows int, payload, resources string) str
             computation_class_name = "NYT::NFlow::TSwiftPassthroughOrderedSourceComputation";
             source_streams = {src = {source_class_name = %q; parameters = %s}};
             output_stream_ids = ["rows"];
+            %s
         };
         store = {
             computation_class_name = "NYT::NFlow::TPassthroughComputation";
@@ -213,11 +225,11 @@ func sinkPipeline(class, params string, rows int, payload, resources string) str
             ];
             input_stream_ids = ["rows"];
             output_stream_ids = ["stored"];
-            sinks = {target = {sink_class_name = %q; input_stream_ids = ["stored"]; parameters = %s}};
+            %s
         };
     };
     streams = {rows = {schema = %s}; stored = {schema = %s}};
-}`, resources, numbersClass, src, class, params, s, s)
+}`, resources, numbersClass, src, readSink, storeSink, s, s)
 }
 
 // numbersClass is the conformance suite's own source: ids 0..count-1 over two partitions,

@@ -14,7 +14,8 @@
 // partition_message_count, message_size_mean and message_key_range are static parameters:
 // they fix the partitions the controller lists and the rows of each; the dynamic parameters
 // refuse them with that reason, and accept Flow's others (message_count_mean,
-// reported_backlog_*, unavailable_threshold) without applying them.
+// reported_backlog_*) without applying them; unavailable_threshold is the runtime's
+// (connector.Unavailability), though a random source's reads do not fail.
 package random
 
 import (
@@ -98,3 +99,6 @@ func parseDynamic(f *yson.Fields, _ any) any {
 	}
 	return d
 }
+
+// UnavailableAfter implements connector.Unavailability: unavailable_threshold.
+func (d *Dynamic) UnavailableAfter() time.Duration { return d.UnavailableThreshold }

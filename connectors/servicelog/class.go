@@ -53,7 +53,8 @@ type Dynamic struct {
 	// DesiredCycleTime: a partition starts a cycle no earlier than this after it started the
 	// previous one (default 12h).
 	DesiredCycleTime time.Duration
-	// UnavailableThreshold and ThrottlerPeriod are accepted and not applied.
+	// UnavailableThreshold: reads failing this long report the partition unavailable
+	// (default 5m; connector.Unavailability). ThrottlerPeriod is accepted and not applied.
 	UnavailableThreshold, ThrottlerPeriod time.Duration
 }
 
@@ -120,3 +121,6 @@ func parseDynamic(f *yson.Fields, _ any) any {
 	d.ThrottlerPeriod = f.Duration("throttler_period", d.ThrottlerPeriod)
 	return d
 }
+
+// UnavailableAfter implements connector.Unavailability: unavailable_threshold.
+func (d *Dynamic) UnavailableAfter() time.Duration { return d.UnavailableThreshold }

@@ -32,6 +32,8 @@
 // (the rows are read at the latest state, not at a snapshot). Value changes are seen by the
 // cycle that reads the key after them.
 //
-// unavailable_threshold, throttler_period, update_info_period and byte_size_alpha are
-// accepted and not applied.
+// unavailable_threshold (5m) applies: once a partition's reads have failed that long the
+// runtime reports it unavailable (connector.Unavailability) rather than as a transient read
+// failure. throttler_period, update_info_period and byte_size_alpha are accepted and not
+// applied: a cycle reads at full speed, so there is no throttler for a period to shape.
 package servicelog

@@ -49,7 +49,8 @@ func (p *SourceParams) String() string {
 }
 
 // SourceDynamic are the dynamic parameters of the static table source, with Flow's
-// defaults. The event bounds and the rates apply (package doc); the others do not yet.
+// defaults. The event bounds, the rates, throttler_period and unavailable_threshold apply
+// (package doc); the others do not yet.
 type SourceDynamic struct {
 	DesiredTableProcessTime           time.Duration // 1h
 	MaxRowsPerSecond                  float64       // 1e12
@@ -200,3 +201,6 @@ func instant(f *yson.Fields, key string) time.Time {
 	f.Errorf(key, "want an iso8601 string or milliseconds since the epoch, got %s", n.Kind)
 	return time.Time{}
 }
+
+// UnavailableAfter implements connector.Unavailability: unavailable_threshold.
+func (d *SourceDynamic) UnavailableAfter() time.Duration { return d.UnavailableThreshold }

@@ -51,8 +51,11 @@
 // max_event_timestamp apply: a range of a table whose event timestamp is outside them reads
 // no rows. max_rows_per_second and max_bytes_per_second apply, shared equally by the
 // partitions listed when a reader opens (each reader paces itself; a read waits for its rate
-// rather than return empty). The others (desired_table_process_time, restart_instant,
-// max_partition_count, desired_partition_*, read_timeout, …) are accepted and not applied
-// yet; watermark_delay is parsed and not applied (the runtime derives watermarks from row
+// rather than return empty), with a burst of throttler_period's worth (10s: a reader idle that
+// long may read ten seconds' rows at once). unavailable_threshold (5m) applies: once a
+// partition's reads have failed that long the runtime reports it unavailable
+// (connector.Unavailability) rather than as a transient read failure. The others
+// (desired_table_process_time, restart_instant, max_partition_count, desired_partition_*,
+// read_timeout) are accepted and not applied yet; watermark_delay is parsed and not applied (the runtime derives watermarks from row
 // timestamps).
 package statictable

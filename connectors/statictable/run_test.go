@@ -52,7 +52,7 @@ const appearPipeline = `{
         };
     };
     dynamic_spec = {computations = {
-        read = {batch_duration = 50; source_streams = {logs = {parameters = {max_rows_per_second = 100}}}};
+        read = {batch_duration = 50; source_streams = {logs = {parameters = {max_rows_per_second = 100; throttler_period = 1000}}}};
         store = {batch_duration = 50};
     }};
 }`
@@ -92,7 +92,7 @@ func (w *watchWriter) String() string {
 }
 
 // TestTablesAppearWhileRunning runs `yt-flow run` with a finite static table source paced to
-// 100 rows a second over one table of 300 rows, and writes a second table into tables_path
+// 100 rows a second (a burst of one throttler_period, 1s) over one table of 300 rows, and writes a second table into tables_path
 // once the pipeline started: the controller lists its ranges as new partitions, and the
 // pipeline completes only after both tables' 400 rows arrived, each once.
 func TestTablesAppearWhileRunning(t *testing.T) {

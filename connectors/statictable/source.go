@@ -174,7 +174,7 @@ func (r *reader) resolve(ctx context.Context) error {
 			}
 			return rate / float64(max(len(ix), 1))
 		}
-		r.limit = newLimiter(share(r.dyn.MaxRowsPerSecond), share(r.dyn.MaxBytesPerSecond), r.now())
+		r.limit = newLimiter(share(r.dyn.MaxRowsPerSecond), share(r.dyn.MaxBytesPerSecond), r.dyn.ThrottlerPeriod, r.now())
 	}
 	return nil
 }

@@ -6,16 +6,24 @@ import (
 )
 
 // limiter paces one reader to a rate of rows and of bytes per second: a token bucket of at
-// most one second's worth of each that may go into debt (a read's bytes are known only after
-// it). It is pure: time is an argument. A rate <= 0 does not limit.
+// most one period's worth of each (throttler_period; it starts full) that may go into debt (a
+// read's bytes are known only after it). It is pure: time is an argument. A rate <= 0 does
+// not limit.
 type limiter struct {
 	rowsRate, bytesRate float64
-	rows, bytes         float64
-	last                time.Time
+	// period is the bucket's window: it holds at most rate × period.
+	period      float64
+	rows, bytes float64
+	last        time.Time
 }
 
-func newLimiter(rowsRate, bytesRate float64, now time.Time) *limiter {
-	return &limiter{rowsRate: rowsRate, bytesRate: bytesRate, rows: rowsRate, bytes: bytesRate, last: now}
+// newLimiter makes a limiter whose bucket holds period's worth (a period <= 0: one second).
+func newLimiter(rowsRate, bytesRate float64, period time.Duration, now time.Time) *limiter {
+	p := period.Seconds()
+	if p <= 0 {
+		p = 1
+	}
+	return &limiter{rowsRate: rowsRate, bytesRate: bytesRate, period: p, rows: rowsRate * p, bytes: bytesRate * p, last: now}
 }
 
 func (l *limiter) refill(now time.Time) {
@@ -25,10 +33,10 @@ func (l *limiter) refill(now time.Time) {
 	}
 	l.last = now
 	if l.rowsRate > 0 {
-		l.rows = math.Min(l.rowsRate, l.rows+dt*l.rowsRate)
+		l.rows = math.Min(l.rowsRate*l.period, l.rows+dt*l.rowsRate)
 	}
 	if l.bytesRate > 0 {
-		l.bytes = math.Min(l.bytesRate, l.bytes+dt*l.bytesRate)
+		l.bytes = math.Min(l.bytesRate*l.period, l.bytes+dt*l.bytesRate)
 	}
 }
 

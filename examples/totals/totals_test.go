@@ -144,3 +144,85 @@ func TestCappedTotalsRuns(t *testing.T) {
 	got, text := runExample(t, t.TempDir(), "capped.yson", "capped.local.yson", "//home/totals/capped_pipeline", "capped totals")
 	assert.Equal(t, want, got, "capped totals:\n%s", text)
 }
+
+// TestAuditRuns runs audit.yson: AuditEvents reads CountEvents' committed internal state
+// through a state joiner; every user's audited count equals its number of events in
+// events.yson, and no message read a count below the one it carried (behind 0).
+func TestAuditRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole example")
+	}
+	for _, k := range []string{"YT_PROXY", "YT_TOKEN", "YT_TOKEN_PATH", "YT_FLOW_PROXY", "YT_FLOW_TOKEN", "YT_FLOW_TOKEN_PATH", "YT_FLOW_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+	want := map[string]string{}
+	counts := map[string]int{}
+	for _, e := range readEvents(t) {
+		counts[e["user"].(string)]++
+	}
+	for u, n := range counts {
+		want[u] = fmt.Sprintf("%d 0", n)
+	}
+	got, text := runExample(t, t.TempDir(), "audit.yson", "audit.local.yson", "//home/totals/audit_pipeline", "audit")
+	assert.Equal(t, want, got, "audit:\n%s", text)
+}
+
+// TestSeveralRowsPerKeyRuns runs buckets.yson: KeepBuckets keeps per-user amount buckets in
+// an external state table keyed by hash, user and bucket (several rows per key: Rows, SetRow,
+// DeleteRow, Delete); the table equals the model computed from events.yson row by row.
+func TestSeveralRowsPerKeyRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole example")
+	}
+	for _, k := range []string{"YT_PROXY", "YT_TOKEN", "YT_TOKEN_PATH", "YT_FLOW_PROXY", "YT_FLOW_TOKEN", "YT_FLOW_TOKEN_PATH", "YT_FLOW_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+	type acc struct{ count, total int64 }
+	model := map[string]map[int64]*acc{}
+	deletes := 0
+	for _, e := range readEvents(t) {
+		u, a := e["user"].(string), e["amount"].(int64)
+		switch {
+		case a < 0:
+			delete(model, u)
+		case a%7 == 0:
+			delete(model[u], a/25)
+			deletes++
+		default:
+			if model[u] == nil {
+				model[u] = map[int64]*acc{}
+			}
+			if model[u][a/25] == nil {
+				model[u][a/25] = &acc{}
+			}
+			model[u][a/25].count++
+			model[u][a/25].total += a
+		}
+	}
+	require.Positive(t, deletes, "events.yson deletes some bucket row")
+	want := map[string]string{}
+	for u, bs := range model {
+		for b, a := range bs {
+			want[fmt.Sprintf("%s/%d", u, b)] = fmt.Sprintf("%d %d", a.count, a.total)
+		}
+	}
+	most := 0
+	for _, bs := range model {
+		most = max(most, len(bs))
+	}
+	require.GreaterOrEqual(t, most, 2, "some user has several rows")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := app.Run(ctx, []string{"run", "--spec", "buckets.yson", "--setup", "buckets.local.yson", "--data-dir", t.TempDir(), "--progress", "0"}, &out, &errb)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	_, table, ok := strings.Cut(out.String(), "buckets:\n")
+	require.True(t, ok, out.String())
+	got := map[string]string{}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		if f := strings.Fields(line); len(f) == 4 {
+			got[f[0]+"/"+f[1]] = f[2] + " " + f[3]
+		}
+	}
+	assert.Equal(t, want, got, "buckets:\n%s", out.String())
+}

@@ -1,11 +1,13 @@
 // Package wordcount holds the process functions of the word count example
 // (examples/word_count): SplitWords turns lines of text into words, CountWords keeps a running
 // count per word, CountWordsRejecting is CountWords failing on the words its parameters
-// reject (to try failure_policy), and CountWordsVisited is CountWords with a key visitor handler
-// (VisitCount). Importing the package registers them under those names.
+// reject (to try failure_policy), CountWordsVisited is CountWords with a key visitor handler
+// (VisitCount), and CountWordsQuota is CountWords taking a unit of a distributed throttler per
+// word first. Importing the package registers them under those names.
 package wordcount
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +21,20 @@ func init() {
 	flow.Register("CountWords", flow.Batch(CountWords))
 	flow.Register("CountWordsRejecting", flow.Batch(CountWordsRejecting))
 	flow.Register("CountWordsVisited", flow.Process{OnMessages: CountWords, OnVisit: VisitCount})
+	flow.Register("CountWordsQuota", flow.Batch(CountWordsQuota))
+}
+
+// CountWordsQuota is CountWords that first takes one unit per message from the distributed
+// throttler its parameter quota_throttler names (flow.Context.AcquireQuota), waiting for it.
+func CountWordsQuota(ctx *flow.Context, msgs []flow.Message) error {
+	id, _ := ctx.Parameters()["quota_throttler"].(string)
+	if id == "" {
+		return fmt.Errorf("processing_function_parameters: quota_throttler is required")
+	}
+	if err := ctx.AcquireQuota(context.Background(), id, int64(len(msgs))); err != nil {
+		return err
+	}
+	return CountWords(ctx, msgs)
 }
 
 // VisitCount handles a key visitor's visit of a word (key [hash, word]): it emits

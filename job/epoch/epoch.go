@@ -77,6 +77,9 @@ type Input struct {
 	// the earliest birth of its parents (a swift source row's is its commit timestamp,
 	// $timestamp); 0 when not known (senders of earlier versions). See job/fresh.go.
 	Born uint64
+	// Bytes is the size of the message as received (its key and payload bytes); 0 when not
+	// known. Input bytes throttling (input_bytes_throttler_id) counts it.
+	Bytes int
 }
 
 // DueTimer is a stored timer: its id (Timer.MessageID) and key hash identify its row.
