@@ -65,7 +65,8 @@ const serviceLogConfig = `{
 // cycles. Completeness is checked on the stopped pipeline only: the report comes through
 // the two partitions of the keyed passthrough, which split the middle hash range (270 and
 // 230 of its 500 keys) and advance independently, so while it runs a cycle may show one
-// partition's keys and the next cycle's rows already.
+// partition's keys and the next cycle's rows already. A cycle is a hash range's: under load
+// two ranges may start cycles in the same microsecond.
 func TestServiceLogEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e fault test")
@@ -92,29 +93,7 @@ func TestServiceLogEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	type cycle struct {
-		start uint64
-		users map[string]int
-	}
-	// report reads the queue: the cycles (by start) and each user's cycles.
-	report := func() (map[uint64]*cycle, int) {
-		rows, err := r.Store.SelectRows(context.Background(), fmt.Sprintf("user, cycle FROM [%s/report]", r.Root))
-		if err != nil {
-			return nil, 0
-		}
-		cycles := map[uint64]*cycle{}
-		for _, row := range rows {
-			start, _ := row["cycle"].(uint64)
-			cy := cycles[start]
-			if cy == nil {
-				cy = &cycle{start: start, users: map[string]int{}}
-				cycles[start] = cy
-			}
-			cy.users[row["user"].(string)]++
-		}
-		return cycles, len(rows)
-	}
-	// Each key belongs to the hash range of its first key column; group the cycles by range.
+	// Each key belongs to the hash range of its first key column.
 	rangeOfHash := func(h uint64) int {
 		for i := range int64(3) {
 			lo, hi, err := servicelog.HashRange(servicelog.PartitionIndex(3, i))
@@ -129,6 +108,7 @@ func TestServiceLogEndToEnd(t *testing.T) {
 		return -1
 	}
 	members := make([]map[string]bool, 3)
+	rangeOf := map[string]int{}
 	for i := range keys {
 		u := fmt.Sprintf("u%04d", i)
 		rn := rangeOfHash(ytql.FarmHash(u))
@@ -136,17 +116,43 @@ func TestServiceLogEndToEnd(t *testing.T) {
 			members[rn] = map[string]bool{}
 		}
 		members[rn][u] = true
+		rangeOf[u] = rn
+	}
+	// A cycle is one hash range's (a partition's): two ranges may start cycles in the same
+	// microsecond.
+	type cycleID struct {
+		rn    int
+		start uint64
+	}
+	// report reads the queue: the cycles, each with its keys and how often each came.
+	report := func() (map[cycleID]map[string]int, int) {
+		rows, err := r.Store.SelectRows(context.Background(), fmt.Sprintf("user, cycle FROM [%s/report]", r.Root))
+		if err != nil {
+			return nil, 0
+		}
+		cycles := map[cycleID]map[string]int{}
+		for _, row := range rows {
+			u := row["user"].(string)
+			rn, ok := rangeOf[u]
+			if !ok {
+				t.Fatalf("report row of unknown key %q", u)
+			}
+			start, _ := row["cycle"].(uint64)
+			id := cycleID{rn: rn, start: start}
+			if cycles[id] == nil {
+				cycles[id] = map[string]int{}
+			}
+			cycles[id][u]++
+		}
+		return cycles, len(rows)
 	}
 	// waitCycles waits until every hash range has reported rows of n cycles.
 	waitCycles := func(n int) {
 		r.WaitFor(3*time.Minute, func() (bool, string) {
 			cycles, _ := report()
 			seen := make([]int, 3)
-			for _, cy := range cycles {
-				for u := range cy.users {
-					seen[rangeOfHash(ytql.FarmHash(u))]++
-					break
-				}
+			for id := range cycles {
+				seen[id.rn]++
 			}
 			return slices.Min(seen) >= n, fmt.Sprintf("cycles seen per hash range %v, waiting for %d each", seen, n)
 		})
@@ -154,38 +160,26 @@ func TestServiceLogEndToEnd(t *testing.T) {
 	// violations checks the report's cycles: no cycle holds a key twice and, with
 	// complete, each cycle of a hash range but the last holds every key of the range and every
 	// range has at least 4 cycles.
-	violations := func(cycles map[uint64]*cycle, complete bool) []string {
-		ranges := make([][]*cycle, 3)
-		starts := make([]uint64, 0, len(cycles))
-		for s := range cycles {
-			starts = append(starts, s)
-		}
-		slices.Sort(starts)
-		for _, s := range starts {
-			cy := cycles[s]
-			rn := -1
-			for u := range cy.users {
-				n := rangeOfHash(ytql.FarmHash(u))
-				if rn >= 0 && rn != n {
-					t.Fatalf("cycle %d mixes the keys of hash ranges %d and %d", s, rn, n)
-				}
-				rn = n
-			}
-			ranges[rn] = append(ranges[rn], cy)
+	violations := func(cycles map[cycleID]map[string]int, complete bool) []string {
+		starts := make([][]uint64, 3)
+		for id := range cycles {
+			starts[id.rn] = append(starts[id.rn], id.start)
 		}
 		var bad []string
-		for rn, cs := range ranges {
-			if complete && len(cs) < 4 {
-				bad = append(bad, fmt.Sprintf("range %d: %d cycles seen, want at least 4 (3 complete)", rn, len(cs)))
+		for rn, ss := range starts {
+			slices.Sort(ss)
+			if complete && len(ss) < 4 {
+				bad = append(bad, fmt.Sprintf("range %d: %d cycles seen, want at least 4 (3 complete)", rn, len(ss)))
 			}
-			for i, cy := range cs {
-				for u, n := range cy.users {
+			for i, start := range ss {
+				users := cycles[cycleID{rn: rn, start: start}]
+				for u, n := range users {
 					if n > 1 {
-						bad = append(bad, fmt.Sprintf("range %d cycle %d: key %s %d times", rn, cy.start, u, n))
+						bad = append(bad, fmt.Sprintf("range %d cycle %d: key %s %d times", rn, start, u, n))
 					}
 				}
-				if complete && i < len(cs)-1 && len(cy.users) != len(members[rn]) {
-					bad = append(bad, fmt.Sprintf("range %d cycle %d (%d of %d): %d keys, want all %d", rn, cy.start, i+1, len(cs), len(cy.users), len(members[rn])))
+				if complete && i < len(ss)-1 && len(users) != len(members[rn]) {
+					bad = append(bad, fmt.Sprintf("range %d cycle %d (%d of %d): %d keys, want all %d", rn, start, i+1, len(ss), len(users), len(members[rn])))
 				}
 			}
 		}
