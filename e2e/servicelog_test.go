@@ -58,15 +58,16 @@ const serviceLogConfig = `{
 
 // TestServiceLogEndToEnd: a service log source re-reads a table of 1500 keys, a cycle a
 // second per hash range, while the real binary runs as processes; a worker is killed with
-// SIGKILL during the second cycles, the controller during the third. In the report — every
-// row with the start of its cycle — no cycle holds a key twice, and once the pipeline is
-// stopped (`yt-flow stop --wait`: everything read is processed) each cycle of a hash range
-// but the last holds every key of the range, and every range completed at least three
-// cycles. Completeness is checked on the stopped pipeline only: the report comes through
-// the two partitions of the keyed passthrough, which split the middle hash range (270 and
-// 230 of its 500 keys) and advance independently, so while it runs a cycle may show one
-// partition's keys and the next cycle's rows already. A cycle is a hash range's: under load
-// two ranges may start cycles in the same microsecond.
+// SIGKILL during the second cycles, the controller during the third, and after the fifth the
+// worker of store's upper partition is frozen for two cycles of the middle range. In the
+// report — every row with the start of its cycle — no cycle holds a key twice, and once the
+// pipeline is stopped (`yt-flow stop --wait`: everything read is processed) each cycle of a
+// hash range but the last holds every key of the range, and every range completed at least
+// three cycles. Completeness is checked on the stopped pipeline only: the report comes
+// through the two partitions of the keyed passthrough, which split the middle hash range
+// (270 and 230 of its 500 keys) and advance independently, so while it runs a cycle may show
+// one partition's keys and the next cycle's rows already (the freeze makes that happen). A
+// cycle is a hash range's: under load two ranges may start cycles in the same microsecond.
 func TestServiceLogEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e fault test")
@@ -192,8 +193,37 @@ func TestServiceLogEndToEnd(t *testing.T) {
 	waitCycles(3)
 	r.KillController()
 	waitCycles(5)
-
-	running, _ := report()
+	// Hold store's upper partition back while the middle range goes on cycling: freeze its
+	// worker (unless that worker reads the middle range too) for two more cycles of it. The
+	// running report then shows cycles of the middle range with the lower partition's keys
+	// only; the stopped one has them complete.
+	var running map[cycleID]map[string]int // the report while running (while frozen)
+	if w := laggingStoreWorker(t, r); w != nil {
+		seen := func() int {
+			cycles, _ := report()
+			n := 0
+			for id := range cycles {
+				if id.rn == 1 {
+					n++
+				}
+			}
+			return n
+		}
+		before := seen()
+		if err := w.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitFor(3*time.Minute, func() (bool, string) {
+			n := seen()
+			return n >= before+2, fmt.Sprintf("middle range: %d cycles, waiting for %d with store's upper partition frozen", n, before+2)
+		})
+		running, _ = report()
+		if err := w.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		running, _ = report()
+	}
 	if bad := violations(running, false); len(bad) > 0 {
 		t.Fatalf("a key twice in a cycle while running:\n%v", bad[:min(len(bad), 20)])
 	}
@@ -211,8 +241,34 @@ func TestServiceLogEndToEnd(t *testing.T) {
 	if bad := violations(cycles, true); len(bad) > 0 {
 		t.Fatalf("every key once per cycle violated:\n%v", bad[:min(len(bad), 20)])
 	}
-	// How many cycles looked incomplete while running (the partitions of store apart), for
-	// the record: the stopped report has them complete.
+	// The findings of the completeness check on the running report (cycles incomplete while
+	// store's partitions were apart), for the record: the stopped report has none.
 	lagging := len(violations(running, true))
 	t.Logf("%d report rows, %d cycles over 3 ranges, %d processes killed; %d findings on the running report, none once stopped", total, len(cycles), r.Kills, lagging)
+}
+
+// laggingStoreWorker returns the worker running store's upper partition (hash from 2^63),
+// or nil when that worker also reads the middle hash range of the service log (or is not
+// one of the run's live workers).
+func laggingStoreWorker(t *testing.T, r *Run) *Proc {
+	t.Helper()
+	jobs, err := r.Store.Jobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store, middle string
+	for _, j := range jobs {
+		switch {
+		case j.ComputationID == "store" && j.LowerKey == 1<<63:
+			store = j.WorkerID
+		case j.ComputationID == "report" && j.SourcePartition == servicelog.PartitionIndex(3, 1):
+			middle = j.WorkerID
+		}
+	}
+	if store == "" || store == middle || r.workers[store] == nil {
+		t.Logf("store's upper partition on %q, the middle range read on %q: nothing frozen", store, middle)
+		return nil
+	}
+	t.Logf("SIGSTOP %s (store's upper partition) for two cycles of the middle range", store)
+	return r.workers[store]
 }
