@@ -135,7 +135,7 @@ type reader struct {
 // Invariant: within a cycle a row's offset is its ordinal, and the position is the last key
 // read, committed with the epoch: a re-read after a restart goes on after that key, so every
 // key of the range is emitted once per cycle (TestCycleEveryKeyOnce,
-// TestServiceLogSourceConformance, TestServiceLogEndToEnd).
+// TestServiceLogSourceConformance, TestReadAheadCycleScan, TestServiceLogEndToEnd).
 func (r *reader) Read(ctx context.Context, from connector.Position, max int64) ([]connector.Row, error) {
 	if r.keys == nil {
 		keys, err := keyColumns(ctx, r.st, r.params)
