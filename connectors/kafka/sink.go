@@ -64,6 +64,10 @@ type Sink struct {
 	// owned holds cl for the cleanup that closes it once the Sink is unreachable (the SPI has
 	// no Close; Close closes it earlier).
 	owned *producer
+	// dec decodes the stored rows of a delivery (the runtime calls Deliver one call at a
+	// time): rows of one sink repeat their column names, and the map of a row goes back to
+	// its Spare once the row's record is built.
+	dec ybin.Decoder
 }
 
 type producer struct{ cl *kgo.Client }
@@ -375,12 +379,24 @@ func (s *Sink) deliverIdempotent(ctx context.Context, batches []connector.Batch)
 
 // record builds the Kafka record of one delivery.
 func (s *Sink) record(d *connector.Delivery) (*kgo.Record, error) {
-	row := d.Row
-	if d.Encoded != nil {
-		if err := decodeRow(d.Encoded, &row); err != nil {
-			return nil, fmt.Errorf("%s: message %s: decode the stored row: %w", s, d.MessageID, err)
-		}
+	if d.Encoded == nil {
+		return s.recordOf(d, d.Row)
 	}
+	if m, ok := s.dec.DecodeMap(d.Encoded); ok {
+		r, err := s.recordOf(d, m)
+		// The record holds copies of the values (bytesOf), not m: the next row reuses it.
+		s.dec.Spare = append(s.dec.Spare[:0], m)
+		return r, err
+	}
+	var row map[string]any
+	if err := decodeRow(d.Encoded, &row); err != nil {
+		return nil, fmt.Errorf("%s: message %s: decode the stored row: %w", s, d.MessageID, err)
+	}
+	return s.recordOf(d, row)
+}
+
+// recordOf builds the Kafka record of delivery d whose row is row.
+func (s *Sink) recordOf(d *connector.Delivery, row map[string]any) (*kgo.Record, error) {
 	p := s.cfg.Params
 	r := &kgo.Record{Topic: p.Topic}
 	var err error

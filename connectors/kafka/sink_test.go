@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ytflow/yt-flow/connectors/connector"
+	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
 // TestResolveMarker: which sequence numbers a (re)started sink still writes, and when it stops.
@@ -241,5 +242,39 @@ func TestKafkaSinkMissingTopic(t *testing.T) {
 		require.ErrorContains(t, err, "UNKNOWN_TOPIC_OR_PARTITION", g)
 		require.ErrorContains(t, err, "(the topic does not exist: create it, or correct topic)", g)
 		s.Close()
+	}
+}
+
+// TestKafkaSinkDecodesStoredRows: rows stored as the runtime encodes them go through one
+// decoder whose maps are reused row after row; a row without the key column gets a null key,
+// not the key of the row before it, and every record carries its own row's payload.
+func TestKafkaSinkDecodesStoredRows(t *testing.T) {
+	c := newCluster(t)
+	topic := c.topic(1)
+	s := c.sink(topic, "ytflow:test:p4:out", ExactlyOnce)
+	defer s.Close()
+	b := connector.Batch{FirstSeq: 0, LastSeq: 9}
+	for i := int64(0); i <= 9; i++ {
+		row := map[string]any{"id": uint64(i)}
+		if i%3 != 2 {
+			row["k"] = fmt.Sprint("key", i%3)
+		}
+		enc, ok := ybin.AppendMap(nil, row)
+		require.True(t, ok)
+		b.Rows = append(b.Rows, connector.Delivery{MessageID: fmt.Sprintf("m%06d", i), SequenceNumber: i, Encoded: enc})
+	}
+	b.FirstID, b.LastID = b.Rows[0].MessageID, b.Rows[9].MessageID
+	n, err := s.Deliver(ctx(t), []connector.Batch{b})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	recs := c.readCommitted(topic)
+	require.Equal(t, seq(0, 9), values(recs))
+	for _, r := range recs {
+		id, _ := strconv.Atoi(string(r.Value))
+		if id%3 == 2 {
+			require.Nil(t, r.Key, "record %d", id)
+		} else {
+			require.Equal(t, fmt.Sprint("key", id%3), string(r.Key), "record %d", id)
+		}
 	}
 }
