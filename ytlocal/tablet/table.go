@@ -291,13 +291,20 @@ func (t *table) rowFor(key []any) (enc string, r *row) {
 	return t.rowForEnc(key, "")
 }
 
-// rowForEnc is rowFor with key's encoding when the caller has it ("" when not).
+// rowForEnc is rowFor with key's encoding when the caller has it ("" when not); a row it
+// adds to a table not merged by watermark gets a copy of enc (see appendRowOps).
 func (t *table) rowForEnc(key []any, enc string) (string, *row) {
-	if enc == "" {
+	owned := enc == ""
+	if owned {
 		enc = encodeKey(key)
 	}
 	var r *row
 	if r = t.rows[enc]; r == nil {
+		if !owned && t.wmCol == 0 {
+			// The key becomes the row's: its own bytes, not a view of the buffer of the call
+			// that wrote it (appendRowOps), which would keep the whole buffer alive.
+			enc = strings.Clone(enc)
+		}
 		shareKeyStrings(key, enc)
 		r = t.newRow(key)
 		t.addRow(enc, r)

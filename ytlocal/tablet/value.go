@@ -175,7 +175,8 @@ func (c *column) typeError(v any) error {
 // encodeKey maps a normalized key to a string usable as a Go map key. Equal
 // keys give equal strings.
 func encodeKey(key []any) string {
-	return string(appendKey(make([]byte, 0, 16*len(key)), key))
+	var buf [96]byte // most keys fit: the string is then the only allocation
+	return string(appendKey(buf[:0], key))
 }
 
 // appendKey appends the encoding of encodeKey to buf.

@@ -97,12 +97,18 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 	}
 	// The values of a table merged by watermark are carved from one block per call: its
 	// rows are written once and dropped in order, so the block's rows go together (see
-	// table.newRow).
+	// table.newRow). The encoded keys of every sorted table come from one buffer per call
+	// (rowForEnc copies a key that becomes a map key of a table not merged by watermark),
+	// and so do the present flags, which nothing keeps after the transaction.
 	var block []any
 	var keys []byte
-	if t.sorted && t.wmCol != 0 {
-		block = make([]any, len(rows)*len(t.cols))
-		keys = make([]byte, 0, 80*len(rows))
+	var presentBlock []bool
+	if t.sorted {
+		keys = make([]byte, 0, 32*len(rows)*t.keys)
+		presentBlock = make([]bool, len(rows)*len(t.cols))
+		if t.wmCol != 0 {
+			block = make([]any, len(rows)*len(t.cols))
+		}
 	}
 	for _, m := range rows {
 		if err := t.checkColumns(m); err != nil {
@@ -127,7 +133,8 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 			return nil, schemaError(t, err)
 		}
 		key = key[:len(key):len(key)]
-		present := make([]bool, len(t.cols))
+		present := presentBlock[:len(t.cols):len(t.cols)]
+		presentBlock = presentBlock[len(t.cols):]
 		for i := t.keys; i < len(t.cols); i++ {
 			c := t.cols[i]
 			v, ok := m[c.name]
@@ -144,16 +151,10 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 			values[i] = n
 			present[i] = true
 		}
-		var enc string
-		if block != nil {
-			// Encoded keys from one buffer too: the rows' map keys go together.
-			// Bytes once handed out are never written again (a grown buffer is a new array).
-			start := len(keys)
-			keys = appendKey(keys, key)
-			enc = unsafe.String(&keys[start], len(keys)-start)
-		} else {
-			enc = encodeKey(key)
-		}
+		// Bytes once handed out are never written again (a grown buffer is a new array).
+		start := len(keys)
+		keys = appendKey(keys, key)
+		enc := unsafe.String(unsafe.SliceData(keys[start:]), len(keys)-start)
 		ops = append(ops, op{kind: opWrite, t: t, key: key, enc: enc, values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
 	}
 	return ops, nil
