@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.ytsaurus.tech/library/go/blockcodecs"
@@ -148,7 +149,7 @@ type decodedRequest struct {
 // decodeRequest extracts parameters and the decompressed body. It is a pure function of
 // the request bytes (FuzzDecodeRequest).
 func decodeRequest(method string, header http.Header, body []byte) (*decodedRequest, error) {
-	req := &decodedRequest{params: map[string]any{}, inFmt: formatName(header.Get("X-YT-Input-Format"))}
+	req := &decodedRequest{inFmt: formatName(header.Get("X-YT-Input-Format"))}
 	ph := header.Get("X-YT-Parameters")
 	if ph == "" && header.Get("X-YT-Parameters0") != "" {
 		var b strings.Builder
@@ -169,14 +170,17 @@ func decodeRequest(method string, header http.Header, body []byte) (*decodedRequ
 		ph = string(dec)
 	}
 	if ph != "" {
-		if err := mergeParams(req.params, []byte(ph), formatName(header.Get("X-YT-Header-Format"))); err != nil {
+		if err := mergeParams(&req.params, []byte(ph), formatName(header.Get("X-YT-Header-Format"))); err != nil {
 			return nil, ytErr(yterrors.CodeGeneric, "Error parsing X-YT-Parameters header: %v", err)
 		}
+	}
+	if req.params == nil {
+		req.params = map[string]any{}
 	}
 	switch method {
 	case http.MethodPost:
 		if len(bytes.TrimSpace(body)) > 0 {
-			if err := mergeParams(req.params, body, req.inFmt); err != nil {
+			if err := mergeParams(&req.params, body, req.inFmt); err != nil {
 				return nil, ytErr(yterrors.CodeGeneric, "Error parsing request body as parameters: %v", err)
 			}
 		}
@@ -186,7 +190,9 @@ func decodeRequest(method string, header http.Header, body []byte) (*decodedRequ
 	return req, nil
 }
 
-func mergeParams(dst map[string]any, data []byte, format string) error {
+// mergeParams adds the parameters of the map data encodes to *dst; with *dst nil, the decoded
+// map becomes *dst itself.
+func mergeParams(dst *map[string]any, data []byte, format string) error {
 	var v any
 	if err := unmarshalInput(data, format, &v); err != nil {
 		return err
@@ -195,15 +201,44 @@ func mergeParams(dst map[string]any, data []byte, format string) error {
 	if !ok {
 		return fmt.Errorf("parameters must be a map, got %s", ysonTypeName(yson.ValueOf(v)))
 	}
+	if *dst == nil {
+		*dst = m
+		return nil
+	}
 	for k, val := range m {
-		dst[k] = val
+		(*dst)[k] = val
 	}
 	return nil
 }
 
 // formatName returns the format name of a format header value such as
-// `<format=text>yson`: "yson", "yson-text", "json" ...
+// `<format=text>yson`: "yson", "yson-text", "json" ... A client sends the same few values
+// with every request: the names of short ones are kept (formatNames).
 func formatName(h string) string {
+	if name, ok := formatNames.Load(h); ok {
+		return name.(string)
+	}
+	name := parseFormatName(h)
+	if len(h) <= maxFormatNameKey && formatNamesKept.Add(1) <= maxFormatNames {
+		formatNames.Store(h, name)
+	}
+	return name
+}
+
+// formatNames caches formatName: header value -> name, at most maxFormatNames values of at
+// most maxFormatNameKey bytes (formatNamesKept counts the stores).
+var (
+	formatNames     sync.Map
+	formatNamesKept atomic.Int64
+)
+
+const (
+	maxFormatNames   = 256
+	maxFormatNameKey = 256
+)
+
+// parseFormatName is formatName without the cache.
+func parseFormatName(h string) string {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return "yson"
