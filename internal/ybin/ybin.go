@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/ytflow/yt-flow/internal/varbin"
 )
@@ -119,13 +120,35 @@ func (d *decoder) at(c byte) bool {
 	return ok && n == c
 }
 
-func (d *decoder) str() string {
+// str reads a string's length and bytes, boxed as boxString does.
+func (d *decoder) str() any {
 	n := d.r.Varint() // binary YSON string lengths are zigzag varints
 	if n < 0 || n > int64(d.r.Len()) {
 		d.bad = true
 		return ""
 	}
-	return string(d.r.Next(int(n)))
+	return boxString(d.r.Next(int(n)))
+}
+
+// boxString returns an interface value holding string(b) in one allocation instead of two
+// (the bytes, then the header that boxing the string allocates): one pointer-free block holds
+// the header and, after it, the bytes the header points at. The collector never has to follow
+// that pointer: the interface value, and every string taken from it, points into the block and
+// keeps it alive. Decoded rows are mostly strings (keys, payloads), and a pointer-free object
+// is also one the collector does not scan (TestBoxStringSurvivesCollection).
+func boxString(b []byte) any {
+	if len(b) == 0 {
+		return ""
+	}
+	block := make([]uint64, 2+(len(b)+7)/8) // uint64s: aligned for the header, and no pointers
+	data := (*byte)(unsafe.Pointer(&block[2]))
+	copy(unsafe.Slice(data, len(b)), b)
+	*(*string)(unsafe.Pointer(&block[0])) = unsafe.String(data, len(b))
+	v := any("")
+	// An interface value is a type word and a data word; the data word of a string is a
+	// pointer to its header.
+	(*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] = unsafe.Pointer(&block[0])
+	return v
 }
 
 // scalarLike is scalar, except that it returns prev itself when the value read equals it
