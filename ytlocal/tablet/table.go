@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"go.ytsaurus.tech/yt/go/schema"
 
@@ -305,7 +306,7 @@ func (t *table) rowForEnc(key []any, enc string) (string, *row) {
 			// that wrote it (appendRowOps), which would keep the whole buffer alive.
 			enc = strings.Clone(enc)
 		}
-		shareKeyStrings(key, enc)
+		shareKeyStrings(key, enc, nil)
 		r = t.newRow(key)
 		t.addRow(enc, r)
 	}
@@ -314,12 +315,14 @@ func (t *table) rowForEnc(key []any, enc string) (string, *row) {
 
 // shareKeyStrings points the string values of key at their bytes in enc (encodeKey(key)),
 // which the table keeps as the row's map key anyway: a row holds its key's bytes once, not
-// twice. key is changed in place.
-func shareKeyStrings(key []any, enc string) {
+// twice. key is changed in place. A string is boxed in the first of headers (see stringAt),
+// without an allocation, while there are headers left; the rest is returned. A value that
+// already points into enc stays as it is.
+func shareKeyStrings(key []any, enc string, headers []string) []string {
 	off := 0
 	for i, v := range key {
 		if off >= len(enc) {
-			return
+			return headers
 		}
 		switch x := v.(type) {
 		case nil:
@@ -331,14 +334,47 @@ func shareKeyStrings(key []any, enc string) {
 		case string:
 			start := off + 5
 			if start+len(x) > len(enc) || enc[start:start+len(x)] != x {
-				return // not the encoding of key: leave it alone
+				return headers // not the encoding of key: leave it alone
 			}
-			key[i] = enc[start : start+len(x)]
 			off = start + len(x)
+			s := enc[start:off]
+			if len(x) == 0 || unsafe.StringData(x) == unsafe.StringData(s) {
+				continue
+			}
+			if len(headers) == 0 {
+				key[i] = s
+				continue
+			}
+			headers[0] = s
+			key[i] = stringAt(&headers[0])
+			headers = headers[1:]
 		default:
-			return
+			return headers
 		}
 	}
+	return headers
+}
+
+// stringAt returns an interface value holding *p whose data word is p itself: any(*p)
+// without the allocation of a header that boxing a string makes. *p must not change
+// afterwards (an interface value's data is immutable).
+func stringAt(p *string) any {
+	v := any("")
+	// An interface value is a type word and a data word; the data word of a string is a
+	// pointer to its header.
+	(*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] = unsafe.Pointer(p)
+	return v
+}
+
+// stringKeys returns how many key columns hold strings.
+func (t *table) stringKeys() int {
+	n := 0
+	for _, c := range t.cols[:t.keys] {
+		if c.kind == kindBytes || c.kind == kindUTF8 {
+			n++
+		}
+	}
+	return n
 }
 
 // removeRow drops row r (key encoding enc) from the table; it leaves index and fresh at

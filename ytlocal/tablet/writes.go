@@ -100,14 +100,18 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 	// table.newRow). The encoded keys of every sorted table come from one buffer per call
 	// (rowForEnc copies a key that becomes a map key of a table not merged by watermark),
 	// and so do the present flags, which nothing keeps after the transaction.
+	// The key strings of a table merged by watermark point into the encoded keys at once
+	// (shareKeyStrings), their headers from one block too.
 	var block []any
 	var keys []byte
 	var presentBlock []bool
+	var headers []string
 	if t.sorted {
 		keys = make([]byte, 0, 32*len(rows)*t.keys)
 		presentBlock = make([]bool, len(rows)*len(t.cols))
 		if t.wmCol != 0 {
 			block = make([]any, len(rows)*len(t.cols))
+			headers = make([]string, len(rows)*t.stringKeys())
 		}
 	}
 	for _, m := range rows {
@@ -155,6 +159,9 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 		start := len(keys)
 		keys = appendKey(keys, key)
 		enc := unsafe.String(unsafe.SliceData(keys[start:]), len(keys)-start)
+		if block != nil {
+			headers = shareKeyStrings(key, enc, headers)
+		}
 		ops = append(ops, op{kind: opWrite, t: t, key: key, enc: enc, values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
 	}
 	return ops, nil
