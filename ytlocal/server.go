@@ -64,6 +64,7 @@ type Server struct {
 	cfg    Config
 	log    log.Logger
 	ln     net.Listener
+	addr   string // ln's address (Addr), formatted once
 	hs     *http.Server
 	oracle *ts.Oracle
 
@@ -142,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.release()
 		return nil, fmt.Errorf("ytlocal: listen on %s: %w", cfg.Listen, err)
 	}
-	s.ln = ln
+	s.ln, s.addr = ln, ln.Addr().String()
 	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute}
 	s.wg.Add(2)
 	go func() {
@@ -165,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 // Addr returns the proxy address host:port (use it as YT_PROXY).
 func (s *Server) Addr() string {
-	return s.ln.Addr().String()
+	return s.addr
 }
 
 // Run blocks until ctx is done or the HTTP server fails, then closes the server.

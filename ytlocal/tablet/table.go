@@ -455,11 +455,13 @@ func (t *table) compareKeys(a, b []any) int {
 // keyOf builds the normalized key of a row given by name, computing computed
 // key columns. Only key columns are read from m.
 func (t *table) keyOf(m map[string]any) ([]any, error) {
-	return t.keyInto(m, make([]any, t.keys))
+	key, _, err := t.keyInto(m, make([]any, t.keys))
+	return key, err
 }
 
-// keyInto is keyOf writing the key into key[:t.keys].
-func (t *table) keyInto(m map[string]any, key []any) ([]any, error) {
+// keyInto is keyOf writing the key into key[:t.keys]; found is how many key columns m
+// holds, not counting computed ones.
+func (t *table) keyInto(m map[string]any, key []any) (_ []any, found int, err error) {
 	key = key[:t.keys]
 	var computed []int
 	for i := 0; i < t.keys; i++ {
@@ -469,12 +471,15 @@ func (t *table) keyInto(m map[string]any, key []any) ([]any, error) {
 			continue
 		}
 		v, ok := m[c.name]
+		if ok {
+			found++
+		}
 		if !ok && c.required {
-			return nil, fmt.Errorf("missing required key column %q", c.name)
+			return nil, found, fmt.Errorf("missing required key column %q", c.name)
 		}
 		n, err := c.normalize(v)
 		if err != nil {
-			return nil, err
+			return nil, found, err
 		}
 		key[i] = n
 	}
@@ -487,17 +492,17 @@ func (t *table) keyInto(m map[string]any, key []any) ([]any, error) {
 			c := t.cols[i]
 			v, err := c.expr.Eval(env)
 			if err != nil {
-				return nil, fmt.Errorf("computing column %q: %w", c.name, err)
+				return nil, found, fmt.Errorf("computing column %q: %w", c.name, err)
 			}
 			n, err := c.normalize(v)
 			if err != nil {
-				return nil, fmt.Errorf("computing column %q: %w", c.name, err)
+				return nil, found, fmt.Errorf("computing column %q: %w", c.name, err)
 			}
 			key[i] = n
 			env[c.name] = n
 		}
 	}
-	return key, nil
+	return key, found, nil
 }
 
 // checkColumns rejects names that are not in the schema (system columns

@@ -115,10 +115,10 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 		}
 	}
 	for _, m := range rows {
-		if err := t.checkColumns(m); err != nil {
-			return nil, schemaError(t, err)
-		}
 		if !t.sorted {
+			if err := t.checkColumns(m); err != nil {
+				return nil, schemaError(t, err)
+			}
 			o, err := e.appendOp(t, m)
 			if err != nil {
 				return nil, err
@@ -132,28 +132,19 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 		} else {
 			values = make([]any, len(t.cols))
 		}
-		key, err := t.keyInto(m, values)
-		if err != nil {
-			return nil, schemaError(t, err)
-		}
-		key = key[:len(key):len(key)]
 		present := presentBlock[:len(t.cols):len(t.cols)]
 		presentBlock = presentBlock[len(t.cols):]
-		for i := t.keys; i < len(t.cols); i++ {
-			c := t.cols[i]
-			v, ok := m[c.name]
-			if !ok || c.system {
-				if !opts.Update && c.required {
-					return nil, schemaError(t, fmt.Errorf("missing required column %q", c.name))
-				}
-				continue
+		key, found, err := t.writeValues(m, values, present, opts)
+		if err != nil || found != len(m) {
+			// A row holding only schema columns needs no check of its names (the common
+			// case, found from the lookups made anyway); otherwise the check comes first,
+			// as its error does.
+			if cerr := t.checkColumns(m); cerr != nil {
+				return nil, schemaError(t, cerr)
 			}
-			n, err := c.normalize(v)
 			if err != nil {
 				return nil, schemaError(t, err)
 			}
-			values[i] = n
-			present[i] = true
 		}
 		// Bytes once handed out are never written again (a grown buffer is a new array).
 		start := len(keys)
@@ -165,6 +156,36 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 		ops = append(ops, op{kind: opWrite, t: t, key: key, enc: enc, values: values, present: present, update: opts.Update, aggregate: opts.Aggregate})
 	}
 	return ops, nil
+}
+
+// writeValues fills the key and values of a row of sorted table t written as m, and which
+// columns m carries; found is how many schema columns m holds (computed key columns aside).
+func (t *table) writeValues(m map[string]any, values []any, present []bool, opts InsertOptions) (key []any, found int, err error) {
+	key, found, err = t.keyInto(m, values)
+	if err != nil {
+		return nil, found, err
+	}
+	key = key[:len(key):len(key)]
+	for i := t.keys; i < len(t.cols); i++ {
+		c := t.cols[i]
+		v, ok := m[c.name]
+		if ok {
+			found++
+		}
+		if !ok || c.system {
+			if !opts.Update && c.required {
+				return nil, found, fmt.Errorf("missing required column %q", c.name)
+			}
+			continue
+		}
+		n, err := c.normalize(v)
+		if err != nil {
+			return nil, found, err
+		}
+		values[i] = n
+		present[i] = true
+	}
+	return key, found, nil
 }
 
 func (e *Engine) appendOp(t *table, m map[string]any) (op, error) {
