@@ -149,10 +149,14 @@ const maxSpareRecordRows = 1 << 16
 // tables still exist and are writable (readable for locks), and no row they touch was
 // written or locked by a commit after tx started.
 func (e *Engine) checkOps(tx *Tx, ops []op) error {
+	var current *table // the last table found current: a call's operations share one
 	for i := range ops {
 		o := &ops[i]
-		if e.tables[o.t.id] != o.t {
-			return yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("Table %s was removed or altered during the transaction", o.t.path))
+		if o.t != current {
+			if e.tables[o.t.id] != o.t {
+				return yterrors.Err(yterrors.CodeResolveError, fmt.Sprintf("Table %s was removed or altered during the transaction", o.t.path))
+			}
+			current = o.t
 		}
 		if tx.bulk {
 			continue
@@ -284,10 +288,14 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 	}
 	e.oracle.Observe(uint64(rec.Timestamp))
 	horizon := e.pruneHorizon(rec.Timestamp)
+	// Writes come in runs of one table: the table of the last write is looked up once.
+	var t *table
 	for _, w := range rec.Writes {
-		t, ok := e.tables[w.Table]
-		if !ok {
-			return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, w.Table)
+		if t == nil || t.id != w.Table {
+			var ok bool
+			if t, ok = e.tables[w.Table]; !ok {
+				return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, w.Table)
+			}
 		}
 		// A delete of a missing row still records its lock timestamps.
 		k, r := t.rowForEnc(w.Key, w.enc)
@@ -334,8 +342,12 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 		tb := t.tablets[a.Tablet]
 		tb.rows = append(tb.rows, orderedRow{ts: rec.Timestamp, values: a.Values})
 	}
+	var collected *table // collecting twice at one horizon finds nothing more
 	for _, w := range rec.Writes {
-		e.tables[w.Table].collectTombstones(horizon)
+		if collected == nil || collected.id != w.Table {
+			collected = e.tables[w.Table]
+			collected.collectTombstones(horizon)
+		}
 	}
 	return nil
 }
