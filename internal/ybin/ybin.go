@@ -419,10 +419,10 @@ func (dec *Decoder) decode(b []byte, sys func(key string, v int64)) (m map[strin
 					dec.vals = append(dec.vals, v)
 				}
 			}
-			if _, dup := m[k]; dup {
+			size := len(m)
+			if m[k] = v; len(m) == size { // a repeated key (one map operation, not two)
 				return nil, 0, false
 			}
-			m[k] = v
 		}
 		if d.r.Byte() != ';' {
 			return nil, 0, false
