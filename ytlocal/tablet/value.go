@@ -179,6 +179,27 @@ func encodeKey(key []any) string {
 	return string(appendKey(buf[:0], key))
 }
 
+// encodedLen returns the length of key's encoding by appendKey (a guess of 32 bytes for a
+// value of a type appendKey prints).
+func encodedLen(key []any) int {
+	n := 0
+	for _, v := range key {
+		switch x := v.(type) {
+		case nil:
+			n++
+		case int64, uint64, float64:
+			n += 9
+		case bool:
+			n += 2
+		case string:
+			n += 5 + len(x)
+		default:
+			n += 32
+		}
+	}
+	return n
+}
+
 // appendKey appends the encoding of encodeKey to buf.
 func appendKey(buf []byte, key []any) []byte {
 	for _, v := range key {

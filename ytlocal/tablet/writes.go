@@ -107,7 +107,6 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 	var presentBlock []bool
 	var headers []string
 	if t.sorted {
-		keys = make([]byte, 0, 32*len(rows)*t.keys)
 		presentBlock = make([]bool, len(rows)*len(t.cols))
 		if t.wmCol != 0 {
 			block = make([]any, len(rows)*len(t.cols))
@@ -145,6 +144,11 @@ func (e *Engine) appendRowOps(ops []op, t *table, rows []map[string]any, opts In
 			if err != nil {
 				return nil, schemaError(t, err)
 			}
+		}
+		if keys == nil {
+			// Sized for rows whose keys encode as long as the first row's: one array for the
+			// whole call in the common case.
+			keys = make([]byte, 0, (encodedLen(key)+1)*len(rows))
 		}
 		// Bytes once handed out are never written again (a grown buffer is a new array).
 		start := len(keys)
