@@ -1,0 +1,81 @@
+package kafka
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ytflow/yt-flow/connectors/connector"
+)
+
+// cells hold the values of one row's columns that the row's map holds as any: the map's
+// values point into them (see boxString), so a row costs three allocations (its map, its
+// cells, its strings) instead of one per value. Cells are never written once boxed.
+type cells struct {
+	key, data                              string
+	partition, offset, subOffset, unixTime int64
+}
+
+// eface is the layout of an any: its type word and a pointer to its value (for a string or an
+// int64, the value is never stored in the word itself).
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+var (
+	stringType = typeOf("")
+	int64Type  = typeOf(int64(0))
+)
+
+func typeOf(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
+
+// boxString is any(*p) without copying *p to a new allocation: the any points at p, which the
+// caller never writes again (an any's value is immutable; *p lives as long as the any does).
+func boxString(p *string) any { return box(stringType, unsafe.Pointer(p)) }
+
+// boxInt64 is any(*p) likewise.
+func boxInt64(p *int64) any { return box(int64Type, unsafe.Pointer(p)) }
+
+func box(typ, data unsafe.Pointer) any {
+	var v any
+	e := (*eface)(unsafe.Pointer(&v))
+	e.data = data
+	e.typ = typ
+	return v
+}
+
+// recordRow is the row of record r with Flow's columns: data is frame (null when hasData is
+// false), sub_offset sub, unparsed as given. The row's key and data strings share one
+// allocation, its other values are the row's cells: the map is the only other one.
+// Nothing of r is referenced by the row.
+//
+// Invariant: a row has the columns, Go types and values of Flow's schema whatever the record
+// (TestKafkaSourceRowColumns, TestKafkaSourceReadsOffsets, TestKafkaSourceMalformedPolicy).
+func recordRow(r *kgo.Record, frame []byte, hasData bool, sub int64, unparsed any) connector.Row {
+	c := &cells{partition: int64(r.Partition), offset: r.Offset, subOffset: sub, unixTime: r.Timestamp.Unix()}
+	if n := len(r.Key) + len(frame); n > 0 {
+		var b strings.Builder
+		b.Grow(n)
+		b.Write(r.Key)
+		b.Write(frame)
+		all := b.String()
+		c.key, c.data = all[:len(r.Key)], all[len(r.Key):]
+	}
+	var key, data any
+	if r.Key != nil {
+		key = boxString(&c.key)
+	}
+	if hasData {
+		data = boxString(&c.data)
+	}
+	cols := make(map[string]any, 7)
+	cols["data"] = data
+	cols["key"] = key
+	cols["unparsed"] = unparsed
+	cols["partition"] = boxInt64(&c.partition)
+	cols["offset"] = boxInt64(&c.offset)
+	cols["sub_offset"] = boxInt64(&c.subOffset)
+	cols["timestamp"] = boxInt64(&c.unixTime)
+	return connector.Row{Offset: r.Offset, Timestamp: uint64(max(r.Timestamp.UnixMicro(), 0)), Columns: cols}
+}
