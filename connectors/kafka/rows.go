@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -78,4 +80,26 @@ func recordRow(r *kgo.Record, frame []byte, hasData bool, sub int64, unparsed an
 	cols["sub_offset"] = boxInt64(&c.subOffset)
 	cols["timestamp"] = boxInt64(&c.unixTime)
 	return connector.Row{Offset: r.Offset, Timestamp: uint64(max(r.Timestamp.UnixMicro(), 0)), Columns: cols}
+}
+
+// recordPool takes back the record slabs of a Source's consumer (kgo.PoolRecords): the
+// Source recycles every record once its rows are built (they hold copies), and a slab
+// whose records are all recycled serves a later fetch instead of a new allocation.
+type recordPool struct {
+	p    sync.Pool
+	puts atomic.Int64 // slabs given back, for tests
+}
+
+// GetRecords returns a slab of capacity n or more, or nil (the client allocates one).
+func (p *recordPool) GetRecords(n int) []kgo.Record {
+	if s, ok := p.p.Get().(*[]kgo.Record); ok && cap(*s) >= n {
+		return (*s)[:0]
+	}
+	return nil
+}
+
+// PutRecords takes back a slab whose records were all recycled (and zeroed).
+func (p *recordPool) PutRecords(s []kgo.Record) {
+	p.puts.Add(1)
+	p.p.Put(&s)
 }

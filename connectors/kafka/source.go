@@ -48,7 +48,8 @@ type Source struct {
 	// it is (TKafkaSource's: one row per record).
 	unpack func(value []byte) ([][]byte, error)
 
-	h *handles
+	h    *handles
+	pool *recordPool // the consumer's record slabs
 	// pos is the offset after the last record the consumer returned; from is the lowest offset
 	// a read may ask for and still continue at pos (the records in [from, pos) returned no row).
 	pos, from int64
@@ -89,7 +90,7 @@ func newSource(client func(ctx context.Context) (*ClientConfig, error), p *Sourc
 	if dyn == nil {
 		dyn = parseSourceDynamicDefaults()
 	}
-	s := &Source{topic: p.Topic, partition: int32(partition), groupID: p.GroupID, params: p, dyn: dyn, client: client, unpack: unpack, h: &handles{}, pos: -1, from: -1}
+	s := &Source{topic: p.Topic, partition: int32(partition), groupID: p.GroupID, params: p, dyn: dyn, client: client, unpack: unpack, h: &handles{}, pool: &recordPool{}, pos: -1, from: -1}
 	runtime.AddCleanup(s, func(h *handles) { h.close() }, s.h)
 	return s
 }
@@ -194,6 +195,8 @@ func (s *Source) Read(ctx context.Context, from connector.Position, max int64) (
 		rows = make([]connector.Row, 0, n) // a record is a row unless unpacked into frames
 	}
 	fetches.EachRecord(func(r *kgo.Record) {
+		// The rows hold copies of what they take from r: its slab goes back to the pool.
+		defer r.Recycle()
 		if err != nil || r.Topic != s.topic || r.Partition != s.partition || r.Offset < s.pos {
 			return
 		}
@@ -325,6 +328,7 @@ func (s *Source) open(ctx context.Context, offset int64) error {
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(buf), kgo.FetchMaxPartitionBytes(buf),
+		kgo.WithPools(s.pool),
 	)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s, err)
