@@ -52,8 +52,9 @@ func box(typ, data unsafe.Pointer) any {
 // allocation, its other values are the row's cells: the map is the only other one.
 // Nothing of r is referenced by the row.
 //
-// Invariant: a row has the columns, Go types and values of Flow's schema whatever the record
-// (TestKafkaSourceRowColumns, TestKafkaSourceReadsOffsets, TestKafkaSourceMalformedPolicy).
+// Invariant: a row has the columns, Go types and values of Flow's schema whatever the record,
+// and nothing of the record (TestKafkaSourceRowColumns, TestKafkaSourceRecyclesRecords,
+// TestKafkaSourceReadsOffsets, TestKafkaSourceMalformedPolicy).
 func recordRow(r *kgo.Record, frame []byte, hasData bool, sub int64, unparsed any) connector.Row {
 	c := &cells{partition: int64(r.Partition), offset: r.Offset, subOffset: sub, unixTime: r.Timestamp.Unix()}
 	if n := len(r.Key) + len(frame); n > 0 {
