@@ -12,8 +12,9 @@ import (
 )
 
 // cells hold the values of one row's columns that the row's map holds as any: the map's
-// values point into them (see boxString), so a row costs three allocations (its map, its
-// cells, its strings) instead of one per value. Cells are never written once boxed.
+// values point into them (see boxString), so a row costs four allocations (its map's header
+// and slot group, its cells, its strings) instead of about ten. Cells are never written once
+// boxed; an any pointing into them keeps them alive as any pointer into an object does.
 type cells struct {
 	key, data                              string
 	partition, offset, subOffset, unixTime int64
@@ -49,8 +50,7 @@ func box(typ, data unsafe.Pointer) any {
 
 // recordRow is the row of record r with Flow's columns: data is frame (null when hasData is
 // false), sub_offset sub, unparsed as given. The row's key and data strings share one
-// allocation, its other values are the row's cells: the map is the only other one.
-// Nothing of r is referenced by the row.
+// allocation and its other values are its cells. Nothing of r is referenced by the row.
 //
 // Invariant: a row has the columns, Go types and values of Flow's schema whatever the record,
 // and nothing of the record (TestKafkaSourceRowColumns, TestKafkaSourceRecyclesRecords,
