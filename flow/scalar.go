@@ -9,24 +9,51 @@ import (
 // yson.Marshal writes (text YSON: 42, 42u, %true), so stored states compare equal whichever
 // path wrote them (TestScalarMatchesSDK). ok is false for any other value.
 func marshalScalar(v any) (b []byte, ok bool) {
+	return appendScalar(nil, v)
+}
+
+// appendScalar appends marshalScalar's encoding of v to dst.
+func appendScalar(dst []byte, v any) (b []byte, ok bool) {
 	switch x := v.(type) {
 	case int64:
-		return strconv.AppendInt(make([]byte, 0, 20), x, 10), true
+		return strconv.AppendInt(dst, x, 10), true
 	case int:
-		return strconv.AppendInt(make([]byte, 0, 20), int64(x), 10), true
+		return strconv.AppendInt(dst, int64(x), 10), true
 	case int32:
-		return strconv.AppendInt(make([]byte, 0, 11), int64(x), 10), true
+		return strconv.AppendInt(dst, int64(x), 10), true
 	case uint64:
-		return append(strconv.AppendUint(make([]byte, 0, 21), x, 10), 'u'), true
+		return append(strconv.AppendUint(dst, x, 10), 'u'), true
 	case uint32:
-		return append(strconv.AppendUint(make([]byte, 0, 11), uint64(x), 10), 'u'), true
+		return append(strconv.AppendUint(dst, uint64(x), 10), 'u'), true
 	case bool:
 		if x {
-			return []byte("%true"), true
+			return append(dst, "%true"...), true
 		}
-		return []byte("%false"), true
+		return append(dst, "%false"...), true
 	}
-	return nil, false
+	return dst, false
+}
+
+// scalarBlock is the size of the blocks the encoded scalar states of an invocation are cut
+// from (run.encodeScalar): one allocation serves several states, and a state kept by the
+// runtime (its state cache) keeps at most this many bytes alive.
+const scalarBlock = 64
+
+// encodeScalar is marshalScalar with the bytes cut from the run's block: each value gets
+// bytes of its own (capacity = length), never written again, so what the runtime keeps of a
+// released invocation stays as it was (TestReleaseRecyclesInvocation).
+func (r *run) encodeScalar(v any) ([]byte, bool) {
+	var buf [24]byte // the longest: 18446744073709551615u, -9223372036854775808, %false
+	b, ok := appendScalar(buf[:0], v)
+	if !ok {
+		return nil, false
+	}
+	if cap(r.block)-len(r.block) < len(b) {
+		r.block = make([]byte, 0, scalarBlock)
+	}
+	n := len(r.block)
+	r.block = append(r.block, b...)
+	return r.block[n:len(r.block):len(r.block)], true
 }
 
 // unmarshalScalar decodes what marshalScalar writes into an *int64, *int, *uint64 or *bool;

@@ -35,7 +35,7 @@ func StateOf[T any](ctx *Context, name string) State[T] {
 // absent. When the stored bytes do not decode into T, Get returns the zero value and false and
 // the invocation fails with an error wrapping ErrBadState.
 func (s State[T]) Get() (T, bool) {
-	var v T
+	var zero T
 	slot := s.slot()
 	if slot.val != nil {
 		if cached, ok := slot.val.(T); ok {
@@ -44,19 +44,31 @@ func (s State[T]) Get() (T, bool) {
 		s.ctx.flush(s.name, slot) // cached under another type: go through YSON
 	}
 	if slot.cur == nil {
-		return v, false
+		return zero, false
 	}
-	if unmarshalScalar(slot.cur, &v) {
-		// decoded without the SDK
-	} else if err := yson.Unmarshal(slot.cur, &v); err != nil {
-		s.ctx.fail(fmt.Errorf("state %q of key %v: decode as %T: %w: %w", s.name, s.ctx.inv.Key, v, ErrBadState, err))
-		var zero T
+	v, err := decodeState[T](slot.cur)
+	if err != nil {
+		s.ctx.fail(fmt.Errorf("state %q of key %v: decode as %T: %w: %w", s.name, s.ctx.inv.Key, zero, ErrBadState, err))
 		return zero, false
 	}
 	if copyable(reflect.TypeFor[T]()) {
 		slot.val, slot.dirty = v, false
 	}
 	return v, true
+}
+
+// decodeState decodes stored bytes into a T: the scalars marshalScalar writes without the SDK
+// (and without a heap copy of the value), anything else through yson.Unmarshal.
+func decodeState[T any](b []byte) (T, error) {
+	var v T
+	if unmarshalScalar(b, &v) {
+		return v, nil
+	}
+	p := new(T) // the SDK keeps a pointer: only this path allocates the value
+	if err := yson.Unmarshal(b, p); err != nil {
+		return v, err
+	}
+	return *p, nil
 }
 
 // Set stores v, or clears the state when v is empty. When v does not encode as YSON the
@@ -128,7 +140,8 @@ func (r *run) addSlot(name string, slot stateSlot) *stateSlot {
 	if r.states == nil {
 		r.states = make(map[string]*stateSlot)
 	}
-	p := &slot
+	p := new(stateSlot) // only here: the inline slots cost no allocation
+	*p = slot
 	r.states[name] = p
 	return p
 }
@@ -155,7 +168,7 @@ type stateSlot struct {
 // flush drops a cached value, encoding it into cur first if it was Set.
 func (c *Context) flush(name string, slot *stateSlot) {
 	if slot.val != nil && slot.dirty {
-		b, ok := marshalScalar(slot.val)
+		b, ok := c.run.encodeScalar(slot.val)
 		var err error
 		if !ok {
 			b, err = yson.Marshal(slot.val)
