@@ -37,11 +37,18 @@ func StateOf[T any](ctx *Context, name string) State[T] {
 func (s State[T]) Get() (T, bool) {
 	var zero T
 	slot := s.slot()
-	if slot.val != nil {
+	switch {
+	case slot.kind != noScalar:
+		var v T
+		if loadScalar(slot.kind, slot.bits, &v) {
+			return v, true
+		}
+		s.ctx.flush(s.name, slot) // cached as another type: go through YSON
+	case slot.val != nil:
 		if cached, ok := slot.val.(T); ok {
 			return cached, true
 		}
-		s.ctx.flush(s.name, slot) // cached under another type: go through YSON
+		s.ctx.flush(s.name, slot)
 	}
 	if slot.cur == nil {
 		return zero, false
@@ -51,7 +58,9 @@ func (s State[T]) Get() (T, bool) {
 		s.ctx.fail(fmt.Errorf("state %q of key %v: decode as %T: %w: %w", s.name, s.ctx.inv.Key, zero, ErrBadState, err))
 		return zero, false
 	}
-	if copyable(reflect.TypeFor[T]()) {
+	if k, bits := scalarOf(&v); k != noScalar {
+		slot.kind, slot.bits, slot.dirty = k, bits, false
+	} else if copyable(reflect.TypeFor[T]()) {
 		slot.val, slot.dirty = v, false
 	}
 	return v, true
@@ -74,11 +83,22 @@ func decodeState[T any](b []byte) (T, error) {
 // Set stores v, or clears the state when v is empty. When v does not encode as YSON the
 // invocation fails with an error wrapping ErrBadState.
 func (s State[T]) Set(v T) {
+	if k, bits := scalarOf(&v); k != noScalar {
+		// An int64, int, uint64 or bool: cached in the slot without boxing; zero is empty.
+		if bits == 0 {
+			s.Clear()
+			return
+		}
+		slot := s.slot()
+		slot.val, slot.kind, slot.bits, slot.dirty = nil, k, bits, true
+		return
+	}
 	if isEmpty(v) {
 		s.Clear()
 		return
 	}
 	slot := s.slot()
+	slot.kind = noScalar
 	if copyable(reflect.TypeFor[T]()) {
 		// Invariant: a value without references is copied into the slot and encoded once, when
 		// the invocation ends (TestStateCacheKeepsSnapshotSemantics).
@@ -96,7 +116,7 @@ func (s State[T]) Set(v T) {
 // Clear deletes the state.
 func (s State[T]) Clear() {
 	slot := s.slot()
-	slot.cur, slot.val, slot.dirty = nil, nil, false
+	slot.cur, slot.val, slot.kind, slot.dirty = nil, nil, noScalar, false
 }
 
 func (s State[T]) slot() *stateSlot {
@@ -157,17 +177,22 @@ func (r *run) eachSlot(f func(name string, s *stateSlot)) {
 }
 
 // stateSlot is one state during an invocation: orig as stored, cur as it is now (nil bytes =
-// absent). val may cache the current value decoded (a type without references, see copyable);
-// when dirty, val was Set and cur is stale until flush encodes it.
+// absent). The current value may be cached decoded: an int64, int, uint64 or bool in kind and
+// bits (no boxing), another type without references (see copyable) in val; at most one of
+// them is set. When dirty, the cached value was Set and cur is stale until flush encodes it.
 type stateSlot struct {
 	orig, cur []byte
 	val       any
+	kind      scalarKind
+	bits      uint64
 	dirty     bool
 }
 
 // flush drops a cached value, encoding it into cur first if it was Set.
 func (c *Context) flush(name string, slot *stateSlot) {
-	if slot.val != nil && slot.dirty {
+	if slot.dirty && slot.kind != noScalar {
+		slot.cur = c.run.encodeBits(slot.kind, slot.bits)
+	} else if slot.dirty && slot.val != nil {
 		b, ok := c.run.encodeScalar(slot.val)
 		var err error
 		if !ok {
@@ -179,7 +204,7 @@ func (c *Context) flush(name string, slot *stateSlot) {
 		}
 		slot.cur = b
 	}
-	slot.val, slot.dirty = nil, false
+	slot.val, slot.kind, slot.dirty = nil, noScalar, false
 }
 
 func (s *stateSlot) changed() bool {
