@@ -146,7 +146,7 @@ func (r *Result) Release() {
 		return
 	}
 	iv := r.iv
-	writes, block := r.StateWrites, iv.run.block
+	writes, spare, block := r.StateWrites, iv.run.spareWrites, iv.run.block
 	// The arrays kept are zero past their length: append writes only there, and each use is
 	// cleared here.
 	outs := iv.outs
@@ -165,9 +165,10 @@ func (r *Result) Release() {
 	*iv = invocation{}
 	if writes != nil && len(writes) <= maxSpareWrites {
 		clear(writes)
-		iv.run.spareWrites = writes // the next invocation's StateWrites, if it writes any
+		spare = writes // the next invocation's StateWrites, if it writes any
 	}
-	iv.run.block, iv.outs, iv.parents = block, outs, parents[:0]
+	// A spare map this invocation did not take (it wrote no state) stays for the next one.
+	iv.run.spareWrites, iv.run.block, iv.outs, iv.parents = spare, block, outs, parents[:0]
 	invocations.Put(iv)
 }
 
