@@ -58,6 +58,9 @@ func compileKey(s schema.Schema) ([]keyColumn, error) {
 }
 
 // keyOf is the key of payload by the compiled columns cs.
+//
+// Invariant: a computed key column is what the query language's evaluator gives for the
+// payload (TestCompiledMatchesEval, TestKeyerMatchesEvaluator).
 func keyOf(cs []keyColumn, payload flow.Row) (flow.Key, error) {
 	key := make(flow.Key, 0, len(cs))
 	for _, c := range cs {
