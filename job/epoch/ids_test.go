@@ -3,6 +3,7 @@ package epoch
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,37 @@ func TestMessageIDFormsAreStable(t *testing.T) {
 			if got, want := SourceOutputID("p", "s", v), fmt.Sprintf("p-s:%s", lex(v)); got != want {
 				t.Fatalf("SourceOutputID = %q, want %q", got, want)
 			}
+		}
+	}
+}
+
+// TestIDArenaMatchesIDs: the ids a Planner builds in its arena are the ids of
+// TransformMessageID, SourceMessageID and SourceOutputID, byte for byte, names longer than a
+// block included, and an id keeps its bytes while later ones are built.
+func TestIDArenaMatchesIDs(t *testing.T) {
+	var a idArena
+	long := strings.Repeat("c", idBlock+10)
+	type pair struct{ got, want string }
+	var all []pair
+	for i := range 3000 {
+		v := uint64(i) * 0x9e3779b97f4a7c15
+		comp, src := "split", "kafka"
+		if i%500 == 7 {
+			comp = long // longer than a block: a block of its own
+		}
+		if i%300 == 11 {
+			src = ""
+		}
+		sp := SourcePartition{SourceID: src, Partition: int64(i % 3)}
+		parent := a.source(comp, sp, int64(v>>1))
+		all = append(all,
+			pair{parent, SourceMessageID(comp, sp, int64(v>>1))},
+			pair{a.sourceOutput(parent, "words", uint64(i%4)), SourceOutputID(parent, "words", uint64(i%4))},
+			pair{a.transform(v, uint64(i)), TransformMessageID(v, uint64(i))})
+	}
+	for i, p := range all {
+		if p.got != p.want {
+			t.Fatalf("id %d: arena %q, want %q", i, p.got, p.want)
 		}
 	}
 }
