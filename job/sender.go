@@ -371,6 +371,11 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 // Invariant: an async sink's batches are the output store chunks, fixed at the commit, so a
 // replay after a restart cuts the same batches (TestBatchesOf).
 func batchesOf(rows []*ytstore.OutputRow, bad func(*ytstore.OutputRow, error)) (batches []connector.Batch, ids [][]string) {
+	// The batches' rows and ids are cut from one slice each, of room for every row: a
+	// batch's part ends at its last row's (capacity included), so nothing is appended to a
+	// batch in place of the next one's rows.
+	all, allIDs := make([]connector.Delivery, 0, len(rows)), make([]string, 0, len(rows))
+	first := 0 // where the last batch starts in all and allIDs
 	var chunk ytstore.OutputChunk
 	for _, row := range rows {
 		d := connector.Delivery{MessageID: row.MessageID, SequenceNumber: row.SequenceNumber, SystemTimestamp: row.SystemTimestamp}
@@ -389,11 +394,13 @@ func batchesOf(rows []*ytstore.OutputRow, bad func(*ytstore.OutputRow, error)) (
 			batches = append(batches, connector.Batch{FirstSeq: row.SequenceNumber, FirstID: row.MessageID})
 			ids = append(ids, nil)
 			chunk = row.Chunk
+			first = len(all)
 		}
+		all, allIDs = append(all, d), append(allIDs, row.MessageID)
 		b := &batches[len(batches)-1]
-		b.Rows = append(b.Rows, d)
+		b.Rows = all[first:len(all):len(all)]
 		b.LastSeq, b.LastID = row.SequenceNumber, row.MessageID
-		ids[len(ids)-1] = append(ids[len(ids)-1], row.MessageID)
+		ids[len(ids)-1] = allIDs[first:len(allIDs):len(allIDs)]
 	}
 	return batches, ids
 }
