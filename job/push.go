@@ -55,8 +55,8 @@ func (w *Worker) peer(addr string) *Worker {
 // rows' bytes (which it only reads), and answers as the /push endpoint would, through the
 // same acceptPush (TestInProcessPeersPushInMemory).
 func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []memMsg, tag pushTag) (acked []string, reset bool, err error) {
-	buf := wireBuffers.Get().(*[]wireMessage)
-	defer func() { clear(*buf); wireBuffers.Put(buf) }() // acceptPush keeps nothing of pr
+	buf := wireBuffers.get()
+	defer wireBuffers.put(buf) // acceptPush keeps nothing of pr
 	*buf = slices.Grow((*buf)[:0], len(rows))[:len(rows)]
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: *buf}
 	for i, r := range rows {
@@ -73,6 +73,41 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 		return nil, true, refusal(fmt.Sprintf("push to job %s in this process", rt.jobID), resp.Refused)
 	}
 	return resp.Acked, resp.Reset, nil
+}
+
+// freeList keeps a few per-push buffers for the next push. Unlike a sync.Pool, which every
+// garbage collection empties (a busy worker collects every few epochs), it keeps them until
+// taken; it keeps no buffer of more than freeListMaxLen elements, and at most freeListSize.
+type freeList[T any] struct{ free chan *[]T }
+
+const (
+	freeListSize   = 8
+	freeListMaxLen = 4 * maxPushRows
+)
+
+func newFreeList[T any]() freeList[T] { return freeList[T]{free: make(chan *[]T, freeListSize)} }
+
+// get returns a kept buffer (of length 0), or a new one.
+func (f freeList[T]) get() *[]T {
+	select {
+	case b := <-f.free:
+		return b
+	default:
+		return new([]T)
+	}
+}
+
+// put clears b (it keeps nothing alive) and keeps it unless the list is full or b too large.
+func (f freeList[T]) put(b *[]T) {
+	clear(*b)
+	*b = (*b)[:0]
+	if cap(*b) > freeListMaxLen {
+		return
+	}
+	select {
+	case f.free <- b:
+	default:
+	}
 }
 
 // pushTag places a push in its sender's push session (pushorder.go).

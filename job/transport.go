@@ -15,7 +15,6 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	farm "github.com/dgryski/go-farm"
@@ -204,8 +203,8 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		return reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 	}
 	// ins lives as long as the call: offer copies what it buffers.
-	insBuf := inputBuffers.Get().(*[]epoch.Input)
-	defer func() { clear(*insBuf); inputBuffers.Put(insBuf) }()
+	insBuf := inputBuffers.get()
+	defer inputBuffers.put(insBuf)
 	ins := slices.Grow((*insBuf)[:0], len(pr.Messages))
 	defer func() { *insBuf = ins }()
 	var dec ybin.Decoder // payloads of one stream repeat their field names
@@ -263,8 +262,8 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 // wireBuffers and inputBuffers hold the per-push message slices of pushLocal and acceptPush,
 // which live only as long as the call, for the next push.
 var (
-	wireBuffers  = sync.Pool{New: func() any { return new([]wireMessage) }}
-	inputBuffers = sync.Pool{New: func() any { return new([]epoch.Input) }}
+	wireBuffers  = newFreeList[wireMessage]()
+	inputBuffers = newFreeList[epoch.Input]()
 )
 
 // fromLoopback tells whether req comes from a loopback address.
