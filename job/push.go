@@ -53,10 +53,9 @@ func (w *Worker) peer(addr string) *Worker {
 // encoding the push or crossing HTTP: the reader takes the payloads and keys handed over in
 // mem (mem[i] is rows[i]'s; mem may be nil) as they are and decodes the others from the
 // rows' bytes (which it only reads), and answers as the /push endpoint would, through the
-// same acceptPush (TestInProcessPeersPushInMemory).
+// same offerPush and awaitPush as acceptPush (TestInProcessPeersPushInMemory).
 func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []memMsg, tag pushTag) (acked []string, reset bool, err error) {
 	buf := wireBuffers.get()
-	defer wireBuffers.put(buf) // acceptPush keeps nothing of pr
 	*buf = slices.Grow((*buf)[:0], len(rows))[:len(rows)]
 	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: *buf}
 	for i, r := range rows {
@@ -65,7 +64,13 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 			pr.Messages[i].mem = mem[i]
 		}
 	}
-	resp, err := w.acceptPush(ctx, pr)
+	// As acceptPush, but the messages' buffer goes back as soon as the inbox took them, not
+	// after the reader's commit: the pushes waiting for commits hold none.
+	o, resp, err := w.offerPush(ctx, pr)
+	wireBuffers.put(buf) // offerPush keeps nothing of pr
+	if o != nil {
+		resp, err = w.awaitPush(ctx, o)
+	}
 	if err != nil {
 		return nil, true, fmt.Errorf("push to job %s in this process: %w", rt.jobID, err)
 	}

@@ -191,9 +191,29 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request, body []by
 // (pushLocal) go through it, so both follow the same protocol. The error is a malformed
 // message (errBadPush) or ctx's.
 func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, error) {
-	reply := func(resp pushResponse) (pushResponse, error) {
+	o, resp, err := w.offerPush(ctx, pr)
+	if o == nil {
+		return resp, err
+	}
+	return w.awaitPush(ctx, o)
+}
+
+// offeredPush is a push whose messages its reader job's inbox took (offerPush), waiting
+// until they are persisted (awaitPush).
+type offeredPush struct {
+	r        *runner
+	waiter   *pushWaiter
+	accepted []*pending
+	reset    bool
+}
+
+// offerPush is the first half of acceptPush: it offers the messages of pr to its reader job
+// and returns the push to wait for, or (nil) the answer or error when there is nothing to wait
+// for. Nothing it returns refers to pr: a caller may reuse pr's memory at once.
+func (w *Worker) offerPush(ctx context.Context, pr pushRequest) (*offeredPush, pushResponse, error) {
+	reply := func(resp pushResponse) (*offeredPush, pushResponse, error) {
 		w.holdAck(ctx, len(resp.Acked)) // testing aid, off by default (failpoint.go)
-		return resp, nil
+		return nil, resp, nil
 	}
 	r := w.runner(pr.JobID)
 	if r == nil || r.job.ComputationID != pr.Computation {
@@ -215,7 +235,7 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		}
 		in, err := fromWire(m, &dec)
 		if err != nil {
-			return pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
+			return nil, pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
 		}
 		if m.mem.payload != nil {
 			taken++
@@ -237,15 +257,22 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		return reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
 	}
 	r.noteInputs(pr.Messages, len(accepted))
-	reset := !complete && pr.Session != 0
+	return &offeredPush{r: r, waiter: waiter, accepted: accepted, reset: !complete && pr.Session != 0}, pushResponse{}, nil
+}
+
+// awaitPush is the second half of acceptPush: it waits for the offered push o and answers.
+func (w *Worker) awaitPush(ctx context.Context, o *offeredPush) (pushResponse, error) {
+	r := o.r
 	// answerNow replies with what is persisted now; the sender retransmits the rest.
 	answerNow := func() (pushResponse, error) {
-		return reply(pushResponse{Acked: r.inbox.persistedIDs(accepted), Reset: reset})
+		resp := pushResponse{Acked: r.inbox.persistedIDs(o.accepted), Reset: o.reset}
+		w.holdAck(ctx, len(resp.Acked)) // testing aid, off by default (failpoint.go)
+		return resp, nil
 	}
 	deadline := time.NewTimer(w.cfg.PushTimeout)
 	defer deadline.Stop()
 	select {
-	case <-waiter.done:
+	case <-o.waiter.done:
 		return answerNow() // every accepted message
 	case <-r.inbox.stopped:
 		// The job stopped (removed, rebalanced, lease lost): what it did not commit never
