@@ -44,13 +44,28 @@ type destQueue struct {
 	rows     []*outMsg
 	unsorted bool // a row was added out of id order: sort before the next read
 	gone     int  // rows marked gone still in rows
+	// buf is the array rows lies in, from its start: rows dropped at the head (compact) leave
+	// room before rows that push reuses instead of growing a new array.
+	buf []*outMsg
 }
 
 func (q *destQueue) push(m *outMsg) {
-	if n := len(q.rows); n > 0 && q.rows[n-1].row.MessageID > m.row.MessageID {
+	n := len(q.rows)
+	if n > 0 && q.rows[n-1].row.MessageID > m.row.MessageID {
 		q.unsorted = true
 	}
+	if n == cap(q.rows) && cap(q.buf)-n >= n/2+1 {
+		// Full, but at least a third of the array lies before rows: move rows to its start.
+		moved := q.buf[:n]
+		copy(moved, q.rows)
+		clear(q.buf[n:cap(q.buf)]) // the old places of the moved rows
+		q.rows = moved
+	}
+	full := len(q.rows) == cap(q.rows)
 	q.rows = append(q.rows, m)
+	if full {
+		q.buf = q.rows[:0] // append made a new array
+	}
 }
 
 // compact drops gone rows and restores id order when needed.
