@@ -12,28 +12,30 @@ import (
 
 // TestOutboxQueueInOrder: through epochs of rows added (now and then out of id order) and
 // acknowledged (mostly the oldest first, some out of order), a destination's queue hands out
-// exactly the pending rows in id order; in the steady state (as many rows acknowledged as
+// exactly the pending rows in id order, and the least timestamps are the pending rows'; in the steady state (as many rows acknowledged as
 // added) it reuses its array instead of growing new ones. Seeded: a failure names its seed.
 func TestOutboxQueueInOrder(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		o := newOutbox()
 		pending := map[string]bool{}
+		sysTS, evTS := map[string]uint64{}, map[string]uint64{}
 		next := 0
 		id := func(i int) string { return fmt.Sprintf("m%06d", i) }
 		for epoch := range 60 {
 			n := 1 + rng.Intn(40)
 			rows := make([]ytstore.OutputRow, n)
 			for i := range rows {
-				k := next + i
-				if rng.Intn(10) == 0 && i > 0 { // out of order within the epoch
-					k = next + i - 1
-					rows[i-1].MessageID = id(next + i)
+				rows[i] = ytstore.OutputRow{Destination: "d", MessageID: id(next + i), SystemTimestamp: uint64(rng.Intn(1000)), EventTimestamp: uint64(rng.Intn(1000))}
+			}
+			for i := 1; i < n; i += 2 {
+				if rng.Intn(5) == 0 { // out of order within the epoch
+					rows[i-1].MessageID, rows[i].MessageID = rows[i].MessageID, rows[i-1].MessageID
 				}
-				rows[i] = ytstore.OutputRow{Destination: "d", MessageID: id(k)}
 			}
 			for i := range rows {
 				pending[rows[i].MessageID] = true
+				sysTS[rows[i].MessageID], evTS[rows[i].MessageID] = rows[i].SystemTimestamp, max(rows[i].EventTimestamp, 1)
 			}
 			next += n
 			o.add(rows)
@@ -46,6 +48,22 @@ func TestOutboxQueueInOrder(t *testing.T) {
 					require.Less(t, order[i-1], got, "seed %d epoch %d: out of id order", seed, epoch)
 				}
 			}
+			var leastSys, leastEv uint64
+			var evs []uint64
+			for _, ts := range sysTS { // acknowledged rows stay in the output store (done)
+				if ts != 0 && (leastSys == 0 || ts < leastSys) {
+					leastSys = ts
+				}
+			}
+			for m := range pending {
+				if leastEv == 0 || evTS[m] < leastEv {
+					leastEv = evTS[m]
+				}
+				evs = append(evs, evTS[m])
+			}
+			require.Equal(t, leastSys, o.minSystemTS(), "seed %d epoch %d", seed, epoch)
+			require.Equal(t, leastEv, o.minEventTS(), "seed %d epoch %d", seed, epoch)
+			require.ElementsMatch(t, evs, o.eventTimestamps(), "seed %d epoch %d", seed, epoch)
 			// Acknowledge about as many as were added: the oldest, and a few others.
 			var acked []string
 			for _, m := range order[:min(len(order), n+rng.Intn(3)-1)] {
