@@ -341,6 +341,15 @@ func (o *outbox) destinations() []string {
 // Invariant: a swift parent is acknowledged upstream only once every one of its outputs is
 // delivered to every destination (TestSwiftParentAckedAfterChildren).
 func (o *outbox) finish(partitionID, destination string, ids []string) (parentsDone []string) {
+	return o.finishPushed(partitionID, destination, nil, ids)
+}
+
+// finishPushed is finish of the ids a push acknowledged, msgs the entries it carried (as
+// inOrderIdle handed them out): the ids of a push's rows are acknowledged in the order it
+// carried them, so each is found by walking msgs instead of looking it up in pending. An id
+// whose entry is not found there, or is gone meanwhile (and may be pending again as another
+// entry), is looked up as finish does.
+func (o *outbox) finishPushed(partitionID, destination string, msgs []*outMsg, ids []string) (parentsDone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	before := len(o.done)
@@ -359,8 +368,29 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 	// Acknowledgements come in production order: most fall into the chunk of the one before.
 	var lastChunk ytstore.OutputChunk
 	var last *chunkState
+	j := 0 // where the next id is looked for in msgs
 	for _, id := range ids {
-		if m, ok := pending[id]; ok {
+		k := j
+		for k < len(msgs) && msgs[k].row.MessageID != id {
+			k++
+		}
+		var m *outMsg
+		switch {
+		case k == len(msgs):
+			// Not among the rows after the last one found (or no msgs): looked up, and so
+			// are the ids after it.
+			msgs, j = nil, 0
+			m = pending[id]
+		case msgs[k].gone:
+			// Finished meanwhile: the id may be pending again, as another entry.
+			j = k + 1
+			m = pending[id]
+		default:
+			// Not gone: it is pending[id] (add and addSwift never replace an entry).
+			j = k + 1
+			m = msgs[k]
+		}
+		if m != nil {
 			delete(pending, id)
 			m.gone = true
 			queue.gone++

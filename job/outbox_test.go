@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,7 +16,7 @@ import (
 // exactly the pending rows in id order, and the least timestamps are the pending rows'; in the steady state (as many rows acknowledged as
 // added) it reuses its array instead of growing new ones. Seeded: a failure names its seed.
 func TestOutboxQueueInOrder(t *testing.T) {
-	for seed := int64(1); seed <= 20; seed++ {
+	for seed := int64(1); seed <= 10; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		o := newOutbox()
 		pending := map[string]bool{}
@@ -63,7 +64,10 @@ func TestOutboxQueueInOrder(t *testing.T) {
 			}
 			require.Equal(t, leastSys, o.minSystemTS(), "seed %d epoch %d", seed, epoch)
 			require.Equal(t, leastEv, o.minEventTS(), "seed %d epoch %d", seed, epoch)
-			require.ElementsMatch(t, evs, o.eventTimestamps(), "seed %d epoch %d", seed, epoch)
+			got := o.eventTimestamps()
+			slices.Sort(evs)
+			slices.Sort(got)
+			require.Equal(t, evs, got, "seed %d epoch %d", seed, epoch)
 			// Acknowledge about as many as were added: the oldest, and a few others.
 			var acked []string
 			for _, m := range order[:min(len(order), n+rng.Intn(3)-1)] {
@@ -101,4 +105,75 @@ func TestOutboxQueueInOrder(t *testing.T) {
 	}
 	require.Same(t, array, &o.queues["d"].buf[:1][0], "the queue reuses its array")
 	require.Len(t, o.queues["d"].rows, 1)
+}
+
+// TestOutboxFinishPushedMatchesFinish: finishing a push's acknowledgements by walking the
+// entries it carried leaves the outbox exactly as looking each id up does (finish), when the
+// acknowledgements skip rows, name rows another push finished meanwhile, come out of order,
+// repeat or name rows the push did not carry. Two outboxes are driven side by side.
+// Seeded: a failure names its seed.
+func TestOutboxFinishPushedMatchesFinish(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		byID, byPush := newOutbox(), newOutbox()
+		next := 0
+		for epoch := range 40 {
+			n := 1 + rng.Intn(30)
+			rows := make([]ytstore.OutputRow, n)
+			for i := range rows {
+				rows[i] = ytstore.OutputRow{Destination: "d", MessageID: fmt.Sprintf("m%06d", next+i), SystemTimestamp: uint64(1 + rng.Intn(100))}
+				if epoch%2 == 0 {
+					rows[i].Chunk = ytstore.OutputChunk{ID: uint64(epoch + 1), Part: int64(i / 10)}
+				}
+			}
+			next += n
+			byID.add(slices.Clone(rows))
+			byPush.add(rows)
+
+			// A push carries the first idle rows.
+			var msgs []*outMsg
+			limit := 1 + rng.Intn(40)
+			byPush.inOrderIdle("d", func(m *outMsg) bool { msgs = append(msgs, m); return len(msgs) < limit })
+			var acked []string
+			for _, m := range msgs {
+				if rng.Intn(4) != 0 {
+					acked = append(acked, m.row.MessageID)
+				}
+			}
+			switch rng.Intn(5) {
+			case 0: // another push finished some of the rows meanwhile
+				var other []string
+				for _, m := range msgs {
+					if rng.Intn(3) == 0 {
+						other = append(other, m.row.MessageID)
+					}
+				}
+				byID.finish("p", "d", other)
+				byPush.finish("p", "d", other)
+			case 1: // out of order
+				if len(acked) > 2 {
+					acked[0], acked[len(acked)-1] = acked[len(acked)-1], acked[0]
+				}
+			case 2: // a repeat and an id the push did not carry
+				if len(acked) > 0 {
+					acked = append(acked, acked[0], "m999999")
+				}
+			}
+			require.Equal(t, byID.finish("p", "d", acked), byPush.finishPushed("p", "d", msgs, acked), "seed %d epoch %d", seed, epoch)
+			require.Equal(t, outboxState(byID), outboxState(byPush), "seed %d epoch %d", seed, epoch)
+		}
+	}
+}
+
+// outboxState describes what an outbox holds: pending ids in order, finished keys, chunks.
+func outboxState(o *outbox) string {
+	var pending []string
+	o.inOrder("d", func(r *ytstore.OutputRow) bool { pending = append(pending, r.MessageID); return true })
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	chunks := map[string]chunkState{}
+	for k, c := range o.chunks {
+		chunks[fmt.Sprint(k)] = *c
+	}
+	return fmt.Sprintf("pending %v (%d)\ndone %v\nchunks %v", pending, len(o.pending["d"]), o.done, chunks)
 }

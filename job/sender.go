@@ -298,7 +298,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))
 			}
 		} else {
-			r.inbox.ack(r.outbox.finish(r.job.PartitionID, dest, acked))
+			r.inbox.ack(r.outbox.finishPushed(r.job.PartitionID, dest, msgs, acked))
 		}
 		s.mu.Lock()
 		delete(s.inFlight[dest], f)
