@@ -349,6 +349,9 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 // carried them, so each is found by walking msgs instead of looking it up in pending. An id
 // whose entry is not found there, or is gone meanwhile (and may be pending again as another
 // entry), is looked up as finish does.
+//
+// Invariant: finishPushed leaves the outbox as finish of the same ids does
+// (TestOutboxFinishPushedMatchesFinish).
 func (o *outbox) finishPushed(partitionID, destination string, msgs []*outMsg, ids []string) (parentsDone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -95,6 +95,10 @@ func appendSourceOutputID(b []byte, parent, stream string, index uint64) []byte 
 // to the ids that point into it and the garbage collector). An id keeps its whole block
 // alive: blocks are small (idBlock), so a long-held id holds little. The zero idArena is
 // ready; it is not safe for concurrent use.
+//
+// Invariant: ids built in an idArena are the bytes of TransformMessageID, SourceMessageID
+// and SourceOutputID, whose forms never change (TestIDArenaMatchesIDs,
+// TestMessageIDFormsAreStable).
 type idArena struct{ block []byte }
 
 // idBlock is the size of an idArena block: about a hundred ids.
