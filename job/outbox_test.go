@@ -177,3 +177,33 @@ func outboxState(o *outbox) string {
 	}
 	return fmt.Sprintf("pending %v (%d)\ndone %v\nchunks %v", pending, len(o.pending["d"]), o.done, chunks)
 }
+
+// BenchmarkOutboxEpoch adds an epoch of 1000 rows to an outbox, hands them to a push and
+// finishes its acknowledgements, by id (finish) or by the push's entries (finishPushed).
+func BenchmarkOutboxEpoch(b *testing.B) {
+	for _, byPush := range []bool{false, true} {
+		b.Run(map[bool]string{false: "finish", true: "finishPushed"}[byPush], func(b *testing.B) {
+			o := newOutbox()
+			ids := make([]string, 1000)
+			template := make([]ytstore.OutputRow, len(ids))
+			for i := range ids {
+				ids[i] = fmt.Sprintf("%016x-3%03x", 7, i)
+				template[i] = ytstore.OutputRow{Destination: "d", MessageID: ids[i], Chunk: ytstore.OutputChunk{ID: 7}}
+			}
+			var msgs []*outMsg
+			b.ReportAllocs()
+			for b.Loop() {
+				o.add(slices.Clone(template)) // the same ids again: the last epoch's are finished
+				msgs = msgs[:0]
+				o.inOrderIdle("d", func(m *outMsg) bool { msgs = append(msgs, m); return true })
+				if byPush {
+					o.finishPushed("p", "d", msgs, ids)
+				} else {
+					o.finish("p", "d", ids)
+				}
+				o.takeDone()
+				o.committed()
+			}
+		})
+	}
+}
