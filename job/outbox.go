@@ -68,6 +68,17 @@ func (q *destQueue) push(m *outMsg) {
 	}
 }
 
+// find returns the entry of the pending row id (nil when none) by walking the rows: for the
+// rare row added twice.
+func (q *destQueue) find(id string) *outMsg {
+	for _, m := range q.rows {
+		if !m.gone && m.row.MessageID == id {
+			return m
+		}
+	}
+	return nil
+}
+
 // compact drops gone rows and restores id order when needed.
 func (q *destQueue) compact() {
 	if q.gone > 0 && (q.unsorted || q.gone > len(q.rows)/2) {
@@ -157,13 +168,18 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		}
 		// The payload and key handed over stay with the outbox entry, not in the row.
 		rows[i].Mem, rows[i].MemKey = nil, nil
-		if _, have := m[r.MessageID]; have {
-			continue
-		}
 		msg := &slab[i]
 		msg.row = &rows[i]
 		msg.mem = memMsg{r.Mem, r.MemKey}
+		// One map operation for a new row, the usual case: a row already pending (added
+		// twice) is found by the map not growing, and its entry put back.
+		n := len(m)
 		m[r.MessageID] = msg
+		if len(m) == n {
+			m[r.MessageID] = o.queue(r.Destination).find(r.MessageID)
+			*msg = outMsg{}
+			continue
+		}
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
 			c := last

@@ -40,6 +40,11 @@ func TestOutboxQueueInOrder(t *testing.T) {
 			}
 			next += n
 			o.add(rows)
+			if rng.Intn(3) == 0 { // a pending row added again: the first copy stays
+				again := rows[rng.Intn(n)]
+				again.EventTimestamp, again.SystemTimestamp = 5000, 1
+				o.add([]ytstore.OutputRow{again})
+			}
 			var order []string
 			o.inOrder("d", func(r *ytstore.OutputRow) bool { order = append(order, r.MessageID); return true })
 			require.Len(t, order, len(pending), "seed %d epoch %d", seed, epoch)
