@@ -180,6 +180,8 @@ type Planner struct {
 	keys []byte
 	// keyBuf is scratch for encoding a key.
 	keyBuf []byte
+	// planned is set by the first Plan.
+	planned bool
 }
 
 // reset drops what the last plan pointed to and keeps the memory.
@@ -219,10 +221,18 @@ func (pl *Planner) Plan(cfg *Config, b *Batch, committed func(Input) bool) *Plan
 		pl.byKey = make(map[string]*Group, len(b.Inputs)/4)
 	}
 	byKey := pl.byKey
-	// Groups are taken from a slab with room for a group per timer and input (the most keys
-	// an epoch can have), allocated again only for a larger epoch than ever before. The slab
-	// never grows while groups point into it: a larger one replaces it before the plan starts.
-	if need := len(b.Timers) + len(b.Inputs); cap(pl.slab) < need {
+	// Groups are taken from a slab (one allocation for the usual number of keys, more only
+	// when an epoch has more keys than that). A Planner that planned before (one kept from
+	// epoch to epoch) makes room for a group per timer and input, the most keys an epoch can
+	// have, and so allocates again only for a larger epoch than ever before; a first plan for
+	// half as many. The slab never grows while groups point into it: a larger one replaces it
+	// before the plan starts.
+	need := len(b.Timers) + len(b.Inputs)/2
+	if pl.planned {
+		need = len(b.Timers) + len(b.Inputs)
+	}
+	pl.planned = true
+	if cap(pl.slab) < need {
 		pl.slab = make([]Group, 0, need)
 	}
 	slab := pl.slab
