@@ -4,6 +4,7 @@
 package job
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -321,7 +322,8 @@ func (o *outbox) setFlying(msgs []*outMsg, on bool) {
 
 // takeFlying marks msgs flying (setFlying) and takes their payload maps and keys over (mem[i]
 // is msgs[i]'s, zero when it has none or an earlier push took it; mem is nil when no message
-// has one): a map is handed over once, to one push, never again.
+// has one): a map is handed over once, to one push, never again. mem comes from memBuffers:
+// the caller gives it back once the push no longer needs it.
 func (o *outbox) takeFlying(msgs []*outMsg) (mem []memMsg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -329,7 +331,7 @@ func (o *outbox) takeFlying(msgs []*outMsg) (mem []memMsg) {
 		m.flying = true
 		if m.mem.payload != nil {
 			if mem == nil {
-				mem = make([]memMsg, len(msgs))
+				mem = slices.Grow(memBuffers.get(), len(msgs))[:len(msgs)]
 			}
 			mem[i], m.mem = m.mem, memMsg{}
 		}

@@ -290,6 +290,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 			acked, reset, err = peer.pushLocal(pctx, rt, dest, batch, mem, tag)
 		} else {
 			r.stats.pushesHTTP.Add(1)
+			memBuffers.put(mem) // over HTTP the bytes go
 			acked, reset, err = pushInSession(pctx, s.client, r.w.signingKey(), rt, dest, batch, tag)
 		}
 		r.stats.pushNs.Add(int64(time.Since(start)))

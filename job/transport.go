@@ -223,10 +223,8 @@ func (w *Worker) offerPush(ctx context.Context, pr pushRequest) (*offeredPush, p
 		return reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 	}
 	// ins lives as long as the call: offer copies what it buffers.
-	insBuf := inputBuffers.get()
-	defer inputBuffers.put(insBuf)
-	ins := slices.Grow((*insBuf)[:0], len(pr.Messages))
-	defer func() { *insBuf = ins }()
+	ins := slices.Grow(inputBuffers.get(), len(pr.Messages))
+	defer func() { inputBuffers.put(ins) }()
 	var dec ybin.Decoder // payloads of one stream repeat their field names
 	var taken int64
 	for _, m := range pr.Messages {
@@ -286,11 +284,13 @@ func (w *Worker) awaitPush(ctx context.Context, o *offeredPush) (pushResponse, e
 	}
 }
 
-// wireBuffers and inputBuffers hold the per-push message slices of pushLocal and acceptPush,
-// which live only as long as the call, for the next push.
+// wireBuffers, inputBuffers and memBuffers hold the per-push slices of pushLocal, offerPush
+// and the sender (outbox.takeFlying), which live only until the reader took the messages, for
+// the next push.
 var (
 	wireBuffers  = newFreeList[wireMessage]()
 	inputBuffers = newFreeList[epoch.Input]()
+	memBuffers   = newFreeList[memMsg]()
 )
 
 // fromLoopback tells whether req comes from a loopback address.
