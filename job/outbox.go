@@ -407,7 +407,8 @@ func (o *outbox) finishPushed(partitionID, destination string, msgs []*outMsg, i
 			j = k + 1
 			m = pending[id]
 		default:
-			// Not gone: it is pending[id] (add and addSwift never replace an entry).
+			// Not gone: it is pending[id]. add and addSwift never replace a pending entry
+			// (nor meet each other's ids: stored and swift ids have different forms).
 			j = k + 1
 			m = msgs[k]
 		}
