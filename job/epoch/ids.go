@@ -101,14 +101,18 @@ func appendSourceOutputID(b []byte, parent, stream string, index uint64) []byte 
 // TestMessageIDFormsAreStable).
 type idArena struct{ block []byte }
 
-// idBlock is the size of an idArena block: about a hundred ids.
-const idBlock = 4096
+// idBlock is the size of an idArena block, about a hundred ids; the first blocks are smaller
+// (from idFirstBlock, doubling), so that a one-shot plan of a few ids allocates little.
+const (
+	idBlock      = 4096
+	idFirstBlock = 256
+)
 
 // room returns the free part of the current block, with room for n bytes at least (a new
 // block when the current one has less).
 func (a *idArena) room(n int) []byte {
 	if cap(a.block)-len(a.block) < n {
-		a.block = make([]byte, 0, max(idBlock, n))
+		a.block = make([]byte, 0, max(n, min(idBlock, max(idFirstBlock, 2*cap(a.block)))))
 	}
 	return a.block[len(a.block):]
 }

@@ -40,7 +40,8 @@ func TestMessageIDFormsAreStable(t *testing.T) {
 
 // TestIDArenaMatchesIDs: the ids a Planner builds in its arena are the ids of
 // TransformMessageID, SourceMessageID and SourceOutputID, byte for byte, names longer than a
-// block included, and an id keeps its bytes while later ones are built.
+// block included, and an id keeps its bytes while later ones are built; the first block is
+// small.
 func TestIDArenaMatchesIDs(t *testing.T) {
 	var a idArena
 	long := strings.Repeat("c", idBlock+10)
@@ -66,5 +67,9 @@ func TestIDArenaMatchesIDs(t *testing.T) {
 		if p.got != p.want {
 			t.Fatalf("id %d: arena %q, want %q", i, p.got, p.want)
 		}
+	}
+	var small idArena // a one-shot plan of one row: a small block
+	if id := small.source("split", SourcePartition{SourceID: "kafka"}, 7); id != SourceMessageID("split", SourcePartition{SourceID: "kafka"}, 7) || cap(small.block) != idFirstBlock {
+		t.Fatalf("one id: %q in a block of %d bytes, want a block of %d", id, cap(small.block), idFirstBlock)
 	}
 }
