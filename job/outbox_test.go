@@ -118,7 +118,7 @@ func TestOutboxQueueInOrder(t *testing.T) {
 // repeat or name rows the push did not carry. Two outboxes are driven side by side.
 // Seeded: a failure names its seed.
 func TestOutboxFinishPushedMatchesFinish(t *testing.T) {
-	for seed := int64(1); seed <= 30; seed++ {
+	for seed := int64(1); seed <= 15; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		byID, byPush := newOutbox(), newOutbox()
 		next := 0
