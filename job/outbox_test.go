@@ -170,17 +170,22 @@ func TestOutboxFinishPushedMatchesFinish(t *testing.T) {
 	}
 }
 
-// outboxState describes what an outbox holds: pending ids in order, finished keys, chunks.
+// outboxState describes what an outbox holds: pending ids in order, the keys finished since
+// the last call (taken, as an epoch commit takes them), chunks.
 func outboxState(o *outbox) string {
 	var pending []string
 	o.inOrder("d", func(r *ytstore.OutputRow) bool { pending = append(pending, r.MessageID); return true })
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	done := fmt.Sprint(o.done)
 	chunks := map[string]chunkState{}
 	for k, c := range o.chunks {
 		chunks[fmt.Sprint(k)] = *c
 	}
-	return fmt.Sprintf("pending %v (%d)\ndone %v\nchunks %v", pending, len(o.pending["d"]), o.done, chunks)
+	n := len(o.pending["d"])
+	o.mu.Unlock()
+	o.takeDone()
+	o.committed()
+	return fmt.Sprintf("pending %v (%d)\ndone %v\nchunks %v", pending, n, done, chunks)
 }
 
 // BenchmarkOutboxEpoch adds an epoch of 1000 rows to an outbox, hands them to a push and
