@@ -1,87 +1,178 @@
 package ytstore
 
-import "go.ytsaurus.tech/yt/go/yson"
+import (
+	"sync"
 
-// The rows every epoch writes encode themselves (yson.StreamMarshaler) instead of going
-// through the SDK's reflection; the bytes are the same (TestRowsEncodeAsReflection).
+	"go.ytsaurus.tech/yt/go/yson"
 
-// writeDedupTail writes the value columns both dedup indexes share; zero and nil are omitted
-// (omitempty).
-func writeDedupTail(w *yson.Writer, systemTS uint64, fingerprint *uint64) {
+	"github.com/ytflow/yt-flow/internal/ybin"
+)
+
+// The rows every epoch writes encode themselves: appendYSON appends a row's binary YSON,
+// byte for byte what the SDK's reflection encoder writes for it (TestRowsEncodeAsReflection,
+// FuzzRowsEncodeAsReflection), with no allocation per field. An insert whose rows all encode
+// themselves goes out as one pre-encoded batch (tableTx.insert); otherwise through the SDK's
+// writer, to which MarshalYSON hands the same bytes (yson.StreamMarshaler).
+
+// yrow is a row that encodes itself as binary YSON (a map, without the list's ';').
+type yrow interface {
+	appendYSON(b []byte) []byte
+}
+
+// The keys of the rows' columns, encoded once.
+var (
+	keyDedupKey      = ybin.Key("deduplication_message_key")
+	keySystemTS      = ybin.Key("system_timestamp")
+	keyFingerprint   = ybin.Key("payload_fingerprint")
+	keyComputationID = ybin.Key("computation_id")
+	keyKey           = ybin.Key("key")
+	keyKeyHash       = ybin.Key("key_hash")
+	keyMessageID     = ybin.Key("message_id")
+	keyName          = ybin.Key("name")
+	keyState         = ybin.Key("state")
+	keyPartitionID   = ybin.Key("partition_id")
+	keyDestination   = ybin.Key("destination")
+	keyChunkID       = ybin.Key("chunk_id")
+	keyPart          = ybin.Key("part")
+	keyMessageCount  = ybin.Key("message_count")
+	keyData          = ybin.Key("data")
+	keyLastTxStart   = ybin.Key("last_transaction_start_timestamp")
+)
+
+// rowBuffers holds encoding buffers (*[]byte) between uses.
+var rowBuffers sync.Pool
+
+// maxKeptBuffer is the largest buffer put back into rowBuffers.
+const maxKeptBuffer = 1 << 22
+
+func getRowBuffer() *[]byte {
+	if b, ok := rowBuffers.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 512)
+	return &b
+}
+
+func putRowBuffer(b *[]byte) {
+	if cap(*b) <= maxKeptBuffer {
+		*b = (*b)[:0]
+		rowBuffers.Put(b)
+	}
+}
+
+// writeRow writes the row encoded in buf (a buffer of getRowBuffer, released here) through
+// w as one node: for the binary writer one validated write of its bytes, for the text
+// writers the same node re-encoded.
+func writeRow(w *yson.Writer, buf *[]byte) error {
+	w.RawNode(*buf)
+	putRowBuffer(buf)
+	return w.Err()
+}
+
+// appendDedupTail appends the value columns both dedup indexes share; zero and nil are
+// omitted (omitempty).
+func appendDedupTail(b []byte, systemTS uint64, fingerprint *uint64) []byte {
 	if systemTS != 0 {
-		w.MapKeyString("system_timestamp")
-		w.Uint64(systemTS)
+		b = append(ybin.AppendUint64(append(b, keySystemTS...), systemTS), ';')
 	}
 	if fingerprint != nil {
-		w.MapKeyString("payload_fingerprint")
-		w.Uint64(*fingerprint)
+		b = append(ybin.AppendUint64(append(b, keyFingerprint...), *fingerprint), ';')
 	}
+	return b
 }
 
+func (r compactInputMessageRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendBytes(append(b, keyDedupKey...), r.DedupKey), ';')
+	b = appendDedupTail(b, r.SystemTimestamp, r.PayloadFingerprint)
+	return append(b, '}')
+}
+
+func (r inputMessageRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyComputationID...), r.ComputationID), ';')
+	b = append(ybin.AppendBytes(append(b, keyKey...), r.Key), ';')
+	b = append(ybin.AppendString(append(b, keyMessageID...), r.MessageID), ';')
+	b = appendDedupTail(b, r.SystemTimestamp, r.PayloadFingerprint)
+	return append(b, '}')
+}
+
+func (r StateRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyComputationID...), r.ComputationID), ';')
+	b = append(ybin.AppendUint64(append(b, keyKeyHash...), r.KeyHash), ';')
+	b = append(ybin.AppendBytes(append(b, keyKey...), r.Key), ';')
+	b = append(ybin.AppendString(append(b, keyName...), r.Name), ';')
+	b = append(ybin.AppendBytes(append(b, keyState...), r.State), ';')
+	return append(b, '}')
+}
+
+func (r *outputChunkRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyPartitionID...), r.PartitionID), ';')
+	b = append(ybin.AppendString(append(b, keyDestination...), r.Destination), ';')
+	b = append(ybin.AppendUint64(append(b, keyChunkID...), r.ChunkID), ';')
+	b = append(ybin.AppendInt64(append(b, keyPart...), r.Part), ';')
+	b = append(ybin.AppendInt64(append(b, keyMessageCount...), r.MessageCount), ';')
+	b = append(ybin.AppendBytes(append(b, keyData...), r.Data), ';')
+	return append(b, '}')
+}
+
+func (r partitionTransactionRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyPartitionID...), r.PartitionID), ';')
+	b = append(ybin.AppendUint64(append(b, keyLastTxStart...), r.Token), ';')
+	return append(b, '}')
+}
+
+func (r partitionStateRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyPartitionID...), r.PartitionID), ';')
+	b = append(ybin.AppendString(append(b, keyName...), r.Name), ';')
+	b = append(ybin.AppendBytes(append(b, keyState...), r.State), ';')
+	return append(b, '}')
+}
+
+// MarshalYSON implements yson.StreamMarshaler.
 func (r compactInputMessageRow) MarshalYSON(w *yson.Writer) error {
-	w.BeginMap()
-	w.MapKeyString("deduplication_message_key")
-	w.Bytes(r.DedupKey)
-	writeDedupTail(w, r.SystemTimestamp, r.PayloadFingerprint)
-	w.EndMap()
-	return w.Err()
+	buf := getRowBuffer()
+	*buf = r.appendYSON(*buf)
+	return writeRow(w, buf)
 }
 
+// MarshalYSON implements yson.StreamMarshaler.
 func (r inputMessageRow) MarshalYSON(w *yson.Writer) error {
-	w.BeginMap()
-	w.MapKeyString("computation_id")
-	w.String(r.ComputationID)
-	w.MapKeyString("key")
-	w.Bytes(r.Key)
-	w.MapKeyString("message_id")
-	w.String(r.MessageID)
-	writeDedupTail(w, r.SystemTimestamp, r.PayloadFingerprint)
-	w.EndMap()
-	return w.Err()
+	buf := getRowBuffer()
+	*buf = r.appendYSON(*buf)
+	return writeRow(w, buf)
 }
 
+// MarshalYSON implements yson.StreamMarshaler.
 func (r StateRow) MarshalYSON(w *yson.Writer) error {
-	w.BeginMap()
-	w.MapKeyString("computation_id")
-	w.String(r.ComputationID)
-	w.MapKeyString("key_hash")
-	w.Uint64(r.KeyHash)
-	w.MapKeyString("key")
-	w.Bytes(r.Key)
-	w.MapKeyString("name")
-	w.String(r.Name)
-	w.MapKeyString("state")
-	w.Bytes(r.State)
-	w.EndMap()
-	return w.Err()
+	buf := getRowBuffer()
+	*buf = r.appendYSON(*buf)
+	return writeRow(w, buf)
 }
 
+// MarshalYSON implements yson.StreamMarshaler.
 func (r *outputChunkRow) MarshalYSON(w *yson.Writer) error {
-	w.BeginMap()
-	w.MapKeyString("partition_id")
-	w.String(r.PartitionID)
-	w.MapKeyString("destination")
-	w.String(r.Destination)
-	w.MapKeyString("chunk_id")
-	w.Uint64(r.ChunkID)
-	w.MapKeyString("part")
-	w.Int64(r.Part)
-	w.MapKeyString("message_count")
-	w.Int64(r.MessageCount)
-	w.MapKeyString("data")
-	w.Bytes(r.Data)
-	w.EndMap()
-	return w.Err()
+	buf := getRowBuffer()
+	*buf = r.appendYSON(*buf)
+	return writeRow(w, buf)
 }
 
+// MarshalYSON implements yson.StreamMarshaler.
 func (r partitionTransactionRow) MarshalYSON(w *yson.Writer) error {
-	w.BeginMap()
-	w.MapKeyString("partition_id")
-	w.String(r.PartitionID)
-	w.MapKeyString("last_transaction_start_timestamp")
-	w.Uint64(r.Token)
-	w.EndMap()
-	return w.Err()
+	buf := getRowBuffer()
+	*buf = r.appendYSON(*buf)
+	return writeRow(w, buf)
+}
+
+// MarshalYSON implements yson.StreamMarshaler.
+func (r partitionStateRow) MarshalYSON(w *yson.Writer) error {
+	buf := getRowBuffer()
+	*buf = r.appendYSON(*buf)
+	return writeRow(w, buf)
 }
 
 // sinkRow is a row of a sink table (a map of column values, mostly scalars): written without

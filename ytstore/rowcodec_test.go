@@ -1,6 +1,9 @@
 package ytstore
 
 import (
+	"bytes"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,35 +11,128 @@ import (
 	"go.ytsaurus.tech/yt/go/yson"
 )
 
-// Copies of the row types without their MarshalYSON methods: the SDK encodes them by
-// reflection.
+// Copies of the row types without their methods: the SDK encodes them by reflection.
 type (
 	plainCompact     compactInputMessageRow
 	plainInput       inputMessageRow
 	plainState       StateRow
 	plainChunk       outputChunkRow
 	plainTransaction partitionTransactionRow
+	plainPartState   partitionStateRow
 )
 
-func TestRowsEncodeAsReflection(t *testing.T) {
-	fp := uint64(77)
-	for _, tc := range []struct{ custom, plain any }{
-		{compactInputMessageRow{DedupKey: []byte{0, 1, 2}, SystemTimestamp: 5, PayloadFingerprint: &fp}, plainCompact{DedupKey: []byte{0, 1, 2}, SystemTimestamp: 5, PayloadFingerprint: &fp}},
-		{compactInputMessageRow{DedupKey: []byte("k")}, plainCompact{DedupKey: []byte("k")}},
-		{inputMessageRow{ComputationID: "c", Key: []byte("[1]"), MessageID: "m", SystemTimestamp: 9, PayloadFingerprint: &fp}, plainInput{ComputationID: "c", Key: []byte("[1]"), MessageID: "m", SystemTimestamp: 9, PayloadFingerprint: &fp}},
-		{inputMessageRow{ComputationID: "c", MessageID: "m"}, plainInput{ComputationID: "c", MessageID: "m"}},
-		{StateRow{ComputationID: "c", KeyHash: 1 << 63, Key: []byte("k"), Name: "n", State: []byte("1")}, plainState{ComputationID: "c", KeyHash: 1 << 63, Key: []byte("k"), Name: "n", State: []byte("1")}},
-		{&outputChunkRow{PartitionID: "p", Destination: "d", ChunkID: 3, Part: 1, MessageCount: 2, Data: []byte{1, 2}}, plainChunk{PartitionID: "p", Destination: "d", ChunkID: 3, Part: 1, MessageCount: 2, Data: []byte{1, 2}}},
-		{partitionTransactionRow{PartitionID: "p", Token: 42}, plainTransaction{PartitionID: "p", Token: 42}},
-	} {
-		for _, f := range []yson.Format{yson.FormatText, yson.FormatBinary} {
-			got, err := yson.MarshalFormat(tc.custom, f)
-			require.NoError(t, err)
-			want, err := yson.MarshalFormat(tc.plain, f)
-			require.NoError(t, err)
-			assert.Equal(t, string(want), string(got), "%T", tc.custom)
+// rowPair is a row that encodes itself and its copy for the reflection encoder.
+type rowPair struct{ custom, plain any }
+
+// rowPairs returns every row type that encodes itself, filled from the given values.
+func rowPairs(s string, b []byte, u uint64, i int64, fp *uint64) []rowPair {
+	return []rowPair{
+		{compactInputMessageRow{DedupKey: b, SystemTimestamp: u, PayloadFingerprint: fp}, plainCompact{DedupKey: b, SystemTimestamp: u, PayloadFingerprint: fp}},
+		{&compactInputMessageRow{DedupKey: b, SystemTimestamp: u, PayloadFingerprint: fp}, plainCompact{DedupKey: b, SystemTimestamp: u, PayloadFingerprint: fp}},
+		{inputMessageRow{ComputationID: s, Key: b, MessageID: s + "m", SystemTimestamp: u, PayloadFingerprint: fp}, plainInput{ComputationID: s, Key: b, MessageID: s + "m", SystemTimestamp: u, PayloadFingerprint: fp}},
+		{StateRow{ComputationID: s, KeyHash: u, Key: b, Name: s + "n", State: b}, plainState{ComputationID: s, KeyHash: u, Key: b, Name: s + "n", State: b}},
+		{&StateRow{ComputationID: s, KeyHash: u, Key: b, Name: s, State: nil}, plainState{ComputationID: s, KeyHash: u, Key: b, Name: s, State: nil}},
+		{&outputChunkRow{PartitionID: s, Destination: s + "d", ChunkID: u, Part: i, MessageCount: -i, Data: b}, plainChunk{PartitionID: s, Destination: s + "d", ChunkID: u, Part: i, MessageCount: -i, Data: b}},
+		{partitionTransactionRow{PartitionID: s, Token: u}, plainTransaction{PartitionID: s, Token: u}},
+		{partitionStateRow{PartitionID: s, Name: s + "n", State: b}, plainPartState{PartitionID: s, Name: s + "n", State: b}},
+	}
+}
+
+// checkRowPair asserts that the row's own encodings are the reflection encoder's bytes:
+// appendYSON (the batch body), and MarshalYSON through the binary and the text writers.
+func checkRowPair(t testing.TB, p rowPair) {
+	t.Helper()
+	want, err := yson.MarshalFormat(p.plain, yson.FormatBinary)
+	require.NoError(t, err)
+	if got := p.custom.(yrow).appendYSON(nil); !bytes.Equal(got, want) {
+		t.Fatalf("%T appendYSON:\n got %q\nwant %q", p.custom, got, want)
+	}
+	for _, f := range []yson.Format{yson.FormatText, yson.FormatBinary} {
+		got, err := yson.MarshalFormat(p.custom, f)
+		require.NoError(t, err)
+		want, err := yson.MarshalFormat(p.plain, f)
+		require.NoError(t, err)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%T MarshalYSON %v:\n got %q\nwant %q", p.custom, f, got, want)
 		}
 	}
+}
+
+// TestRowsEncodeAsReflection: every row type that encodes itself writes the reflection
+// encoder's bytes, for edge values: empty and nil bytes (nil is the entity), zero
+// timestamps and hashes (omitted where the column is omitempty), a nil and a zero
+// fingerprint, the extreme integers, strings and bytes whose lengths take one, two and three
+// varint bytes.
+func TestRowsEncodeAsReflection(t *testing.T) {
+	fp, zero := uint64(77), uint64(0)
+	for _, tc := range []struct {
+		s  string
+		b  []byte
+		u  uint64
+		i  int64
+		fp *uint64
+	}{
+		{s: "c", b: []byte{0, 1, 2}, u: 5, i: 1, fp: &fp},
+		{},
+		{s: "", b: []byte{}, u: 0, i: 0, fp: &zero},
+		{s: strings.Repeat("x", 63), b: bytes.Repeat([]byte{0xff}, 64), u: math.MaxUint64, i: math.MinInt64, fp: &fp},
+		{s: strings.Repeat("y", 64), b: bytes.Repeat([]byte{'{'}, 8191), u: 1 << 63, i: math.MaxInt64},
+		{s: strings.Repeat("z", 8192), b: bytes.Repeat([]byte{';'}, 100_000), u: 1, i: -1},
+	} {
+		for _, p := range rowPairs(tc.s, tc.b, tc.u, tc.i, tc.fp) {
+			checkRowPair(t, p)
+		}
+	}
+}
+
+// FuzzRowsEncodeAsReflection: for any values, every row type that encodes itself writes the
+// reflection encoder's bytes.
+func FuzzRowsEncodeAsReflection(f *testing.F) {
+	f.Add("c", []byte{0, 1}, false, uint64(5), int64(1), true, uint64(77))
+	f.Add("", []byte(nil), true, uint64(0), int64(0), false, uint64(0))
+	f.Add(strings.Repeat("k", 100), []byte{}, false, uint64(math.MaxUint64), int64(math.MinInt64), true, uint64(0))
+	f.Fuzz(func(t *testing.T, s string, b []byte, isNil bool, u uint64, i int64, hasFP bool, fp uint64) {
+		if isNil {
+			b = nil
+		} else if b == nil {
+			b = []byte{}
+		}
+		var fpp *uint64
+		if hasFP {
+			fpp = &fp
+		}
+		for _, p := range rowPairs(s, b, u, i, fpp) {
+			checkRowPair(t, p)
+		}
+	})
+}
+
+// TestInsertBatchMatchesInsertRows: the body of a batch insert is what InsertRows writes for
+// the same rows (each through the SDK's binary list-fragment writer), and rows of a type that
+// does not encode itself are left to InsertRows.
+func TestInsertBatchMatchesInsertRows(t *testing.T) {
+	fp := uint64(3)
+	var custom, plain []any
+	for _, p := range rowPairs("part", []byte("key"), 1<<40, 7, &fp) {
+		custom = append(custom, p.custom)
+		plain = append(plain, p.plain)
+	}
+	var want bytes.Buffer
+	w := yson.NewWriterConfig(&want, yson.WriterConfig{Format: yson.FormatBinary, Kind: yson.StreamListFragment})
+	for _, r := range plain {
+		w.Any(r)
+	}
+	require.NoError(t, w.Finish())
+	prefix := []byte("kept")
+	got, ok := encodeRows(prefix, custom)
+	require.True(t, ok)
+	assert.Equal(t, string(want.Bytes()), string(got[len(prefix):]))
+	assert.Equal(t, "kept", string(got[:len(prefix)]), "encodeRows appends")
+
+	mixed := append(custom[:2:2], TimerRow{ComputationID: "c"})
+	got, ok = encodeRows(prefix, mixed)
+	assert.False(t, ok, "a row that does not encode itself")
+	assert.Equal(t, "kept", string(got), "nothing appended")
 }
 
 // TestSinkRowEncodesAsReflection: a sink row decodes to the same values whether it is written

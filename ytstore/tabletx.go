@@ -37,11 +37,34 @@ func (t *tableTx) insert(ctx context.Context, table string, rows []any) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	err := t.s.yc.InsertRows(ctx, t.path(table), rows, &yt.InsertRowsOptions{TransactionOptions: t.opts()})
+	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
+	var err error
+	if sent, berr := t.insertBatch(ctx, table, rows, opts); berr != nil {
+		err = berr
+	} else if !sent {
+		err = t.s.yc.InsertRows(ctx, t.path(table), rows, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
 	}
 	return nil
+}
+
+// insertBatch inserts rows that all encode themselves as one pre-encoded batch (rowbatch.go);
+// sent is false, with nothing sent, when they do not or the SDK's batch is not usable.
+func (t *tableTx) insertBatch(ctx context.Context, table string, rows []any, opts *yt.InsertRowsOptions) (sent bool, err error) {
+	buf := getRowBuffer()
+	defer putRowBuffer(buf)
+	body, ok := encodeRows(*buf, rows)
+	*buf = body
+	if !ok {
+		return false, nil
+	}
+	batch, ok, err := t.s.rowBatch(body)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts)
 }
 
 func (t *tableTx) delete(ctx context.Context, table string, keys []any) error {

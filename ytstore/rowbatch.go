@@ -1,0 +1,64 @@
+// Inserts sent as one pre-encoded batch (tableTx.insert).
+
+package ytstore
+
+import (
+	"fmt"
+	"io"
+
+	"go.ytsaurus.tech/library/go/blockcodecs"
+	"go.ytsaurus.tech/yt/go/yt"
+)
+
+// InsertRows encodes each row through the SDK's writer, whose binary string and integer
+// methods allocate their varint scratch on every call (several allocations per row), and
+// streams the body through a pipe to the goroutine sending the request. The rows an epoch
+// writes encode themselves (yrow): an insert of such rows is encoded into one buffer, in the
+// body's format (a binary YSON list fragment: each row followed by ';'), and sent with
+// InsertRowBatch — the same request with the same body, encoded with no allocation per row
+// and sent with its length (TestInsertBatchMatchesInsertRows).
+
+// encodeRows appends rows as a binary YSON list fragment; ok is false (b unchanged) when a
+// row does not encode itself.
+func encodeRows(b []byte, rows []any) (out []byte, ok bool) {
+	start := len(b)
+	for _, r := range rows {
+		e, ok := r.(yrow)
+		if !ok {
+			return b[:start], false
+		}
+		b = append(e.appendYSON(b), ';')
+	}
+	return b, true
+}
+
+// rowBatch returns the SDK's row batch holding body (an encoded list fragment, copied), as
+// NewRowBatchWriter would have written it for this client: compressed with its block codec,
+// or as it is. ok is false when the SDK's batch cannot be written directly (another SDK
+// version than the one pinned, TestRowBatchTaken) or the codec is not known; the caller then
+// inserts the rows with InsertRows.
+func (s *Store) rowBatch(body []byte) (batch yt.RowBatch, ok bool, err error) {
+	batch = s.yc.NewRowBatchWriter().Batch()
+	w, ok := batch.(io.Writer)
+	if !ok {
+		return nil, false, nil
+	}
+	switch s.codec {
+	case yt.ClientCodecNone, yt.ClientCodecGZIP: // the SDK sends these batches as written
+		_, err = w.Write(body)
+		return batch, true, err
+	}
+	name, ok := s.codec.BlockCodec()
+	codec := blockcodecs.FindCodecByName(name)
+	if !ok || codec == nil {
+		return nil, false, nil
+	}
+	enc := blockcodecs.NewEncoder(w, codec)
+	if _, err := enc.Write(body); err != nil {
+		return nil, false, fmt.Errorf("compress rows: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, false, fmt.Errorf("compress rows: %w", err)
+	}
+	return batch, true, nil
+}

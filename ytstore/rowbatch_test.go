@@ -1,0 +1,77 @@
+package ytstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/yt"
+
+	"github.com/ytflow/yt-flow/ytlocal"
+)
+
+// TestRowBatchTaken: with the pinned SDK the rows an epoch writes go out as pre-encoded
+// batches, for a client without compression (loopback) and for clients compressing their
+// requests (the SDK default, zstd, elsewhere), and the server reads back what was written.
+func TestRowBatchTaken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{})
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+	for name, codec := range map[string]yt.ClientCompressionCodec{
+		"none": yt.ClientCodecNone, "default": yt.ClientCodecDefault, "snappy": yt.ClientCodecSnappy, "gzip": yt.ClientCodecGZIP,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := open(Config{Proxy: srv.Addr(), Path: "//tmp/pipe-" + name}, codec)
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, s.CreatePipeline(ctx))
+
+			tx, err := s.beginTabletTx(ctx)
+			require.NoError(t, err)
+			defer tx.abort()
+			rows := []any{
+				&StateRow{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), Name: "count", State: []byte("2")},
+				StateRow{ComputationID: "c", KeyHash: 7, Key: []byte("k2"), Name: "count", State: make([]byte, 100_000)},
+			}
+			sent, err := tx.insertBatch(ctx, TableStates, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()})
+			require.NoError(t, err)
+			require.True(t, sent, "the pinned SDK's row batch is written directly")
+			require.NoError(t, tx.commit(ctx))
+			states, err := s.LoadStates(ctx, "c", []uint64{7})
+			require.NoError(t, err)
+			require.Len(t, states, 2)
+			assert.Equal(t, []byte("2"), states[0].State)
+			assert.Len(t, states[1].State, 100_000)
+
+			// A whole epoch: its dedup rows, states, chunks and token go out as batches, its
+			// timers through InsertRows.
+			lease, err := s.StartLease(ctx, "job-1", time.Minute)
+			require.NoError(t, err)
+			require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 100)))
+			token, found, err := s.PartitionToken(ctx, "p1")
+			require.NoError(t, err)
+			assert.True(t, found)
+			assert.Equal(t, uint64(100), token)
+			dup, err := s.LookupDedup(ctx, []DedupKey{
+				{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"},
+				{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true},
+			})
+			require.NoError(t, err)
+			assert.Equal(t, []bool{true, true}, dup)
+			outs, err := s.LoadOutputs(ctx, "p1")
+			require.NoError(t, err)
+			require.Len(t, outs, 1)
+			assert.Equal(t, "o1", outs[0].MessageID)
+			ps, err := s.LoadPartitionStates(ctx, "p1")
+			require.NoError(t, err)
+			assert.Equal(t, map[string][]byte{"offset/lines": []byte("5")}, ps)
+			timers, err := s.LoadTimers(ctx, "c", 0, 0)
+			require.NoError(t, err)
+			assert.Len(t, timers, 1)
+		})
+	}
+}
