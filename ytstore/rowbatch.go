@@ -3,8 +3,11 @@
 package ytstore
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"reflect"
+	"sync/atomic"
 
 	"go.ytsaurus.tech/library/go/blockcodecs"
 	"go.ytsaurus.tech/yt/go/yt"
@@ -38,7 +41,7 @@ func encodeRows(b []byte, rows []any) (out []byte, ok bool) {
 // version than the one pinned, TestRowBatchTaken) or the codec is not known; the caller then
 // inserts the rows with InsertRows.
 func (s *Store) rowBatch(body []byte) (batch yt.RowBatch, ok bool, err error) {
-	batch = s.yc.NewRowBatchWriter().Batch()
+	batch = s.newRowBatch()
 	w, ok := batch.(io.Writer)
 	if !ok {
 		return nil, false, nil
@@ -61,4 +64,28 @@ func (s *Store) rowBatch(body []byte) (batch yt.RowBatch, ok bool, err error) {
 		return nil, false, fmt.Errorf("compress rows: %w", err)
 	}
 	return batch, true, nil
+}
+
+// batchType is the SDK's row batch type when it is the one expected (newRowBatch).
+var batchType atomic.Pointer[reflect.Type]
+
+// newRowBatch returns an empty row batch of the SDK. NewRowBatchWriter makes one with a
+// writer around it that rowBatch does not use (a 4 KiB buffer and the YSON writer's state,
+// per insert); the batch itself is a struct whose zero value is ready (the writer is built
+// on &rowBatch{}): once the first batch has shown the type to be that struct, with that one
+// field, new ones are made of the type directly. Any other type is always made through
+// NewRowBatchWriter.
+func (s *Store) newRowBatch() yt.RowBatch {
+	if t := batchType.Load(); t != nil {
+		return reflect.New(*t).Interface().(yt.RowBatch)
+	}
+	b := s.yc.NewRowBatchWriter().Batch()
+	if t := reflect.TypeOf(b); t.Kind() == reflect.Pointer {
+		e := t.Elem()
+		if e.Kind() == reflect.Struct && e.Name() == "rowBatch" && e.PkgPath() == "go.ytsaurus.tech/yt/go/yt/internal/httpclient" &&
+			e.NumField() == 1 && e.Field(0).Type == reflect.TypeFor[bytes.Buffer]() {
+			batchType.Store(&e)
+		}
+	}
+	return b
 }

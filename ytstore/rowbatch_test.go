@@ -40,6 +40,7 @@ func TestRowBatchTaken(t *testing.T) {
 			sent, err := tx.insertBatch(ctx, TableStates, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()})
 			require.NoError(t, err)
 			require.True(t, sent, "the pinned SDK's row batch is written directly")
+			require.NotNil(t, batchType.Load(), "the pinned SDK's row batches are made of their type (newRowBatch)")
 			require.NoError(t, tx.commit(ctx))
 			states, err := s.LoadStates(ctx, "c", []uint64{7})
 			require.NoError(t, err)
@@ -47,8 +48,8 @@ func TestRowBatchTaken(t *testing.T) {
 			assert.Equal(t, []byte("2"), states[0].State)
 			assert.Len(t, states[1].State, 100_000)
 
-			// A whole epoch: its dedup rows, states, chunks and token go out as batches, its
-			// timers through InsertRows.
+			// A whole epoch: its dedup rows, states, chunks and token go out as batches (made
+			// of the batch type), its timers through InsertRows.
 			lease, err := s.StartLease(ctx, "job-1", time.Minute)
 			require.NoError(t, err)
 			require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 100)))

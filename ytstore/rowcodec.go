@@ -1,8 +1,6 @@
 package ytstore
 
 import (
-	"sync"
-
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/internal/ybin"
@@ -39,26 +37,12 @@ var (
 	keyLastTxStart   = ybin.Key("last_transaction_start_timestamp")
 )
 
-// rowBuffers holds encoding buffers (*[]byte) between uses.
-var rowBuffers sync.Pool
+// rowBuffers holds the buffers rows are encoded in between uses.
+var rowBuffers = newBuffers(8, 1<<20)
 
-// maxKeptBuffer is the largest buffer put back into rowBuffers.
-const maxKeptBuffer = 1 << 22
+func getRowBuffer() *[]byte { return rowBuffers.get(512) }
 
-func getRowBuffer() *[]byte {
-	if b, ok := rowBuffers.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, 0, 512)
-	return &b
-}
-
-func putRowBuffer(b *[]byte) {
-	if cap(*b) <= maxKeptBuffer {
-		*b = (*b)[:0]
-		rowBuffers.Put(b)
-	}
-}
+func putRowBuffer(b *[]byte) { rowBuffers.put(b) }
 
 // writeRow writes the row encoded in buf (a buffer of getRowBuffer, released here) through
 // w as one node: for the binary writer one validated write of its bytes, for the text

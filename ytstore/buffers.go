@@ -1,0 +1,38 @@
+package ytstore
+
+// buffers keeps up to cap(p) byte buffers of at most a given capacity between uses. Unlike a
+// sync.Pool it keeps them across garbage collections, which empty a pool: at the rate the
+// epochs of a busy process allocate, every few epochs, so that a pool's buffers were mostly
+// allocated anew. What it keeps is bounded: cap(p) buffers of at most max bytes.
+type buffers struct {
+	free chan *[]byte
+	max  int
+}
+
+func newBuffers(n, max int) *buffers { return &buffers{free: make(chan *[]byte, n), max: max} }
+
+// get returns an empty buffer of capacity at least n.
+func (p *buffers) get(n int) *[]byte {
+	select {
+	case b := <-p.free:
+		if cap(*b) >= n {
+			*b = (*b)[:0]
+			return b
+		}
+		p.put(b) // too small for this use; kept for a smaller one
+	default:
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+// put hands b back for later gets; nothing may use it after.
+func (p *buffers) put(b *[]byte) {
+	if cap(*b) > p.max {
+		return
+	}
+	select {
+	case p.free <- b:
+	default:
+	}
+}
