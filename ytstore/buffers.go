@@ -11,7 +11,9 @@ type buffers struct {
 
 func newBuffers(n, max int) *buffers { return &buffers{free: make(chan *[]byte, n), max: max} }
 
-// get returns an empty buffer of capacity at least n.
+// get returns an empty buffer of capacity at least n. A new one has room for a quarter more:
+// uses of one kind ask for about the same size each time, and a buffer of exactly the size
+// asked would be too small for the next, larger ask half the time.
 func (p *buffers) get(n int) *[]byte {
 	select {
 	case b := <-p.free:
@@ -22,7 +24,7 @@ func (p *buffers) get(n int) *[]byte {
 		p.put(b) // too small for this use; kept for a smaller one
 	default:
 	}
-	b := make([]byte, 0, n)
+	b := make([]byte, 0, n+n/4)
 	return &b
 }
 

@@ -21,18 +21,34 @@ import (
 // InsertRowBatch — the same request with the same body, encoded with no allocation per row
 // and sent with its length (TestInsertBatchMatchesInsertRows).
 
-// encodeRows appends rows as a binary YSON list fragment; ok is false (b unchanged) when a
-// row does not encode itself.
-func encodeRows(b []byte, rows []any) (out []byte, ok bool) {
-	start := len(b)
-	for _, r := range rows {
-		e, ok := r.(yrow)
-		if !ok {
-			return b[:start], false
-		}
-		b = append(e.appendYSON(b), ';')
+// rowList is the rows of one insert: appendRows appends them as a batch body (a binary
+// YSON list fragment, each row followed by ';'), values lists them for InsertRows (when a
+// batch cannot be sent), the same rows in the same order.
+type rowList interface {
+	appendRows(b []byte) []byte
+	values() []any
+}
+
+// yrows are rows that each encode themselves (yrow).
+type yrows []any
+
+func (r yrows) appendRows(b []byte) []byte {
+	for _, x := range r {
+		b = append(x.(yrow).appendYSON(b), ';')
 	}
-	return b, true
+	return b
+}
+
+func (r yrows) values() []any { return r }
+
+// asRowList returns rows as a rowList; ok is false when a row does not encode itself.
+func asRowList(rows []any) (l rowList, ok bool) {
+	for _, r := range rows {
+		if _, ok := r.(yrow); !ok {
+			return nil, false
+		}
+	}
+	return yrows(rows), true
 }
 
 // rowBatch returns the SDK's row batch holding body (an encoded list fragment, copied), as

@@ -37,10 +37,13 @@ func TestRowBatchTaken(t *testing.T) {
 				&StateRow{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), Name: "count", State: []byte("2")},
 				StateRow{ComputationID: "c", KeyHash: 7, Key: []byte("k2"), Name: "count", State: make([]byte, 100_000)},
 			}
-			sent, err := tx.insertBatch(ctx, TableStates, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()})
+			_, ok, err := s.rowBatch([]byte("{};"))
 			require.NoError(t, err)
-			require.True(t, sent, "the pinned SDK's row batch is written directly")
+			require.True(t, ok, "the pinned SDK's row batch is written directly")
 			require.NotNil(t, batchType.Load(), "the pinned SDK's row batches are made of their type (newRowBatch)")
+			_, ok = asRowList(rows)
+			require.True(t, ok, "state rows encode themselves")
+			require.NoError(t, tx.insert(ctx, TableStates, rows))
 			require.NoError(t, tx.commit(ctx))
 			states, err := s.LoadStates(ctx, "c", []uint64{7})
 			require.NoError(t, err)

@@ -65,6 +65,51 @@ func appendDedupTail(b []byte, systemTS uint64, fingerprint *uint64) []byte {
 	return b
 }
 
+// compactDedupRows are the compact_input_messages rows of the dedup rows with Compact set,
+// in order: appendRows encodes them straight from the dedup rows, with no row value, key
+// or fingerprint allocated per row; the bytes are those of the rows values lists
+// (TestCompactDedupRowsEncodeAsValues).
+type compactDedupRows struct {
+	rows []DedupRow
+	// fingerprints is whether the table has the payload_fingerprint column; without it the
+	// fingerprints are left out.
+	fingerprints bool
+}
+
+func (c compactDedupRows) appendRows(b []byte) []byte {
+	for i := range c.rows {
+		d := &c.rows[i]
+		if !d.Compact {
+			continue
+		}
+		b = append(append(b, '{'), keyDedupKey...)
+		b = d.appendCompactKey(ybin.AppendStringHeader(b, d.compactKeyLen()))
+		b = append(b, ';')
+		if d.SystemTimestamp != 0 {
+			b = append(ybin.AppendUint64(append(b, keySystemTS...), d.SystemTimestamp), ';')
+		}
+		if c.fingerprints && d.PayloadFingerprint != 0 {
+			b = append(ybin.AppendUint64(append(b, keyFingerprint...), d.PayloadFingerprint), ';')
+		}
+		b = append(b, '}', ';')
+	}
+	return b
+}
+
+func (c compactDedupRows) values() []any {
+	var rows []any
+	for _, d := range c.rows {
+		if !d.Compact {
+			continue
+		}
+		if !c.fingerprints {
+			d.PayloadFingerprint = 0 // omitted from the row
+		}
+		rows = append(rows, d.row())
+	}
+	return rows
+}
+
 func (r compactInputMessageRow) appendYSON(b []byte) []byte {
 	b = append(b, '{')
 	b = append(ybin.AppendBytes(append(b, keyDedupKey...), r.DedupKey), ';')

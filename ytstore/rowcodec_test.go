@@ -104,6 +104,13 @@ func FuzzRowsEncodeAsReflection(f *testing.F) {
 		for _, p := range rowPairs(s, b, u, i, fpp) {
 			checkRowPair(t, p)
 		}
+		dedup := []DedupRow{{DedupKey: DedupKey{ComputationID: s, KeyHash: u, MessageID: string(b), Compact: true}, SystemTimestamp: u, PayloadFingerprint: fp}}
+		for _, withFP := range []bool{hasFP, !hasFP} {
+			c := compactDedupRows{rows: dedup, fingerprints: withFP}
+			if got, want := c.appendRows(nil), yrows(c.values()).appendRows(nil); !bytes.Equal(got, want) {
+				t.Fatalf("compact dedup rows:\n got %q\nwant %q", got, want)
+			}
+		}
 	})
 }
 
@@ -123,16 +130,51 @@ func TestInsertBatchMatchesInsertRows(t *testing.T) {
 		w.Any(r)
 	}
 	require.NoError(t, w.Finish())
-	prefix := []byte("kept")
-	got, ok := encodeRows(prefix, custom)
+	l, ok := asRowList(custom)
 	require.True(t, ok)
+	prefix := []byte("kept")
+	got := l.appendRows(prefix)
 	assert.Equal(t, string(want.Bytes()), string(got[len(prefix):]))
-	assert.Equal(t, "kept", string(got[:len(prefix)]), "encodeRows appends")
+	assert.Equal(t, "kept", string(got[:len(prefix)]), "appendRows appends")
+	assert.Equal(t, custom, l.values())
 
-	mixed := append(custom[:2:2], TimerRow{ComputationID: "c"})
-	got, ok = encodeRows(prefix, mixed)
+	_, ok = asRowList(append(custom[:2:2], TimerRow{ComputationID: "c"}))
 	assert.False(t, ok, "a row that does not encode itself")
-	assert.Equal(t, "kept", string(got), "nothing appended")
+}
+
+// TestCompactDedupRowsEncodeAsValues: an epoch's compact dedup rows, encoded straight from
+// its dedup rows, are the rows values lists (which encode as the reflection encoder's), with
+// and without the payload_fingerprint column; plain dedup rows are not among them.
+func TestCompactDedupRowsEncodeAsValues(t *testing.T) {
+	dedup := []DedupRow{
+		{DedupKey: DedupKey{ComputationID: "count", KeyHash: 1 << 63, MessageID: "m1", Compact: true}, SystemTimestamp: 5, PayloadFingerprint: 9},
+		{DedupKey: DedupKey{ComputationID: "count", Key: []byte("k"), MessageID: "plain"}, SystemTimestamp: 5, PayloadFingerprint: 9},
+		{DedupKey: DedupKey{ComputationID: "", MessageID: "", Compact: true}},
+		{DedupKey: DedupKey{ComputationID: strings.Repeat("c", 100), KeyHash: 7, MessageID: "m3", Compact: true}, PayloadFingerprint: math.MaxUint64},
+	}
+	for _, fingerprints := range []bool{true, false} {
+		c := compactDedupRows{rows: dedup, fingerprints: fingerprints}
+		vals := c.values()
+		require.Len(t, vals, 3)
+		var want bytes.Buffer
+		w := yson.NewWriterConfig(&want, yson.WriterConfig{Format: yson.FormatBinary, Kind: yson.StreamListFragment})
+		withFP := 0
+		for _, v := range vals {
+			r := v.(compactInputMessageRow)
+			w.Any(plainCompact(r))
+			if r.PayloadFingerprint != nil {
+				withFP++
+			}
+		}
+		if fingerprints {
+			assert.Equal(t, 2, withFP, "the non-zero fingerprints are kept")
+		} else {
+			assert.Zero(t, withFP, "no fingerprints without the column")
+		}
+		require.NoError(t, w.Finish())
+		assert.Equal(t, string(want.Bytes()), string(c.appendRows(nil)), "fingerprints %v", fingerprints)
+		assert.Equal(t, string(want.Bytes()), string(yrows(vals).appendRows(nil)))
+	}
 }
 
 // TestSinkRowEncodesAsReflection: a sink row decodes to the same values whether it is written

@@ -33,38 +33,48 @@ func (t *tableTx) opts() *yt.TransactionOptions {
 
 func (t *tableTx) path(table string) ypath.Path { return t.s.child(table) }
 
+// insert inserts rows: as one pre-encoded batch when they all encode themselves (rowbatch.go),
+// else through InsertRows.
 func (t *tableTx) insert(ctx context.Context, table string, rows []any) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
-	var err error
-	if sent, berr := t.insertBatch(ctx, table, rows, opts); berr != nil {
-		err = berr
-	} else if !sent {
-		err = t.s.yc.InsertRows(ctx, t.path(table), rows, opts)
+	if l, ok := asRowList(rows); ok {
+		return t.insertList(ctx, table, l)
 	}
+	return t.insertValues(ctx, table, rows)
+}
+
+// insertList inserts the rows of l as one pre-encoded batch, or through InsertRows when the
+// SDK's batch is not usable (rowBatch).
+func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error {
+	buf := getRowBuffer()
+	defer putRowBuffer(buf)
+	*buf = l.appendRows(*buf)
+	if len(*buf) == 0 {
+		return nil
+	}
+	batch, ok, err := t.s.rowBatch(*buf)
 	if err != nil {
+		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), err)
+	}
+	if !ok {
+		return t.insertValues(ctx, table, l.values())
+	}
+	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
+	if err := t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts); err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
 	}
 	return nil
 }
 
-// insertBatch inserts rows that all encode themselves as one pre-encoded batch (rowbatch.go);
-// sent is false, with nothing sent, when they do not or the SDK's batch is not usable.
-func (t *tableTx) insertBatch(ctx context.Context, table string, rows []any, opts *yt.InsertRowsOptions) (sent bool, err error) {
-	buf := getRowBuffer()
-	defer putRowBuffer(buf)
-	body, ok := encodeRows(*buf, rows)
-	*buf = body
-	if !ok {
-		return false, nil
+// insertValues inserts rows through InsertRows (the SDK's writer).
+func (t *tableTx) insertValues(ctx context.Context, table string, rows []any) error {
+	err := t.s.yc.InsertRows(ctx, t.path(table), rows, &yt.InsertRowsOptions{TransactionOptions: t.opts()})
+	if err != nil {
+		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
 	}
-	batch, ok, err := t.s.rowBatch(body)
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts)
+	return nil
 }
 
 func (t *tableTx) delete(ctx context.Context, table string, keys []any) error {

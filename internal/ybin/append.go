@@ -16,6 +16,12 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// AppendStringHeader appends the head of a binary YSON string of n bytes: the caller appends
+// the n bytes next (a string built in place).
+func AppendStringHeader(b []byte, n int) []byte {
+	return binary.AppendVarint(append(b, markString), int64(n))
+}
+
 // AppendBytes appends v as a binary YSON string, and nil as the entity '#' (as the SDK's
 // Writer.Bytes, and so its reflection encoder for a []byte field, writes it).
 func AppendBytes(b []byte, v []byte) []byte {
