@@ -1,9 +1,9 @@
 package ytstore
 
-// buffers keeps up to cap(p) byte buffers of at most a given capacity between uses. Unlike a
+// buffers keeps up to n byte buffers of at most max bytes between uses (newBuffers). Unlike a
 // sync.Pool it keeps them across garbage collections, which empty a pool: at the rate the
 // epochs of a busy process allocate, every few epochs, so that a pool's buffers were mostly
-// allocated anew. What it keeps is bounded: cap(p) buffers of at most max bytes.
+// allocated anew. What it keeps is bounded: n buffers of at most max bytes.
 type buffers struct {
 	free chan *[]byte
 	max  int
@@ -21,7 +21,8 @@ func (p *buffers) get(n int) *[]byte {
 			*b = (*b)[:0]
 			return b
 		}
-		p.put(b) // too small for this use; kept for a smaller one
+		// Too small for this use: dropped, so that what is kept grows to the largest use
+		// instead of the same small buffer being taken and put back again and again.
 	default:
 	}
 	b := make([]byte, 0, n+n/4)
