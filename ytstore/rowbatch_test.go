@@ -51,8 +51,8 @@ func TestRowBatchTaken(t *testing.T) {
 			assert.Equal(t, []byte("2"), states[0].State)
 			assert.Len(t, states[1].State, 100_000)
 
-			// A whole epoch: its dedup rows, states, chunks and token go out as batches (made
-			// of the batch type), its timers through InsertRows.
+			// A whole epoch: its dedup rows, states, timers, chunks, partition states and token
+			// go out as batches (made of the batch type).
 			lease, err := s.StartLease(ctx, "job-1", time.Minute)
 			require.NoError(t, err)
 			require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 100)))

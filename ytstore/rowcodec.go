@@ -35,6 +35,15 @@ var (
 	keyMessageCount  = ybin.Key("message_count")
 	keyData          = ybin.Key("data")
 	keyLastTxStart   = ybin.Key("last_transaction_start_timestamp")
+	keyStreamID      = ybin.Key("stream_id")
+	keyEventTS       = ybin.Key("event_timestamp")
+	keyTriggerTS     = ybin.Key("trigger_timestamp")
+	keyPayload       = ybin.Key("payload")
+	keyError         = ybin.Key("error")
+	keyAttempts      = ybin.Key("attempts")
+	keyTimer         = ybin.Key("timer")
+	keyTrigger       = ybin.Key("trigger")
+	keyDeadAt        = ybin.Key("dead_at")
 )
 
 // rowBuffers holds the buffers rows are encoded in between uses.
@@ -161,6 +170,42 @@ func (r partitionStateRow) appendYSON(b []byte) []byte {
 	b = append(ybin.AppendString(append(b, keyPartitionID...), r.PartitionID), ';')
 	b = append(ybin.AppendString(append(b, keyName...), r.Name), ';')
 	b = append(ybin.AppendBytes(append(b, keyState...), r.State), ';')
+	return append(b, '}')
+}
+
+// TimerRow and DeadLetterRow encode themselves only for batches; through the SDK's writer
+// (an insert that cannot go as a batch, a document printed) they are encoded by reflection.
+
+func (r TimerRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyComputationID...), r.ComputationID), ';')
+	b = append(ybin.AppendUint64(append(b, keyKeyHash...), r.KeyHash), ';')
+	b = append(ybin.AppendBytes(append(b, keyKey...), r.Key), ';')
+	b = append(ybin.AppendString(append(b, keyMessageID...), r.MessageID), ';')
+	b = append(ybin.AppendString(append(b, keyStreamID...), r.StreamID), ';')
+	b = append(ybin.AppendUint64(append(b, keySystemTS...), r.SystemTimestamp), ';')
+	b = append(ybin.AppendUint64(append(b, keyEventTS...), r.EventTimestamp), ';')
+	b = append(ybin.AppendUint64(append(b, keyTriggerTS...), r.TriggerTimestamp), ';')
+	b = append(ybin.AppendBytes(append(b, keyPayload...), r.Payload), ';')
+	return append(b, '}')
+}
+
+func (r DeadLetterRow) appendYSON(b []byte) []byte {
+	b = append(b, '{')
+	b = append(ybin.AppendString(append(b, keyComputationID...), r.ComputationID), ';')
+	b = append(ybin.AppendUint64(append(b, keyKeyHash...), r.KeyHash), ';')
+	b = append(ybin.AppendBytes(append(b, keyKey...), r.Key), ';')
+	b = append(ybin.AppendString(append(b, keyMessageID...), r.MessageID), ';')
+	b = append(ybin.AppendString(append(b, keyStreamID...), r.StreamID), ';')
+	b = append(ybin.AppendString(append(b, keyPartitionID...), r.PartitionID), ';')
+	b = append(ybin.AppendBytes(append(b, keyPayload...), r.Payload), ';')
+	b = append(ybin.AppendString(append(b, keyError...), r.Error), ';')
+	b = append(ybin.AppendUint64(append(b, keyAttempts...), r.Attempts), ';')
+	b = append(ybin.AppendBool(append(b, keyTimer...), r.Timer), ';')
+	b = append(ybin.AppendUint64(append(b, keyTrigger...), r.Trigger), ';')
+	b = append(ybin.AppendUint64(append(b, keySystemTS...), r.SystemTimestamp), ';')
+	b = append(ybin.AppendUint64(append(b, keyEventTS...), r.EventTimestamp), ';')
+	b = append(ybin.AppendUint64(append(b, keyDeadAt...), r.DeadAt), ';')
 	return append(b, '}')
 }
 

@@ -19,6 +19,8 @@ type (
 	plainChunk       outputChunkRow
 	plainTransaction partitionTransactionRow
 	plainPartState   partitionStateRow
+	plainTimer       TimerRow
+	plainDeadLetter  DeadLetterRow
 )
 
 // rowPair is a row that encodes itself and its copy for the reflection encoder.
@@ -35,6 +37,10 @@ func rowPairs(s string, b []byte, u uint64, i int64, fp *uint64) []rowPair {
 		{&outputChunkRow{PartitionID: s, Destination: s + "d", ChunkID: u, Part: i, MessageCount: -i, Data: b}, plainChunk{PartitionID: s, Destination: s + "d", ChunkID: u, Part: i, MessageCount: -i, Data: b}},
 		{partitionTransactionRow{PartitionID: s, Token: u}, plainTransaction{PartitionID: s, Token: u}},
 		{partitionStateRow{PartitionID: s, Name: s + "n", State: b}, plainPartState{PartitionID: s, Name: s + "n", State: b}},
+		{TimerRow{ComputationID: s, KeyHash: u, Key: b, MessageID: s + "m", StreamID: s + "s", SystemTimestamp: u, EventTimestamp: u + 1, TriggerTimestamp: u - 1, Payload: b},
+			plainTimer{ComputationID: s, KeyHash: u, Key: b, MessageID: s + "m", StreamID: s + "s", SystemTimestamp: u, EventTimestamp: u + 1, TriggerTimestamp: u - 1, Payload: b}},
+		{DeadLetterRow{ComputationID: s, KeyHash: u, Key: b, MessageID: s, StreamID: s, PartitionID: s, Payload: b, Error: s + "e", Attempts: u, Timer: i%2 == 0, Trigger: u, SystemTimestamp: u, EventTimestamp: u, DeadAt: u},
+			plainDeadLetter{ComputationID: s, KeyHash: u, Key: b, MessageID: s, StreamID: s, PartitionID: s, Payload: b, Error: s + "e", Attempts: u, Timer: i%2 == 0, Trigger: u, SystemTimestamp: u, EventTimestamp: u, DeadAt: u}},
 	}
 }
 
@@ -138,7 +144,7 @@ func TestInsertBatchMatchesInsertRows(t *testing.T) {
 	assert.Equal(t, "kept", string(got[:len(prefix)]), "appendRows appends")
 	assert.Equal(t, custom, l.values())
 
-	_, ok = asRowList(append(custom[:2:2], TimerRow{ComputationID: "c"}))
+	_, ok = asRowList(append(custom[:2:2], map[string]any{"computation_id": "c"}))
 	assert.False(t, ok, "a row that does not encode itself")
 }
 
