@@ -477,7 +477,23 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 		}
 		return nil
 	}
-	if err := s.yc.InsertRows(ctx, p, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()}); err != nil {
+	opts := &yt.InsertRowsOptions{TransactionOptions: tx.opts()}
+	buf := getRowBuffer()
+	defer putRowBuffer(buf)
+	if body, ok := appendSinkRows(*buf, sw.Rows); ok {
+		*buf = body
+		batch, ok, err := s.rowBatch(body)
+		if err != nil {
+			return fmt.Errorf("ytstore: write to sink table %s: %w", p, err)
+		}
+		if ok {
+			if err := s.yc.InsertRowBatch(ctx, p, batch, opts); err != nil {
+				return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
+			}
+			return nil
+		}
+	}
+	if err := s.yc.InsertRows(ctx, p, rows, opts); err != nil {
 		return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
 	}
 	return nil

@@ -264,6 +264,27 @@ func (r partitionStateRow) MarshalYSON(w *yson.Writer) error {
 	return writeRow(w, buf)
 }
 
+// appendSinkRows appends rows (of a sink table) as a batch body, each row's columns in map
+// order as sinkRow writes them; ok is false (b unchanged) when a value is not a scalar
+// (those rows go through sinkRow and the SDK's writer).
+func appendSinkRows(b []byte, rows []map[string]any) (out []byte, ok bool) {
+	start := len(b)
+	for _, r := range rows {
+		b = append(b, '{')
+		for k, v := range r {
+			b = append(ybin.AppendString(b, k), '=')
+			if x, isBytes := v.([]byte); isBytes {
+				b = ybin.AppendBytes(b, x) // nil is the entity, as the writer's Bytes
+			} else if b, ok = ybin.AppendScalar(b, v); !ok {
+				return b[:start], false
+			}
+			b = append(b, ';')
+		}
+		b = append(b, '}', ';')
+	}
+	return b, true
+}
+
 // sinkRow is a row of a sink table (a map of column values, mostly scalars): written without
 // the reflection encoder, which boxes every value and sorts the keys. The order of the
 // columns differs from the reflection encoder's (sorted); what the row says does not

@@ -202,3 +202,40 @@ func TestSinkRowEncodesAsReflection(t *testing.T) {
 		assert.Equal(t, wantRow, gotRow)
 	}
 }
+
+// TestSinkRowsBatchMatchesWriter: a sink write's batch body is what the SDK's writer writes
+// for the same rows (sinkRow, each row's columns in map order: byte for byte for rows of one
+// column, value for value otherwise), nil bytes included; a row with a nested value leaves
+// the write to the writer.
+func TestSinkRowsBatchMatchesWriter(t *testing.T) {
+	rows := []map[string]any{
+		{"s": "word", "b": []byte{0, 1}, "nilb": []byte(nil), "i": int64(-5), "n": 7, "i32": int32(-3),
+			"u": uint64(1 << 63), "u32": uint32(9), "f": 1.5, "t": true, "null": nil, "long": strings.Repeat("x", 300)},
+		{"only": "one column"},
+		{"nilb": []byte(nil)},
+		{},
+	}
+	var want bytes.Buffer
+	w := yson.NewWriterConfig(&want, yson.WriterConfig{Format: yson.FormatBinary, Kind: yson.StreamListFragment})
+	for _, r := range rows {
+		w.Any(sinkRow(r))
+	}
+	require.NoError(t, w.Finish())
+	got, ok := appendSinkRows([]byte("kept"), rows)
+	require.True(t, ok)
+	require.Equal(t, "kept", string(got[:4]))
+	got = got[4:]
+	decode := func(b []byte) []map[string]any {
+		var out []map[string]any
+		require.NoError(t, yson.Unmarshal(append(append([]byte{'['}, b...), ']'), &out))
+		return out
+	}
+	assert.Equal(t, decode(want.Bytes()), decode(got))
+	one := want.Bytes()[bytes.Index(want.Bytes(), []byte("{\x01\x08only")):]
+	assert.Equal(t, string(one), string(got[bytes.Index(got, []byte("{\x01\x08only")):]), "rows of one column, byte for byte")
+	assert.Nil(t, decode(got)[2]["nilb"], "nil bytes are the entity")
+
+	got, ok = appendSinkRows([]byte("kept"), append(rows[:1:1], map[string]any{"list": []any{int64(1)}}))
+	assert.False(t, ok, "a nested value")
+	assert.Equal(t, "kept", string(got), "nothing appended")
+}
