@@ -110,6 +110,17 @@ func FuzzRowsEncodeAsReflection(f *testing.F) {
 		for _, p := range rowPairs(s, b, u, i, fpp) {
 			checkRowPair(t, p)
 		}
+		// Sink rows of one column each (their bytes do not depend on map order).
+		sink := []map[string]any{{s: b}, {s: i}, {s: u}, {s: string(b)}, {s: hasFP}, {s: nil}, {s: float64(i)}}
+		var want bytes.Buffer
+		w := yson.NewWriterConfig(&want, yson.WriterConfig{Format: yson.FormatBinary, Kind: yson.StreamListFragment})
+		for _, r := range sink {
+			w.Any(sinkRow(r))
+		}
+		require.NoError(t, w.Finish())
+		if got, ok := appendSinkRows(nil, sink); !ok || !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("sink rows (ok %v):\n got %q\nwant %q", ok, got, want.Bytes())
+		}
 		dedup := []DedupRow{{DedupKey: DedupKey{ComputationID: s, KeyHash: u, MessageID: string(b), Compact: true}, SystemTimestamp: u, PayloadFingerprint: fp}}
 		for _, withFP := range []bool{hasFP, !hasFP} {
 			c := compactDedupRows{rows: dedup, fingerprints: withFP}
