@@ -214,6 +214,7 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 		if len(rows) == 0 && s.src.Finite() {
 			s.ended = true
 		}
+		b.Sources = slices.Grow(b.Sources, len(rows))
 		for _, row := range rows {
 			if bytesThrottled {
 				sourceBytes += rowBytes(flow.Row(row.Columns))

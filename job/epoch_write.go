@@ -87,14 +87,10 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 		w.TimersSet = append(w.TimersSet, row)
 	}
 	seq := map[string]int64{}
-	payloads, err := r.storedPayloads(c.Stored)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for i, o := range c.Stored {
+	for _, o := range c.Stored {
 		row := ytstore.OutputRow{
 			PartitionID: r.job.PartitionID, Destination: o.Destination.ID, MessageID: o.Message.MessageID, StreamID: o.Message.StreamID,
-			KeyHash: o.KeyHash, Payload: payloads[i], EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
+			KeyHash: o.KeyHash, EventTimestamp: o.Message.EventTimestamp, SystemTimestamp: o.Message.SystemTimestamp,
 		}
 		if o.Destination.Kind == epoch.ToComputation {
 			row.Key = keys.add(o.Message.Key)
@@ -107,6 +103,9 @@ func (r *runner) write(c *epoch.Commit, b *epoch.Batch, token uint64) (*ytstore.
 			seq[o.Destination.ID] = n + 1
 		}
 		w.OutputsAdd = append(w.OutputsAdd, row)
+	}
+	if err := r.encodeStored(w.OutputsAdd, c.Stored); err != nil {
+		return nil, nil, nil, err
 	}
 	r.memRefs = handOver(c.Stored, w.OutputsAdd, [][]epoch.Out{c.Sync, c.BestEffort}, r.memRefs)
 	// One output store row per destination and epoch (split at ytstore.MaxChunkMessages).
@@ -156,6 +155,16 @@ func (a *keyArena) add(k flow.Key) []byte {
 	return a.buf[start:len(a.buf):len(a.buf)]
 }
 
+// encodeStored sets the payloads of rows (rows[i] is outs[i]'s) to those of outs encoded
+// as storedPayloads encodes them (payloadEncoder).
+func (r *runner) encodeStored(rows []ytstore.OutputRow, outs []epoch.Out) error {
+	bad, err := r.payloads.encode(rows, outs)
+	if err != nil {
+		return r.payloadError(outs, bad, err)
+	}
+	return nil
+}
+
 // storedPayloads encodes the payloads of outs (YSON).
 func (r *runner) storedPayloads(outs []epoch.Out) ([][]byte, error) {
 	rows := make([]flow.Row, len(outs))
@@ -164,13 +173,18 @@ func (r *runner) storedPayloads(outs []epoch.Out) ([][]byte, error) {
 	}
 	payloads, bad, err := marshalPayloads(rows)
 	if err != nil {
-		if bad >= 0 {
-			o := outs[bad].Message
-			return nil, fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.MessageID, o.StreamID, err)
-		}
-		return nil, fmt.Errorf("job %s: %w", r.job.JobID, err)
+		return nil, r.payloadError(outs, bad, err)
 	}
 	return payloads, nil
+}
+
+// payloadError is the error of outs[bad]'s payload (bad < 0: of none in particular).
+func (r *runner) payloadError(outs []epoch.Out, bad int, err error) error {
+	if bad >= 0 {
+		o := outs[bad].Message
+		return fmt.Errorf("job %s: output %s on stream %s: payload: %w", r.job.JobID, o.MessageID, o.StreamID, err)
+	}
+	return fmt.Errorf("job %s: %w", r.job.JobID, err)
 }
 
 // committer is what the commit loop needs of the store (runner.commit; a swift source job also

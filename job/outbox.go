@@ -4,6 +4,7 @@
 package job
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -44,13 +45,39 @@ type destQueue struct {
 	rows     []*outMsg
 	unsorted bool // a row was added out of id order: sort before the next read
 	gone     int  // rows marked gone still in rows
+	// buf is the array rows lies in, from its start: rows dropped at the head (compact) leave
+	// room before rows that push reuses instead of growing a new array.
+	buf []*outMsg
 }
 
 func (q *destQueue) push(m *outMsg) {
-	if n := len(q.rows); n > 0 && q.rows[n-1].row.MessageID > m.row.MessageID {
+	n := len(q.rows)
+	if n > 0 && q.rows[n-1].row.MessageID > m.row.MessageID {
 		q.unsorted = true
 	}
+	if n == cap(q.rows) && cap(q.buf)-n >= n/2+1 {
+		// Full, but at least a third of the array lies before rows: move rows to its start.
+		moved := q.buf[:n]
+		copy(moved, q.rows)
+		clear(q.buf[n:cap(q.buf)]) // the old places of the moved rows
+		q.rows = moved
+	}
+	full := len(q.rows) == cap(q.rows)
 	q.rows = append(q.rows, m)
+	if full {
+		q.buf = q.rows[:0] // append made a new array
+	}
+}
+
+// find returns the entry of the pending row id (nil when none) by walking the rows: for the
+// rare row added twice.
+func (q *destQueue) find(id string) *outMsg {
+	for _, m := range q.rows {
+		if !m.gone && m.row.MessageID == id {
+			return m
+		}
+	}
+	return nil
 }
 
 // compact drops gone rows and restores id order when needed.
@@ -142,13 +169,18 @@ func (o *outbox) add(rows []ytstore.OutputRow) {
 		}
 		// The payload and key handed over stay with the outbox entry, not in the row.
 		rows[i].Mem, rows[i].MemKey = nil, nil
-		if _, have := m[r.MessageID]; have {
-			continue
-		}
 		msg := &slab[i]
 		msg.row = &rows[i]
 		msg.mem = memMsg{r.Mem, r.MemKey}
+		// One map operation for a new row, the usual case: a row already pending (added
+		// twice) is found by the map not growing, and its entry put back.
+		n := len(m)
 		m[r.MessageID] = msg
+		if len(m) == n {
+			m[r.MessageID] = o.queue(r.Destination).find(r.MessageID)
+			*msg = outMsg{}
+			continue
+		}
 		o.queue(r.Destination).push(msg)
 		if r.Chunk.ID != 0 {
 			c := last
@@ -290,7 +322,8 @@ func (o *outbox) setFlying(msgs []*outMsg, on bool) {
 
 // takeFlying marks msgs flying (setFlying) and takes their payload maps and keys over (mem[i]
 // is msgs[i]'s, zero when it has none or an earlier push took it; mem is nil when no message
-// has one): a map is handed over once, to one push, never again.
+// has one): a map is handed over once, to one push, never again. mem comes from memBuffers:
+// the caller gives it back once the push no longer needs it.
 func (o *outbox) takeFlying(msgs []*outMsg) (mem []memMsg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -298,7 +331,7 @@ func (o *outbox) takeFlying(msgs []*outMsg) (mem []memMsg) {
 		m.flying = true
 		if m.mem.payload != nil {
 			if mem == nil {
-				mem = make([]memMsg, len(msgs))
+				mem = slices.Grow(memBuffers.get(), len(msgs))[:len(msgs)]
 			}
 			mem[i], m.mem = m.mem, memMsg{}
 		}
@@ -326,6 +359,18 @@ func (o *outbox) destinations() []string {
 // Invariant: a swift parent is acknowledged upstream only once every one of its outputs is
 // delivered to every destination (TestSwiftParentAckedAfterChildren).
 func (o *outbox) finish(partitionID, destination string, ids []string) (parentsDone []string) {
+	return o.finishPushed(partitionID, destination, nil, ids)
+}
+
+// finishPushed is finish of the ids a push acknowledged, msgs the entries it carried (as
+// inOrderIdle handed them out): the ids of a push's rows are acknowledged in the order it
+// carried them, so each is found by walking msgs instead of looking it up in pending. An id
+// whose entry is not found there, or is gone meanwhile (and may be pending again as another
+// entry), is looked up as finish does.
+//
+// Invariant: finishPushed leaves the outbox as finish of the same ids does
+// (TestOutboxFinishPushedMatchesFinish).
+func (o *outbox) finishPushed(partitionID, destination string, msgs []*outMsg, ids []string) (parentsDone []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	before := len(o.done)
@@ -344,8 +389,30 @@ func (o *outbox) finish(partitionID, destination string, ids []string) (parentsD
 	// Acknowledgements come in production order: most fall into the chunk of the one before.
 	var lastChunk ytstore.OutputChunk
 	var last *chunkState
+	j := 0 // where the next id is looked for in msgs
 	for _, id := range ids {
-		if m, ok := pending[id]; ok {
+		k := j
+		for k < len(msgs) && msgs[k].row.MessageID != id {
+			k++
+		}
+		var m *outMsg
+		switch {
+		case k == len(msgs):
+			// Not among the rows after the last one found (or no msgs): looked up, and so
+			// are the ids after it.
+			msgs, j = nil, 0
+			m = pending[id]
+		case msgs[k].gone:
+			// Finished meanwhile: the id may be pending again, as another entry.
+			j = k + 1
+			m = pending[id]
+		default:
+			// Not gone: it is pending[id]. add and addSwift never replace a pending entry
+			// (nor meet each other's ids: stored and swift ids have different forms).
+			j = k + 1
+			m = msgs[k]
+		}
+		if m != nil {
 			delete(pending, id)
 			m.gone = true
 			queue.gone++
@@ -443,11 +510,7 @@ func (o *outbox) minSystemTS() uint64 {
 			least = ts
 		}
 	}
-	for _, m := range o.pending {
-		for _, r := range m {
-			consider(r.row.SystemTimestamp)
-		}
-	}
+	o.eachPending(func(m *outMsg) { consider(m.row.SystemTimestamp) })
 	for _, c := range o.chunks {
 		consider(c.minTS)
 	}
@@ -466,14 +529,11 @@ func (o *outbox) minEventTS() uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var least uint64
-	for _, m := range o.pending {
-		for _, r := range m {
-			ts := max(r.row.EventTimestamp, 1)
-			if least == 0 || ts < least {
-				least = ts
-			}
+	o.eachPending(func(m *outMsg) {
+		if ts := max(m.row.EventTimestamp, 1); least == 0 || ts < least {
+			least = ts
 		}
-	}
+	})
 	return least
 }
 
@@ -482,12 +542,21 @@ func (o *outbox) eventTimestamps() []uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var ts []uint64
-	for _, m := range o.pending {
-		for _, r := range m {
-			ts = append(ts, max(r.row.EventTimestamp, 1))
+	o.eachPending(func(m *outMsg) { ts = append(ts, max(m.row.EventTimestamp, 1)) })
+	return ts
+}
+
+// eachPending calls f for every pending row, in no particular order; the lock must be held.
+// It walks the destinations' queues, which hold the rows of pending (and rows gone, skipped):
+// a slice is quicker to walk than a map.
+func (o *outbox) eachPending(f func(m *outMsg)) {
+	for _, q := range o.queues {
+		for _, m := range q.rows {
+			if !m.gone {
+				f(m)
+			}
 		}
 	}
-	return ts
 }
 
 // held counts the rows still in the output store: pending, acknowledged but not yet deleted,

@@ -4,10 +4,14 @@ package job
 
 import (
 	"fmt"
+	"slices"
+
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/internal/ybin"
+	"github.com/ytflow/yt-flow/job/epoch"
+	"github.com/ytflow/yt-flow/ytstore"
 )
 
 // marshalPayloads encodes payloads: a payload of scalars as binary YSON with the fast
@@ -43,6 +47,54 @@ func marshalPayloads(payloads []flow.Row) (out [][]byte, bad int, err error) {
 		}
 	}
 	return out, -1, nil
+}
+
+// payloadEncoder encodes an epoch's stored payloads into its output rows (encode), keeping
+// its scratch and the size of the last epoch's payloads from epoch to epoch.
+type payloadEncoder struct {
+	ends []int // ends[i] is where row i's payload ends in the arena
+	// perPayload is the mean size of the last epoch's fast payloads, which sizes the next
+	// arena.
+	perPayload int
+}
+
+// encode sets rows[i].Payload to outs[i]'s payload encoded as marshalPayloads encodes it
+// (the same bytes; TestPayloadEncoderMatchesMarshalPayloads); rows' payloads must be nil. The
+// fast payloads share one arena of their own, which the rows keep. When a payload does not
+// encode, bad is its index (else -1).
+func (e *payloadEncoder) encode(rows []ytstore.OutputRow, outs []epoch.Out) (bad int, err error) {
+	if len(outs) == 0 {
+		return -1, nil
+	}
+	// An arena a little larger than the last epoch's payloads took: it rarely grows, and a
+	// grown one would leave the payloads made so far in the smaller array.
+	per := max(e.perPayload+e.perPayload/8, 16)
+	arena := make([]byte, 0, per*len(outs))
+	e.ends = slices.Grow(e.ends[:0], len(outs))[:len(outs)]
+	for i := range outs {
+		p := outs[i].Message.Payload
+		var ok bool
+		if p != nil {
+			arena, ok = ybin.AppendMap(arena, p)
+		}
+		if !ok {
+			b, err := yson.Marshal(p)
+			if err != nil {
+				return i, err
+			}
+			rows[i].Payload = b
+		}
+		e.ends[i] = len(arena)
+	}
+	start := 0
+	for i, end := range e.ends {
+		if rows[i].Payload == nil {
+			rows[i].Payload = arena[start:end:end]
+		}
+		start = end
+	}
+	e.perPayload = len(arena)/len(outs) + 1
+	return -1, nil
 }
 
 // decodePayload decodes a stored or received payload: binary payloads of scalars with the

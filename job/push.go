@@ -53,19 +53,25 @@ func (w *Worker) peer(addr string) *Worker {
 // encoding the push or crossing HTTP: the reader takes the payloads and keys handed over in
 // mem (mem[i] is rows[i]'s; mem may be nil) as they are and decodes the others from the
 // rows' bytes (which it only reads), and answers as the /push endpoint would, through the
-// same acceptPush (TestInProcessPeersPushInMemory).
+// same offerPush and awaitPush as acceptPush (TestInProcessPeersPushInMemory). It takes mem
+// over: mem goes back to memBuffers once the reader took the messages.
 func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, rows []*ytstore.OutputRow, mem []memMsg, tag pushTag) (acked []string, reset bool, err error) {
-	buf := wireBuffers.Get().(*[]wireMessage)
-	defer func() { clear(*buf); wireBuffers.Put(buf) }() // acceptPush keeps nothing of pr
-	*buf = slices.Grow((*buf)[:0], len(rows))[:len(rows)]
-	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: *buf}
+	buf := slices.Grow(wireBuffers.get(), len(rows))[:len(rows)]
+	pr := pushRequest{JobID: rt.jobID, Computation: computation, Sender: tag.sender, Session: tag.session, Seq: tag.seq, Messages: buf}
 	for i, r := range rows {
 		pr.Messages[i] = wireMessage{ID: r.MessageID, Stream: r.StreamID, Key: r.Key, KeyHash: r.KeyHash, Payload: r.Payload, EventTS: r.EventTimestamp, SystemTS: r.SystemTimestamp, Born: r.Birth()}
 		if mem != nil {
 			pr.Messages[i].mem = mem[i]
 		}
 	}
-	resp, err := w.acceptPush(ctx, pr)
+	// As acceptPush, but the messages' buffer goes back as soon as the inbox took them, not
+	// after the reader's commit: the pushes waiting for commits hold none.
+	o, resp, err := w.offerPush(ctx, pr)
+	wireBuffers.put(buf) // offerPush keeps nothing of pr
+	memBuffers.put(mem)
+	if o != nil {
+		resp, err = w.awaitPush(ctx, o)
+	}
 	if err != nil {
 		return nil, true, fmt.Errorf("push to job %s in this process: %w", rt.jobID, err)
 	}
@@ -73,6 +79,42 @@ func (w *Worker) pushLocal(ctx context.Context, rt route, computation string, ro
 		return nil, true, refusal(fmt.Sprintf("push to job %s in this process", rt.jobID), resp.Refused)
 	}
 	return resp.Acked, resp.Reset, nil
+}
+
+// freeList keeps a few per-push buffers for the next push. Unlike a sync.Pool, which every
+// garbage collection empties (a busy worker collects every few epochs), it keeps them until
+// taken; it keeps no buffer of more than freeListMaxLen elements, and at most freeListSize.
+// A buffer it hands out is zero over its whole capacity.
+type freeList[T any] struct{ free chan []T }
+
+const (
+	freeListSize   = 8
+	freeListMaxLen = 4 * maxPushRows
+)
+
+func newFreeList[T any]() freeList[T] { return freeList[T]{free: make(chan []T, freeListSize)} }
+
+// get returns a kept buffer (of length 0), or nil.
+func (f freeList[T]) get() []T {
+	select {
+	case b := <-f.free:
+		return b
+	default:
+		return nil
+	}
+}
+
+// put clears b (it keeps nothing alive) and keeps it unless the list is full or b too large.
+func (f freeList[T]) put(b []T) {
+	if cap(b) == 0 || cap(b) > freeListMaxLen {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b)
+	select {
+	case f.free <- b[:0]:
+	default:
+	}
 }
 
 // pushTag places a push in its sender's push session (pushorder.go).

@@ -97,6 +97,7 @@ type runner struct {
 	groups    []destMsgs // groupByDest's buffers
 	memRefs   []memRef   // handOver's scratch space
 	stateRows []ytstore.StateRow
+	payloads  payloadEncoder // the stored payloads' scratch (epoch_write.go)
 	// inputs holds the inputs an epoch took from the inbox; keyHashes and keyStates are
 	// prepare's (the keys whose states the epoch reads, and those states by key).
 	inputs    []epoch.Input

@@ -290,6 +290,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 			acked, reset, err = peer.pushLocal(pctx, rt, dest, batch, mem, tag)
 		} else {
 			r.stats.pushesHTTP.Add(1)
+			memBuffers.put(mem) // over HTTP the bytes go
 			acked, reset, err = pushInSession(pctx, s.client, r.w.signingKey(), rt, dest, batch, tag)
 		}
 		r.stats.pushNs.Add(int64(time.Since(start)))
@@ -298,7 +299,7 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 				r.log.Debug("push failed; will retransmit", log.String("to_job", rt.jobID), log.Error(err))
 			}
 		} else {
-			r.inbox.ack(r.outbox.finish(r.job.PartitionID, dest, acked))
+			r.inbox.ack(r.outbox.finishPushed(r.job.PartitionID, dest, msgs, acked))
 		}
 		s.mu.Lock()
 		delete(s.inFlight[dest], f)
@@ -371,6 +372,11 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 // Invariant: an async sink's batches are the output store chunks, fixed at the commit, so a
 // replay after a restart cuts the same batches (TestBatchesOf).
 func batchesOf(rows []*ytstore.OutputRow, bad func(*ytstore.OutputRow, error)) (batches []connector.Batch, ids [][]string) {
+	// The batches' rows and ids are cut from one slice each, of room for every row: a
+	// batch's part ends at its last row's (capacity included), so nothing is appended to a
+	// batch in place of the next one's rows.
+	all, allIDs := make([]connector.Delivery, 0, len(rows)), make([]string, 0, len(rows))
+	first := 0 // where the last batch starts in all and allIDs
 	var chunk ytstore.OutputChunk
 	for _, row := range rows {
 		d := connector.Delivery{MessageID: row.MessageID, SequenceNumber: row.SequenceNumber, SystemTimestamp: row.SystemTimestamp}
@@ -389,11 +395,13 @@ func batchesOf(rows []*ytstore.OutputRow, bad func(*ytstore.OutputRow, error)) (
 			batches = append(batches, connector.Batch{FirstSeq: row.SequenceNumber, FirstID: row.MessageID})
 			ids = append(ids, nil)
 			chunk = row.Chunk
+			first = len(all)
 		}
+		all, allIDs = append(all, d), append(allIDs, row.MessageID)
 		b := &batches[len(batches)-1]
-		b.Rows = append(b.Rows, d)
+		b.Rows = all[first:len(all):len(all)]
 		b.LastSeq, b.LastID = row.SequenceNumber, row.MessageID
-		ids[len(ids)-1] = append(ids[len(ids)-1], row.MessageID)
+		ids[len(ids)-1] = allIDs[first:len(allIDs):len(allIDs)]
 	}
 	return batches, ids
 }

@@ -15,7 +15,6 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	farm "github.com/dgryski/go-farm"
@@ -192,9 +191,29 @@ func (w *Worker) handlePush(rw http.ResponseWriter, req *http.Request, body []by
 // (pushLocal) go through it, so both follow the same protocol. The error is a malformed
 // message (errBadPush) or ctx's.
 func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, error) {
-	reply := func(resp pushResponse) (pushResponse, error) {
+	o, resp, err := w.offerPush(ctx, pr)
+	if o == nil {
+		return resp, err
+	}
+	return w.awaitPush(ctx, o)
+}
+
+// offeredPush is a push whose messages its reader job's inbox took (offerPush), waiting
+// until they are persisted (awaitPush).
+type offeredPush struct {
+	r        *runner
+	waiter   *pushWaiter
+	accepted []*pending
+	reset    bool
+}
+
+// offerPush is the first half of acceptPush: it offers the messages of pr to its reader job
+// and returns the push to wait for, or (nil) the answer or error when there is nothing to wait
+// for. Nothing it returns refers to pr: a caller may reuse pr's memory at once.
+func (w *Worker) offerPush(ctx context.Context, pr pushRequest) (*offeredPush, pushResponse, error) {
+	reply := func(resp pushResponse) (*offeredPush, pushResponse, error) {
 		w.holdAck(ctx, len(resp.Acked)) // testing aid, off by default (failpoint.go)
-		return resp, nil
+		return nil, resp, nil
 	}
 	r := w.runner(pr.JobID)
 	if r == nil || r.job.ComputationID != pr.Computation {
@@ -204,10 +223,8 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		return reply(pushResponse{Refused: "job " + pr.JobID + " is retiring"})
 	}
 	// ins lives as long as the call: offer copies what it buffers.
-	insBuf := inputBuffers.Get().(*[]epoch.Input)
-	defer func() { clear(*insBuf); inputBuffers.Put(insBuf) }()
-	ins := slices.Grow((*insBuf)[:0], len(pr.Messages))
-	defer func() { *insBuf = ins }()
+	ins := slices.Grow(inputBuffers.get(), len(pr.Messages))
+	defer func() { inputBuffers.put(ins) }()
 	var dec ybin.Decoder // payloads of one stream repeat their field names
 	var taken int64
 	for _, m := range pr.Messages {
@@ -216,7 +233,7 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		}
 		in, err := fromWire(m, &dec)
 		if err != nil {
-			return pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
+			return nil, pushResponse{}, fmt.Errorf("%w: %w", errBadPush, err)
 		}
 		if m.mem.payload != nil {
 			taken++
@@ -238,15 +255,22 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 		return reply(pushResponse{Refused: "inbox full", Reset: pr.Session != 0})
 	}
 	r.noteInputs(pr.Messages, len(accepted))
-	reset := !complete && pr.Session != 0
+	return &offeredPush{r: r, waiter: waiter, accepted: accepted, reset: !complete && pr.Session != 0}, pushResponse{}, nil
+}
+
+// awaitPush is the second half of acceptPush: it waits for the offered push o and answers.
+func (w *Worker) awaitPush(ctx context.Context, o *offeredPush) (pushResponse, error) {
+	r := o.r
 	// answerNow replies with what is persisted now; the sender retransmits the rest.
 	answerNow := func() (pushResponse, error) {
-		return reply(pushResponse{Acked: r.inbox.persistedIDs(accepted), Reset: reset})
+		resp := pushResponse{Acked: r.inbox.persistedIDs(o.accepted), Reset: o.reset}
+		w.holdAck(ctx, len(resp.Acked)) // testing aid, off by default (failpoint.go)
+		return resp, nil
 	}
 	deadline := time.NewTimer(w.cfg.PushTimeout)
 	defer deadline.Stop()
 	select {
-	case <-waiter.done:
+	case <-o.waiter.done:
 		return answerNow() // every accepted message
 	case <-r.inbox.stopped:
 		// The job stopped (removed, rebalanced, lease lost): what it did not commit never
@@ -260,11 +284,13 @@ func (w *Worker) acceptPush(ctx context.Context, pr pushRequest) (pushResponse, 
 	}
 }
 
-// wireBuffers and inputBuffers hold the per-push message slices of pushLocal and acceptPush,
-// which live only as long as the call, for the next push.
+// wireBuffers, inputBuffers and memBuffers hold the per-push slices of pushLocal, offerPush
+// and the sender (outbox.takeFlying), which live only until the reader took the messages, for
+// the next push.
 var (
-	wireBuffers  = sync.Pool{New: func() any { return new([]wireMessage) }}
-	inputBuffers = sync.Pool{New: func() any { return new([]epoch.Input) }}
+	wireBuffers  = newFreeList[wireMessage]()
+	inputBuffers = newFreeList[epoch.Input]()
+	memBuffers   = newFreeList[memMsg]()
 )
 
 // fromLoopback tells whether req comes from a loopback address.

@@ -7,7 +7,7 @@
 //   - franz-go EOS: kgo.GroupTransactSession consume-transform-produce, the counts in memory,
 //     exactly-once;
 //   - goka: a goka processor with the counts in its group table, at-least-once;
-//   - yt-flow: TKafkaSource → KafkaWords → RunningCount (keyed state in YTsaurus on the
+//   - yt-flow: TKafkaSource → Key → RunningCount (keyed state in YTsaurus on the
 //     embedded ytlocal, in memory) → TKafkaSink with Kafka transactions, exactly-once.
 //
 // Every run gets fresh topics with the same partition count and the same seeded input, is

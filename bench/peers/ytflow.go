@@ -9,7 +9,6 @@ import (
 	"go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/bench"
-	_ "github.com/ytflow/yt-flow/examples/kafka_count" // KafkaWords
 	"github.com/ytflow/yt-flow/flow"
 	"github.com/ytflow/yt-flow/job"
 	"github.com/ytflow/yt-flow/spec"
@@ -18,7 +17,21 @@ import (
 )
 
 func init() {
+	flow.Register("PeersKey", flow.PerMessage(Key))
 	flow.Register("PeersRunningCount", flow.Batch(RunningCount))
+}
+
+// Key is the source stage of the yt-flow job: it emits the record's Kafka key as the message
+// {word}, the key the keyed stage groups by — what goka's callback reads with ctx.Key() and
+// franz-go's loop with the record's Key. It does no other work on the record (no lower-casing
+// or splitting as examples/kafka_count's KafkaWords does), so the four jobs do the same work.
+func Key(ctx *flow.Context, msg *flow.Message) error {
+	k, ok := msg.Payload["key"].(string)
+	if !ok {
+		return fmt.Errorf("column key: want a string, got %T", msg.Payload["key"])
+	}
+	ctx.AddMessage("words", flow.Row{"word": k})
+	return nil
 }
 
 // RunningCount is the keyed stage of the yt-flow job: like examples/word_count's CountWords it
@@ -49,7 +62,7 @@ func RunningCount(ctx *flow.Context, msgs []flow.Message) error {
 const ytflowWorkers = 2
 
 // ytflowSpec is examples/kafka_count with the benchmark's topics, group and partition counts:
-// TKafkaSource → KafkaWords (the record value is the key, one word) → RunningCount keyed by
+// TKafkaSource → Key (the record's key) → RunningCount keyed by
 // [farm_hash(word), word] → TKafkaSink (Kafka transactions: exactly-once), record key the
 // word and value its count so far. The dynamic spec is the example's (batch_duration 100 ms).
 const ytflowSpec = `{
@@ -61,7 +74,7 @@ const ytflowSpec = `{
         computations = {
             split = {
                 computation_class_name = "NYT::NFlow::TProcessFunctionSourceComputation";
-                processing_function = "KafkaWords";
+                processing_function = "PeersKey";
                 source_streams = {
                     records = {
                         source_class_name = "NYT::NFlow::TKafkaSource";

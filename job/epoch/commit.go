@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 
+	farm "github.com/dgryski/go-farm"
+
 	"github.com/ytflow/yt-flow/flow"
 )
 
@@ -62,7 +64,7 @@ func (c *Commit) Empty() bool {
 // (TestTimerDeletedWithResults); ids follow TransformMessageID / SourceOutputID
 // (TestTransformIDsOrdered, TestSourceIDsDeterministic).
 func BuildCommit(cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
-	return buildCommit(&Commit{}, cfg, b, p, results)
+	return new(Planner).Build(cfg, b, p, results)
 }
 
 // Build is BuildCommit in the memory of the commit the Planner built last (its lists of
@@ -76,12 +78,12 @@ func (pl *Planner) Build(cfg *Config, b *Batch, p *Plan, results []*flow.Result)
 	clear(c.States)
 	clear(c.Offsets)
 	*c = Commit{Acks: c.Acks[:0], Stored: c.Stored[:0], Sync: c.Sync[:0], States: c.States[:0], Offsets: c.Offsets}
-	return buildCommit(c, cfg, b, p, results)
+	return pl.build(c, cfg, b, p, results)
 }
 
-// buildCommit builds the commit into c: a zero Commit, or one whose lists are empty and map
-// is empty (their memory is reused).
-func buildCommit(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
+// build builds the commit into c: a zero Commit, or one whose lists are empty and map is
+// empty (their memory is reused).
+func (pl *Planner) build(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Result) (*Commit, error) {
 	if len(results) != len(p.Groups) {
 		return nil, fmt.Errorf("epoch: build commit of %s/%s: %d results for %d invocations", cfg.ComputationID, cfg.PartitionID, len(results), len(p.Groups))
 	}
@@ -134,6 +136,8 @@ func buildCommit(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Resu
 			c.TimersSet = append(c.TimersSet, DueTimer{Timer: t, KeyHash: KeyHash(t.Key)})
 		}
 		var perStream, perParent counters // outputs so far per stream / per parent
+		var groupMinEv uint64             // minEventTimestamp(g, nil), once known
+		groupMinKnown := false
 		for _, o := range res.Outputs {
 			var id string
 			var parents []string
@@ -164,14 +168,21 @@ func buildCommit(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Resu
 				id = SwiftOutputID(parent, perParent.next(parent))
 			} else if cfg.Source {
 				parent := g.Messages[0].MessageID
-				id = SourceOutputID(parent, o.StreamID, perStream.next(o.StreamID))
+				id = pl.ids.sourceOutput(parent, o.StreamID, perStream.next(o.StreamID))
 			} else {
-				id = TransformMessageID(b.SeqNo, outIndex)
+				id = pl.ids.transform(b.SeqNo, outIndex)
 				outIndex++
 			}
 			ev := o.EventTimestamp
-			if ev == 0 {
+			switch {
+			case ev != 0:
+			case len(o.ParentIDs) > 0:
 				ev = minEventTimestamp(g, o.ParentIDs)
+			default: // the same for every output of the invocation without parents
+				if !groupMinKnown {
+					groupMinEv, groupMinKnown = minEventTimestamp(g, nil), true
+				}
+				ev = groupMinEv
 			}
 			for _, d := range cfg.Routes[o.StreamID] {
 				m := flow.Message{StreamID: o.StreamID, MessageID: id, Payload: o.Payload, EventTimestamp: ev, SystemTimestamp: sysTS}
@@ -185,7 +196,7 @@ func buildCommit(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Resu
 					if err != nil {
 						return nil, fmt.Errorf("epoch: computation %s: key of output %s on stream %s for computation %s: %w", cfg.ComputationID, id, o.StreamID, d.ID, err)
 					}
-					out.Message.Key, out.KeyHash = k, KeyHash(k)
+					out.Message.Key, out.KeyHash = k, pl.keyHash(k)
 					c.Stored = append(c.Stored, out)
 				case ToAsyncSink:
 					c.Stored = append(c.Stored, out)
@@ -201,6 +212,21 @@ func buildCommit(c *Commit, cfg *Config, b *Batch, p *Plan, results []*flow.Resu
 		}
 	}
 	return c, nil
+}
+
+// keyHash is KeyHash(k), the key encoded in the Planner's scratch buffer.
+func (pl *Planner) keyHash(k flow.Key) uint64 {
+	if len(k) == 0 {
+		return 0
+	}
+	if h, ok := k[0].(uint64); ok {
+		return h
+	}
+	if enc, ok := appendKey(pl.keyBuf[:0], k); ok {
+		pl.keyBuf = enc
+		return farm.Fingerprint64(enc)
+	}
+	return KeyHash(k)
 }
 
 // counters counts by name (the outputs of one invocation per stream or per parent) without

@@ -4,6 +4,7 @@ package epoch
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/ytflow/yt-flow/flow"
 )
@@ -172,6 +173,15 @@ type Planner struct {
 	srcGroups []Group
 	srcMsgs   []flow.Message
 	commit    Commit // see Build
+	// ids holds the message ids the Planner builds (source rows' in Plan, outputs' in Build).
+	ids idArena
+	// keys holds the bytes of byKey's keys (strings over it), rewritten from the start by
+	// each Plan once reset cleared byKey.
+	keys []byte
+	// keyBuf is scratch for encoding a key.
+	keyBuf []byte
+	// planned is set by the first Plan.
+	planned bool
 }
 
 // reset drops what the last plan pointed to and keeps the memory.
@@ -186,6 +196,19 @@ func (pl *Planner) reset() {
 	clear(pl.srcGroups)
 	clear(pl.srcMsgs)
 	pl.slab, pl.groupOf = pl.slab[:0], pl.groupOf[:0]
+	pl.keys = pl.keys[:0] // byKey, cleared above, held the only strings over it
+}
+
+// keyString copies k into pl.keys and returns a string over the copy, valid until the next
+// reset: a map key of byKey without an allocation per key. A grown pl.keys is a new array;
+// the strings over the old one stay valid.
+func (pl *Planner) keyString(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	start := len(pl.keys)
+	pl.keys = append(pl.keys, k...)
+	return unsafe.String(&pl.keys[start], len(k))
 }
 
 // Plan is PlanEpoch in the memory of the Planner's last plan.
@@ -199,28 +222,36 @@ func (pl *Planner) Plan(cfg *Config, b *Batch, committed func(Input) bool) *Plan
 	}
 	byKey := pl.byKey
 	// Groups are taken from a slab (one allocation for the usual number of keys, more only
-	// when an epoch has more keys than that). The slab never grows while groups point into
-	// it: a larger one replaces it before the plan starts.
-	if need := len(b.Timers) + len(b.Inputs)/2; cap(pl.slab) < need {
+	// when an epoch has more keys than that). A Planner that planned before (one kept from
+	// epoch to epoch) makes room for a group per timer and input, the most keys an epoch can
+	// have, and so allocates again only for a larger epoch than ever before; a first plan for
+	// half as many. The slab never grows while groups point into it: a larger one replaces it
+	// before the plan starts.
+	need := len(b.Timers) + len(b.Inputs)/2
+	if pl.planned {
+		need = len(b.Timers) + len(b.Inputs)
+	}
+	pl.planned = true
+	if cap(pl.slab) < need {
 		pl.slab = make([]Group, 0, need)
 	}
 	slab := pl.slab
-	var keyBuf []byte
 	group := func(k flow.Key) *Group {
-		if kb, ok := appendKey(keyBuf[:0], k); ok {
-			keyBuf = kb
+		keyBuf, ok := appendKey(pl.keyBuf[:0], k)
+		if ok {
+			pl.keyBuf = keyBuf
 		} else {
 			keyBuf = EncodeKey(k)
 		}
 		g, ok := byKey[string(keyBuf)] // no copy of the key for a lookup
 		if !ok {
 			if len(slab) < cap(slab) {
-				slab = append(slab, Group{Key: k, KeyHash: KeyHash(k)})
+				slab = append(slab, Group{Key: k, KeyHash: keyHashOf(k, keyBuf)})
 				g = &slab[len(slab)-1]
 			} else {
-				g = &Group{Key: k, KeyHash: KeyHash(k)}
+				g = &Group{Key: k, KeyHash: keyHashOf(k, keyBuf)}
 			}
-			byKey[string(keyBuf)] = g
+			byKey[pl.keyString(keyBuf)] = g
 			p.Groups = append(p.Groups, g)
 		}
 		return g
@@ -273,7 +304,7 @@ func (pl *Planner) Plan(cfg *Config, b *Batch, committed func(Input) bool) *Plan
 		r := &b.Sources[i]
 		msgs[i] = flow.Message{
 			StreamID:        r.SourceID,
-			MessageID:       SourceMessageID(cfg.ComputationID, r.SourcePartition, r.Offset),
+			MessageID:       pl.ids.source(cfg.ComputationID, r.SourcePartition, r.Offset),
 			Payload:         r.Payload,
 			SystemTimestamp: r.SystemTimestamp,
 			EventTimestamp:  r.EventTimestamp,

@@ -3,6 +3,7 @@ package epoch
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +35,41 @@ func TestMessageIDFormsAreStable(t *testing.T) {
 				t.Fatalf("SourceOutputID = %q, want %q", got, want)
 			}
 		}
+	}
+}
+
+// TestIDArenaMatchesIDs: the ids a Planner builds in its arena are the ids of
+// TransformMessageID, SourceMessageID and SourceOutputID, byte for byte, names longer than a
+// block included, and an id keeps its bytes while later ones are built; the first block is
+// small.
+func TestIDArenaMatchesIDs(t *testing.T) {
+	var a idArena
+	long := strings.Repeat("c", idBlock+10)
+	type pair struct{ got, want string }
+	var all []pair
+	for i := range 3000 {
+		v := uint64(i) * 0x9e3779b97f4a7c15
+		comp, src := "split", "kafka"
+		if i%500 == 7 {
+			comp = long // longer than a block: a block of its own
+		}
+		if i%300 == 11 {
+			src = ""
+		}
+		sp := SourcePartition{SourceID: src, Partition: int64(i % 3)}
+		parent := a.source(comp, sp, int64(v>>1))
+		all = append(all,
+			pair{parent, SourceMessageID(comp, sp, int64(v>>1))},
+			pair{a.sourceOutput(parent, "words", uint64(i%4)), SourceOutputID(parent, "words", uint64(i%4))},
+			pair{a.transform(v, uint64(i)), TransformMessageID(v, uint64(i))})
+	}
+	for i, p := range all {
+		if p.got != p.want {
+			t.Fatalf("id %d: arena %q, want %q", i, p.got, p.want)
+		}
+	}
+	var small idArena // a one-shot plan of one row: a small block
+	if id := small.source("split", SourcePartition{SourceID: "kafka"}, 7); id != SourceMessageID("split", SourcePartition{SourceID: "kafka"}, 7) || cap(small.block) != idFirstBlock {
+		t.Fatalf("one id: %q in a block of %d bytes, want a block of %d", id, cap(small.block), idFirstBlock)
 	}
 }

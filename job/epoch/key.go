@@ -105,6 +105,17 @@ func KeyHash(k flow.Key) uint64 {
 	return farm.Fingerprint64(EncodeKey(k))
 }
 
+// keyHashOf is KeyHash(k) given enc, EncodeKey(k).
+func keyHashOf(k flow.Key, enc []byte) uint64 {
+	if len(k) == 0 {
+		return 0
+	}
+	if h, ok := k[0].(uint64); ok {
+		return h
+	}
+	return farm.Fingerprint64(enc)
+}
+
 // InRange reports whether hash lies in [lower, upper), upper 0 meaning 2^64.
 func InRange(hash, lower, upper uint64) bool {
 	return hash >= lower && (upper == 0 || hash < upper)
