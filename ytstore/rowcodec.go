@@ -10,7 +10,8 @@ import (
 // byte for byte what the SDK's reflection encoder writes for it (TestRowsEncodeAsReflection,
 // FuzzRowsEncodeAsReflection), with no allocation per field. An insert whose rows all encode
 // themselves goes out as one pre-encoded batch (tableTx.insert); otherwise through the SDK's
-// writer, to which MarshalYSON hands the same bytes (yson.StreamMarshaler).
+// writer, which encodes them with their MarshalYSON (the same bytes) or, for timers and dead
+// letters, by reflection.
 
 // yrow is a row that encodes itself as binary YSON (a map, without the list's ';').
 type yrow interface {
