@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"go.ytsaurus.tech/library/go/core/log/nop"
+
+	"github.com/ytflow/yt-flow/ytstore"
+)
+
+// TestPeekPublishesWatermarks: between cycles, in a pipeline that awaits watermarks, the
+// leader's status peek folds the statuses into the SystemWatermark and the EventWatermarks
+// under the cycle's rules: nothing after one round of statuses, the minimum of two rounds once
+// every job reported again, never lower afterwards. A pipeline that awaits none, and a peek
+// during a transition, publish nothing between cycles.
+func TestPeekPublishesWatermarks(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.worker("w1")
+	stop := e.controller("A")
+	jobs := e.waitJobs()
+	stop()
+	sess, err := e.st.StartSession(ctx, "leader", 5_000_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	base := e.attrs()
+	top, err := parseTopology(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCycler := func(awaits bool) *cycler {
+		top := top
+		top.AwaitsWatermarks = awaits
+		return &cycler{st: e.st, sess: sess, lg: (&nop.Logger{}).Structured(), topology: top, attrs: e.attrs(),
+			wm: NewWatermarkTracker(base.SystemWatermark), completedJobs: map[string]bool{}, layoutJobs: map[string]bool{}}
+	}
+	now := ytstore.Now()
+	round := 0
+	report := func(sys, ev uint64) {
+		t.Helper()
+		round++
+		for _, j := range jobs {
+			st := ytstore.JobStatus{JobID: j.JobID, WorkerID: j.WorkerID, State: ytstore.JobRunning, UpdatedAt: now + uint64(round),
+				SystemWatermark: sys, InFlight: 1, EventWatermark: ytstore.OptionalUint64(ev)}
+			if err := e.st.PutJobStatus(ctx, st, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	published := func() (sys, ev uint64) {
+		a := e.attrs()
+		if a.EventWatermark != nil {
+			ev = *a.EventWatermark
+		}
+		return a.SystemWatermark, ev
+	}
+
+	off := newCycler(false)
+	report(1000, 5000)
+	off.peekStatuses(ctx, false)
+	report(2000, 6000)
+	off.peekStatuses(ctx, false)
+	if sys, ev := published(); sys != base.SystemWatermark || ev != 0 {
+		t.Fatalf("a pipeline awaiting no watermark got system %d, event %d published between cycles", sys, ev)
+	}
+
+	c := newCycler(true)
+	c.transition = true
+	c.peekStatuses(ctx, false)
+	report(3000, 7000)
+	c.peekStatuses(ctx, false)
+	if sys, ev := published(); sys != base.SystemWatermark || ev != 0 {
+		t.Fatalf("a peek during a transition published system %d, event %d", sys, ev)
+	}
+	c.transition = false
+	c.peekStatuses(ctx, false) // the first observation: round 3
+	if sys, ev := published(); sys != base.SystemWatermark || ev != 0 {
+		t.Fatalf("one observation published system %d, event %d", sys, ev)
+	}
+	c.peekStatuses(ctx, false) // no job reported again: still nothing
+	if sys, ev := published(); sys != base.SystemWatermark || ev != 0 {
+		t.Fatalf("an observation without newer statuses published system %d, event %d", sys, ev)
+	}
+	report(4000, 8000)
+	c.peekStatuses(ctx, false)
+	if sys, ev := published(); sys != 3000 || ev != 7000 {
+		t.Fatalf("after two rounds: system %d, event %d published; want the first round's 3000, 7000", sys, ev)
+	}
+	if a := e.attrs(); a.EventWatermarks == nil || a.EventWatermarks.Streams["x"] != 7000 {
+		t.Fatalf("@event_watermarks after two rounds = %+v; want stream x at 7000", a.EventWatermarks)
+	}
+	report(3500, 6500) // a job reports older messages: nothing goes back
+	c.peekStatuses(ctx, false)
+	if sys, ev := published(); sys != 3500 || ev != 7000 {
+		t.Fatalf("after a lower round: system %d, event %d; want 3500 (min of 4000 and 3500), 7000 (kept)", sys, ev)
+	}
+}
