@@ -322,6 +322,8 @@ type cycler struct {
 	// attrs are the attributes the last cycle read, with the watermarks published since
 	// (peekWatermarks); nil before the first cycle.
 	attrs *ytstore.Attributes
+	// peekStamp is the sum of the updated_at of the statuses the last peekWatermarks folded.
+	peekStamp uint64
 	// ew tracks the EventWatermark (nil until the first cycle that publishes one).
 	ew *WatermarkTracker
 	// sw tracks the EventWatermark of every stream and alignment group (nil until the first

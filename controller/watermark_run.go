@@ -94,6 +94,13 @@ func (c *cycler) peekWatermarks(ctx context.Context, statuses []ytstore.JobStatu
 	if c.attrs == nil || c.specErr != nil || !c.topology.AwaitsWatermarks || c.wm == nil {
 		return
 	}
+	var stamp uint64 // changes when any job writes a status
+	for _, st := range statuses {
+		stamp += st.UpdatedAt
+	}
+	if stamp == c.peekStamp {
+		return // no job reported since the last peek: the trackers would not move
+	}
 	partitions, err := c.st.Partitions(ctx)
 	if err != nil {
 		return
@@ -102,6 +109,7 @@ func (c *cycler) peekWatermarks(ctx context.Context, statuses []ytstore.JobStatu
 	if err != nil {
 		return
 	}
+	c.peekStamp = stamp
 	in := &Input{Partitions: partitions, Jobs: jobs, Statuses: statuses, Topology: c.topology}
 	if _, err := c.publishSystemWatermark(ctx, in, c.attrs); err != nil {
 		c.lg.Debug("system watermark publication between cycles failed", log.Error(err))
