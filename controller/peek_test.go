@@ -169,3 +169,37 @@ func BenchmarkPeekWatermarks(b *testing.B) {
 		b.Fatalf("no watermark published by %d peeks: %+v, %v", round, a, err)
 	}
 }
+
+// TestWatermarkTrackerMinSpan: with MinSpan the second observation needs every job's status at
+// least that much newer than in the first; statuses newer by less are not a second round (the
+// pending bound stays), so frequent statuses do not shorten what the second look covers.
+func TestWatermarkTrackerMinSpan(t *testing.T) {
+	parts := []ytstore.Partition{{PartitionID: "a"}, {PartitionID: "b"}}
+	jobs := []ytstore.Job{{JobID: "ja", PartitionID: "a"}, {JobID: "jb", PartitionID: "b"}}
+	obs := func(ua, wa, ub, wb uint64) []ytstore.JobStatus {
+		return []ytstore.JobStatus{
+			{JobID: "ja", State: ytstore.JobRunning, UpdatedAt: ua, SystemWatermark: wa, InFlight: 1},
+			{JobID: "jb", State: ytstore.JobRunning, UpdatedAt: ub, SystemWatermark: wb, InFlight: 1},
+		}
+	}
+	tr := NewWatermarkTracker(0)
+	tr.MinSpan = 1000
+	for _, s := range []struct {
+		name     string
+		statuses []ytstore.JobStatus
+		want     uint64
+		advanced bool
+	}{
+		{"first round pending", obs(10_000, 500, 10_000, 600), 0, false},
+		{"newer by 200: not a second round", obs(10_200, 700, 10_200, 800), 0, false},
+		{"ja 1000 newer, jb 999: not yet", obs(11_000, 700, 10_999, 800), 0, false},
+		{"both 1000 newer: min of the pending and this round", obs(11_000, 900, 11_000, 950), 500, true},
+		{"the new pending is 11000's round", obs(11_500, 2000, 11_500, 2000), 500, false},
+		{"1000 after it", obs(12_000, 3000, 12_000, 3000), 900, true},
+	} {
+		w, adv := tr.Observe(parts, jobs, s.statuses)
+		if w != s.want || adv != s.advanced {
+			t.Fatalf("%s: Observe = %d, %v; want %d, %v", s.name, w, adv, s.want, s.advanced)
+		}
+	}
+}
