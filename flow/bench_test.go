@@ -52,3 +52,46 @@ func BenchmarkInvoke(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInvokeReleased measures an invocation the way the runtime makes them, the Result
+// released after use: a keyed running count over a batch of two messages (one int64 state
+// read and written, one output per message, the burst benchmark's RunningCount) and a
+// per-message split of a source row (one output).
+func BenchmarkInvokeReleased(b *testing.B) {
+	count := Batch(func(ctx *Context, ms []Message) error {
+		s := StateOf[int64](ctx, "count")
+		n, _ := s.Get()
+		for range ms {
+			n++
+			ctx.AddMessage("counts", Row{"count": n})
+		}
+		s.Set(n)
+		return nil
+	})
+	split := PerMessage(func(ctx *Context, m *Message) error {
+		ctx.AddMessage("words", m.Payload)
+		return nil
+	})
+	two := []Message{{StreamID: "words", MessageID: "a"}, {StreamID: "words", MessageID: "b"}}
+	one := []Message{{StreamID: "records", MessageID: "r", Payload: Row{"word": "the"}}}
+	cases := []struct {
+		name string
+		fn   Function
+		inv  *Invocation
+	}{
+		{"running-count", count, &Invocation{Key: Key{uint64(1), "the"}, Messages: two, State: map[string][]byte{"count": []byte("123456")}}},
+		{"split", split, &Invocation{Messages: one}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := c.fn.Invoke(c.inv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res.Release()
+			}
+		})
+	}
+}

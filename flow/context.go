@@ -34,6 +34,9 @@ type run struct {
 	// spareWrites is an empty map left by a released Result (Result.Release), used for
 	// res.StateWrites when the invocation writes states.
 	spareWrites map[string][]byte
+	// block is what is left of the block that encoded scalar states are cut from
+	// (encodeScalar); the bytes before its length were handed out and are never written again.
+	block []byte
 }
 
 // invocation is a Context with its run and a Context for the handlers, allocated together,
@@ -46,6 +49,11 @@ type invocation struct {
 	run       run
 	firstOut  [1]Output
 	oneParent [1]string
+	// outs and parents are the Outputs array and the per-message parent ids of an earlier
+	// invocation, kept by Release (cleared: zero past their length) so that a recycled
+	// invocation with several outputs or messages does not allocate them again.
+	outs    []Output
+	parents []string
 }
 
 // invocations recycles the invocations of released Results (Result.Release): an epoch
@@ -57,7 +65,11 @@ var invocations = sync.Pool{New: func() any { return new(invocation) }}
 func newInvocation(inv *Invocation) *invocation {
 	iv := invocations.Get().(*invocation)
 	iv.ctx = Context{inv: inv, run: &iv.run}
-	iv.run.res.Outputs = iv.firstOut[:0:1]
+	if iv.outs != nil {
+		iv.run.res.Outputs = iv.outs[:0]
+	} else {
+		iv.run.res.Outputs = iv.firstOut[:0:1]
+	}
 	iv.run.res.iv = iv
 	return iv
 }

@@ -146,17 +146,38 @@ func (r *Result) Release() {
 		return
 	}
 	iv := r.iv
-	writes := r.StateWrites
+	writes, spare, block := r.StateWrites, iv.run.spareWrites, iv.run.block
+	// The arrays kept are zero past their length: append writes only there, and each use is
+	// cleared here.
+	outs := iv.outs
+	switch c := cap(r.Outputs); {
+	case c > 1 && c <= maxSpare:
+		clear(r.Outputs)
+		outs = r.Outputs[:0] // the next invocation's Outputs, if it adds several
+	case c > maxSpare:
+		clear(outs[:cap(outs)]) // filled before the Outputs outgrew it
+	}
+	parents := iv.parents
+	clear(parents)
+	if cap(parents) > maxSpare {
+		parents = nil
+	}
 	*iv = invocation{}
 	if writes != nil && len(writes) <= maxSpareWrites {
 		clear(writes)
-		iv.run.spareWrites = writes // the next invocation's StateWrites, if it writes any
+		spare = writes // the next invocation's StateWrites, if it writes any
 	}
+	// A spare map this invocation did not take (it wrote no state) stays for the next one.
+	iv.run.spareWrites, iv.run.block, iv.outs, iv.parents = spare, block, outs, parents[:0]
 	invocations.Put(iv)
 }
 
-// maxSpareWrites bounds the StateWrites map a released invocation keeps for the next one.
-const maxSpareWrites = 8
+const (
+	// maxSpareWrites bounds the StateWrites map a released invocation keeps for the next one.
+	maxSpareWrites = 8
+	// maxSpare bounds the Outputs and parent id arrays a released invocation keeps.
+	maxSpare = 64
+)
 
 // Function is a process function as stored by Register and called by the runtime.
 //

@@ -137,7 +137,11 @@ func (p Process) Invoke(inv *Invocation) (res *Result, err error) {
 		// One parent id slice for all messages.
 		ids := iv.oneParent[:]
 		if len(inv.Messages) > 1 {
-			ids = make([]string, len(inv.Messages))
+			if cap(iv.parents) < len(inv.Messages) {
+				iv.parents = make([]string, 0, len(inv.Messages))
+			}
+			ids = iv.parents[:len(inv.Messages)]
+			iv.parents = ids // cleared by Release
 		}
 		for i := range inv.Messages {
 			at.message = i

@@ -87,3 +87,74 @@ func TestReleaseRecyclesInvocation(t *testing.T) {
 	var nilResult *Result
 	nilResult.Release()
 }
+
+// TestReleaseRecyclesOutputs: invocations of several messages and outputs reuse the Outputs
+// array and parent ids of released ones, and see nothing of them: each result holds exactly
+// its own outputs and parents, and what earlier results referred to stays as it was.
+func TestReleaseRecyclesOutputs(t *testing.T) {
+	f := PerMessage(func(ctx *Context, m *Message) error {
+		st := StateOf[uint64](ctx, "n")
+		v, _ := st.Get()
+		st.Set(v + 1)
+		for j := range m.Payload["outs"].(int) {
+			ctx.AddMessage("out", Row{"id": m.MessageID, "j": j})
+		}
+		return nil
+	})
+	type kept struct {
+		payloads []Row
+		state    []byte
+	}
+	var earlier []kept
+	reused := map[*Output]bool{}
+	recycled := 0
+	for i := range 60 {
+		// 1–4 messages of 0–5 outputs each: fewer and more than the kept arrays hold.
+		var msgs []Message
+		var want []Output
+		for m := range 1 + i%4 {
+			id := fmt.Sprintf("m%d.%d", i, m)
+			outs := (i + m) % 6
+			msgs = append(msgs, Message{StreamID: "in", MessageID: id, Payload: Row{"outs": outs}})
+			for j := range outs {
+				want = append(want, Output{StreamID: "out", Payload: Row{"id": id, "j": j}, ParentIDs: []string{id}})
+			}
+		}
+		res, err := f.Invoke(&Invocation{Key: Key{"k"}, Messages: msgs, State: map[string][]byte{"n": mustYSON(t, uint64(i))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Outputs, want) {
+			t.Fatalf("invocation %d: outputs %v, want %v", i, res.Outputs, want)
+		}
+		if cap(res.Outputs) > 1 {
+			if reused[&res.Outputs[:1][0]] {
+				recycled++
+			}
+			reused[&res.Outputs[:1][0]] = true
+		}
+		k := kept{state: res.StateWrites["n"]}
+		for _, o := range res.Outputs {
+			k.payloads = append(k.payloads, o.Payload)
+		}
+		earlier = append(earlier, k)
+		res.Release()
+		for j, k := range earlier {
+			if string(k.state) != string(mustYSON(t, uint64(j+1+j%4))) {
+				t.Fatalf("after invocation %d: the state invocation %d wrote changed to %q", i, j, k.state)
+			}
+			n := 0
+			for m := range 1 + j%4 {
+				for o := range (j + m) % 6 {
+					if p := k.payloads[n]; p["id"] != fmt.Sprintf("m%d.%d", j, m) || p["j"] != o {
+						t.Fatalf("after invocation %d: output %d of invocation %d changed: %v", i, n, j, p)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if recycled == 0 {
+		t.Error("no invocation reused the Outputs array of a released result")
+	}
+}

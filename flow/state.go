@@ -35,38 +35,70 @@ func StateOf[T any](ctx *Context, name string) State[T] {
 // absent. When the stored bytes do not decode into T, Get returns the zero value and false and
 // the invocation fails with an error wrapping ErrBadState.
 func (s State[T]) Get() (T, bool) {
-	var v T
+	var zero T
 	slot := s.slot()
-	if slot.val != nil {
+	switch {
+	case slot.kind != noScalar:
+		var v T
+		if loadScalar(slot.kind, slot.bits, &v) {
+			return v, true
+		}
+		s.ctx.flush(s.name, slot) // cached as another type: go through YSON
+	case slot.val != nil:
 		if cached, ok := slot.val.(T); ok {
 			return cached, true
 		}
-		s.ctx.flush(s.name, slot) // cached under another type: go through YSON
+		s.ctx.flush(s.name, slot)
 	}
 	if slot.cur == nil {
-		return v, false
-	}
-	if unmarshalScalar(slot.cur, &v) {
-		// decoded without the SDK
-	} else if err := yson.Unmarshal(slot.cur, &v); err != nil {
-		s.ctx.fail(fmt.Errorf("state %q of key %v: decode as %T: %w: %w", s.name, s.ctx.inv.Key, v, ErrBadState, err))
-		var zero T
 		return zero, false
 	}
-	if copyable(reflect.TypeFor[T]()) {
+	v, err := decodeState[T](slot.cur)
+	if err != nil {
+		s.ctx.fail(fmt.Errorf("state %q of key %v: decode as %T: %w: %w", s.name, s.ctx.inv.Key, zero, ErrBadState, err))
+		return zero, false
+	}
+	if k, bits := scalarOf(&v); k != noScalar {
+		slot.kind, slot.bits, slot.dirty = k, bits, false
+	} else if copyable(reflect.TypeFor[T]()) {
 		slot.val, slot.dirty = v, false
 	}
 	return v, true
 }
 
+// decodeState decodes stored bytes into a T: the scalars marshalScalar writes without the SDK
+// (and without a heap copy of the value), anything else through yson.Unmarshal.
+func decodeState[T any](b []byte) (T, error) {
+	var v T
+	if unmarshalScalar(b, &v) {
+		return v, nil
+	}
+	p := new(T) // the SDK keeps a pointer: only this path allocates the value
+	if err := yson.Unmarshal(b, p); err != nil {
+		return v, err
+	}
+	return *p, nil
+}
+
 // Set stores v, or clears the state when v is empty. When v does not encode as YSON the
 // invocation fails with an error wrapping ErrBadState.
 func (s State[T]) Set(v T) {
+	if k, bits := scalarOf(&v); k != noScalar {
+		// An int64, int, uint64 or bool: cached in the slot without boxing; zero is empty.
+		if bits == 0 {
+			s.Clear()
+			return
+		}
+		slot := s.slot()
+		slot.val, slot.kind, slot.bits, slot.dirty = nil, k, bits, true
+		return
+	}
 	if isEmpty(v) {
 		s.Clear()
 		return
 	}
 	slot := s.slot()
+	slot.kind = noScalar
 	if copyable(reflect.TypeFor[T]()) {
 		// Invariant: a value without references is copied into the slot and encoded once, when
 		// the invocation ends (TestStateCacheKeepsSnapshotSemantics).
@@ -84,7 +116,7 @@ func (s State[T]) Set(v T) {
 // Clear deletes the state.
 func (s State[T]) Clear() {
 	slot := s.slot()
-	slot.cur, slot.val, slot.dirty = nil, nil, false
+	slot.cur, slot.val, slot.kind, slot.dirty = nil, nil, noScalar, false
 }
 
 func (s State[T]) slot() *stateSlot {
@@ -128,7 +160,8 @@ func (r *run) addSlot(name string, slot stateSlot) *stateSlot {
 	if r.states == nil {
 		r.states = make(map[string]*stateSlot)
 	}
-	p := &slot
+	p := new(stateSlot) // only here: the inline slots cost no allocation
+	*p = slot
 	r.states[name] = p
 	return p
 }
@@ -144,18 +177,23 @@ func (r *run) eachSlot(f func(name string, s *stateSlot)) {
 }
 
 // stateSlot is one state during an invocation: orig as stored, cur as it is now (nil bytes =
-// absent). val may cache the current value decoded (a type without references, see copyable);
-// when dirty, val was Set and cur is stale until flush encodes it.
+// absent). The current value may be cached decoded: an int64, int, uint64 or bool in kind and
+// bits (no boxing), another type without references (see copyable) in val; at most one of
+// them is set. When dirty, the cached value was Set and cur is stale until flush encodes it.
 type stateSlot struct {
 	orig, cur []byte
 	val       any
+	kind      scalarKind
+	bits      uint64
 	dirty     bool
 }
 
 // flush drops a cached value, encoding it into cur first if it was Set.
 func (c *Context) flush(name string, slot *stateSlot) {
-	if slot.val != nil && slot.dirty {
-		b, ok := marshalScalar(slot.val)
+	if slot.dirty && slot.kind != noScalar {
+		slot.cur = c.run.encodeBits(slot.kind, slot.bits)
+	} else if slot.dirty && slot.val != nil {
+		b, ok := c.run.encodeScalar(slot.val)
 		var err error
 		if !ok {
 			b, err = yson.Marshal(slot.val)
@@ -166,7 +204,7 @@ func (c *Context) flush(name string, slot *stateSlot) {
 		}
 		slot.cur = b
 	}
-	slot.val, slot.dirty = nil, false
+	slot.val, slot.kind, slot.dirty = nil, noScalar, false
 }
 
 func (s *stateSlot) changed() bool {

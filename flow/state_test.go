@@ -213,3 +213,70 @@ func TestStateCachedEncodeErrorFailsInvocation(t *testing.T) {
 		t.Errorf("error = %v, want ErrBadState naming the state", err)
 	}
 }
+
+// TestStateScalarCache: int64, int, uint64 and bool states are cached in the slot without
+// boxing; they read back as set, read as another type through their YSON encoding, zero is
+// absent, and the bytes written are the SDK's.
+func TestStateScalarCache(t *testing.T) {
+	stored := map[string][]byte{"i": mustYSON(t, int64(1000)), "u": mustYSON(t, uint64(7)), "b": mustYSON(t, true), "n": mustYSON(t, 5)}
+	res, err := invokeState(Key{"k"}, stored, func(ctx *Context) {
+		i := StateOf[int64](ctx, "i")
+		if v, ok := i.Get(); !ok || v != 1000 {
+			t.Errorf("i.Get() = %v, %v", v, ok)
+		}
+		i.Set(-123456789)
+		if v, _ := i.Get(); v != -123456789 {
+			t.Errorf("i after Set = %v", v)
+		}
+		if v, ok := StateOf[int](ctx, "i").Get(); !ok || v != -123456789 {
+			t.Errorf("i read as int = %v, %v", v, ok)
+		}
+		if v, ok := StateOf[uint64](ctx, "i").Get(); ok || v != 0 {
+			t.Errorf("a negative int64 read as uint64 = %v, %v", v, ok)
+		}
+		u := StateOf[uint64](ctx, "u")
+		if v, _ := u.Get(); v != 7 {
+			t.Errorf("u.Get() = %v", v)
+		}
+		u.Set(1 << 63)
+		if v, ok := StateOf[int64](ctx, "u").Get(); ok || v != 0 {
+			t.Errorf("a uint64 read as int64 = %v, %v", v, ok)
+		}
+		b := StateOf[bool](ctx, "b")
+		if v, _ := b.Get(); !v {
+			t.Error("b.Get() = false")
+		}
+		b.Set(false) // zero: deleted
+		if _, ok := b.Get(); ok {
+			t.Error("b present after Set(false)")
+		}
+		n := StateOf[int](ctx, "n")
+		v, _ := n.Get()
+		n.Set(v + 1)
+		StateOf[bool](ctx, "new").Set(true)
+	})
+	if !errors.Is(err, ErrBadState) {
+		t.Fatalf("error = %v, want ErrBadState (reading an int64 as uint64)", err)
+	}
+	res, err = invokeState(Key{"k"}, stored, func(ctx *Context) {
+		i := StateOf[int64](ctx, "i")
+		i.Set(-123456789)
+		if v, ok := StateOf[int](ctx, "i").Get(); !ok || v != -123456789 {
+			t.Errorf("i read as int = %v, %v", v, ok)
+		}
+		StateOf[uint64](ctx, "u").Set(1 << 63)
+		StateOf[bool](ctx, "b").Set(false)
+		n := StateOf[int](ctx, "n")
+		v, _ := n.Get()
+		n.Set(v + 1)
+		StateOf[bool](ctx, "new").Set(true)
+		StateOf[int64](ctx, "zero").Set(0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"i": mustYSON(t, int64(-123456789)), "u": mustYSON(t, uint64(1<<63)), "b": nil, "n": mustYSON(t, 6), "new": mustYSON(t, true)}
+	if !reflect.DeepEqual(res.StateWrites, want) {
+		t.Errorf("state writes = %q, want %q", res.StateWrites, want)
+	}
+}

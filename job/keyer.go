@@ -16,7 +16,9 @@ import (
 // keyColumn computes one group-by column: a computed expression or a payload column.
 type keyColumn struct {
 	name string
-	expr *ytql.Expr
+	// expr is the column's expression compiled (ytql.Compiled): the usual farm_hash of
+	// columns evaluates without the generic evaluator, with the same value and errors.
+	expr *ytql.Compiled
 }
 
 // newKeyer compiles the group_by_schema of every computation of p into an epoch.Keyer.
@@ -48,7 +50,7 @@ func compileKey(s schema.Schema) ([]keyColumn, error) {
 			if err != nil {
 				return nil, fmt.Errorf("column %s: expression %q: %w", col.Name, col.Expression, err)
 			}
-			kc.expr = e
+			kc.expr = e.Compile()
 		}
 		cs = append(cs, kc)
 	}
@@ -56,6 +58,9 @@ func compileKey(s schema.Schema) ([]keyColumn, error) {
 }
 
 // keyOf is the key of payload by the compiled columns cs.
+//
+// Invariant: a computed key column is what the query language's evaluator gives for the
+// payload (TestCompiledMatchesEval, TestKeyerMatchesEvaluator).
 func keyOf(cs []keyColumn, payload flow.Row) (flow.Key, error) {
 	key := make(flow.Key, 0, len(cs))
 	for _, c := range cs {

@@ -48,6 +48,12 @@
 // integer adapts to the other operand's numeric type when the conversion is
 // exact, as YTsaurus literals do (u = 1 works for a uint64 column u).
 //
+// Expr.Compile returns a Compiled that evaluates exactly like Eval (values and
+// errors) and computes the shapes that key messages — a column reference,
+// farm_hash over column references — without the generic evaluator's boxing
+// and argument slices; the runtime's keyer evaluates group_by_schema
+// expressions through it.
+//
 // # Queries
 //
 // ParseQuery/Query.Execute support

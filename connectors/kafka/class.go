@@ -105,7 +105,7 @@ func sinkColumns(params any) map[string][]string {
 	return cols
 }
 
-// recordTypes are the column types whose values have record bytes (bytesOf): strings as they
+// recordTypes are the column types whose values have record bytes (arena.bytesOf): strings as they
 // are, numbers and booleans in decimal text.
 var recordTypes = map[schema.Type]bool{
 	schema.TypeString: true, schema.TypeBytes: true, schema.TypeBoolean: true,

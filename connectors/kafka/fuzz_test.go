@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	sdkyson "go.ytsaurus.tech/yt/go/yson"
 
 	"github.com/ytflow/yt-flow/internal/ybin"
@@ -71,6 +74,51 @@ func FuzzDecodeRow(f *testing.F) {
 		// %#v prints map keys sorted, and NaN as NaN (DeepEqual finds NaN unequal to itself).
 		if !reflect.DeepEqual(row, sdk) && fmt.Sprintf("%#v", row) != fmt.Sprintf("%#v", sdk) {
 			t.Fatalf("%q: ybin %#v, SDK %#v", data, row, sdk)
+		}
+	})
+}
+
+// FuzzRecordRowAndBytes: the source's row of any record is the plainly built row (same columns,
+// types, values and stored bytes), and the sink's record bytes of any string or number are the
+// plain conversion's, nil-ness included, and stay so while the arena hands out more.
+func FuzzRecordRowAndBytes(f *testing.F) {
+	f.Add([]byte("k1"), []byte("hello"), true, true, int64(7), int32(1), int64(1_700_000_000_123), int64(0), 1.5)
+	f.Add([]byte{}, []byte{}, false, true, int64(0), int32(0), int64(-5_000), int64(300), math.Inf(-1))
+	f.Add([]byte(nil), []byte(nil), true, false, int64(math.MaxInt64), int32(math.MaxInt32), int64(0), int64(1<<40), math.NaN())
+	a := newArena(1)
+	var handed [][2][]byte
+	f.Fuzz(func(t *testing.T, key, value []byte, hasKey, hasValue bool, offset int64, partition int32, millis, sub int64, fl float64) {
+		r := &kgo.Record{Offset: offset, Partition: partition, Timestamp: time.UnixMilli(millis)}
+		if hasKey {
+			r.Key = append([]byte{}, key...)
+		}
+		if hasValue {
+			r.Value = append([]byte{}, value...)
+		}
+		want := plainRow(r, r.Value, hasValue, sub, nil)
+		got := recordRow(r, r.Value, hasValue, sub, nil)
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("row %#v, want %#v", got, want)
+		}
+		wb, _ := ybin.AppendMap(nil, want.Columns)
+		gb, _ := ybin.AppendMap(nil, got.Columns)
+		if string(wb) != string(gb) {
+			t.Fatalf("stored bytes %q, want %q", gb, wb)
+		}
+		for _, v := range []any{string(value), offset, uint64(millis), int(sub), fl, hasKey, nil} {
+			p, _ := plainBytesOf(v)
+			b, err := a.bytesOf(v)
+			if err != nil || string(b) != string(p) || (b == nil) != (p == nil) {
+				t.Fatalf("%#v: %q (%v), want %q", v, b, err, p)
+			}
+			if len(handed) < 2_000 {
+				handed = append(handed, [2][]byte{b, p})
+			}
+		}
+		for _, h := range handed {
+			if string(h[0]) != string(h[1]) {
+				t.Fatalf("handed-out bytes changed: %q, want %q", h[0], h[1])
+			}
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -201,7 +200,14 @@ func (s *Sink) deliverTransactional(ctx context.Context, batches []connector.Bat
 		}
 		return n
 	}
-	var txn []*kgo.Record
+	n := 0 // the records to write
+	for _, b := range batches {
+		if b.LastSeq >= next {
+			n += len(b.Rows)
+		}
+	}
+	a := newArena(n)
+	txn := make([]*kgo.Record, 0, min(n, MaxTxnRecords))
 	var txnBytes int
 	var lastSeq int64
 	flush := func() error {
@@ -222,7 +228,7 @@ func (s *Sink) deliverTransactional(ctx context.Context, batches []connector.Bat
 			if d.SequenceNumber < next {
 				continue // in Kafka already
 			}
-			r, err := s.record(d)
+			r, err := s.record(a, d)
 			if err != nil {
 				return held(), err
 			}
@@ -352,11 +358,16 @@ func (s *Sink) deliverIdempotent(ctx context.Context, batches []connector.Batch)
 	if err := s.open(ctx, false); err != nil {
 		return 0, err
 	}
-	var recs []*kgo.Record
+	n := 0
+	for _, b := range batches {
+		n += len(b.Rows)
+	}
+	a := newArena(n)
+	recs := make([]*kgo.Record, 0, n)
 	ends := make([]int, 0, len(batches)) // index after each batch's last record
 	for _, b := range batches {
 		for i := range b.Rows {
-			r, err := s.record(&b.Rows[i])
+			r, err := s.record(a, &b.Rows[i])
 			if err != nil {
 				return 0, err
 			}
@@ -377,14 +388,14 @@ func (s *Sink) deliverIdempotent(ctx context.Context, batches []connector.Batch)
 	return n, nil
 }
 
-// record builds the Kafka record of one delivery.
-func (s *Sink) record(d *connector.Delivery) (*kgo.Record, error) {
+// record builds the Kafka record of one delivery from a's blocks.
+func (s *Sink) record(a *arena, d *connector.Delivery) (*kgo.Record, error) {
 	if d.Encoded == nil {
-		return s.recordOf(d, d.Row)
+		return s.recordOf(a, d, d.Row)
 	}
 	if m, ok := s.dec.DecodeMap(d.Encoded); ok {
-		r, err := s.recordOf(d, m)
-		// The record holds copies of the values (bytesOf), not m: the next row reuses it.
+		r, err := s.recordOf(a, d, m)
+		// The record holds copies of the values (arena.bytesOf), not m: the next row reuses it.
 		s.dec.Spare = append(s.dec.Spare[:0], m)
 		return r, err
 	}
@@ -392,49 +403,28 @@ func (s *Sink) record(d *connector.Delivery) (*kgo.Record, error) {
 	if err := decodeRow(d.Encoded, &row); err != nil {
 		return nil, fmt.Errorf("%s: message %s: decode the stored row: %w", s, d.MessageID, err)
 	}
-	return s.recordOf(d, row)
+	return s.recordOf(a, d, row)
 }
 
 // recordOf builds the Kafka record of delivery d whose row is row.
-func (s *Sink) recordOf(d *connector.Delivery, row map[string]any) (*kgo.Record, error) {
+func (s *Sink) recordOf(a *arena, d *connector.Delivery, row map[string]any) (*kgo.Record, error) {
 	p := s.cfg.Params
-	r := &kgo.Record{Topic: p.Topic}
-	var err error
-	if r.Value, err = bytesOf(row[p.PayloadColumn]); err != nil {
+	value, err := a.bytesOf(row[p.PayloadColumn])
+	if err != nil {
 		return nil, fmt.Errorf("%s: message %s: payload_column %s: %w", s, d.MessageID, p.PayloadColumn, err)
 	}
+	var key []byte
 	if p.KeyColumn != "" {
-		if r.Key, err = bytesOf(row[p.KeyColumn]); err != nil {
+		if key, err = a.bytesOf(row[p.KeyColumn]); err != nil {
 			return nil, fmt.Errorf("%s: message %s: key_column %s: %w", s, d.MessageID, p.KeyColumn, err)
 		}
 	}
+	r := a.record()
+	r.Topic, r.Key, r.Value = p.Topic, key, value
 	if p.MessageIDHeader != "" {
-		r.Headers = []kgo.RecordHeader{{Key: p.MessageIDHeader, Value: []byte(d.MessageID)}}
+		r.Headers = a.header(p.MessageIDHeader, a.text(d.MessageID))
 	}
 	return r, nil
-}
-
-// bytesOf is a column value as record bytes: nil for null.
-func bytesOf(v any) ([]byte, error) {
-	switch x := v.(type) {
-	case nil:
-		return nil, nil
-	case string:
-		return []byte(x), nil
-	case []byte:
-		return x, nil
-	case int64:
-		return strconv.AppendInt(nil, x, 10), nil
-	case uint64:
-		return strconv.AppendUint(nil, x, 10), nil
-	case int:
-		return strconv.AppendInt(nil, int64(x), 10), nil
-	case float64:
-		return strconv.AppendFloat(nil, x, 'g', -1, 64), nil
-	case bool:
-		return strconv.AppendBool(nil, x), nil
-	}
-	return nil, fmt.Errorf("a %T value has no record bytes (want a string, bytes, a number or a boolean)", v)
 }
 
 // WriteBestEffort writes rows (the at_most_once_strategy queue's) with the idempotent producer,
@@ -443,9 +433,10 @@ func (s *Sink) WriteBestEffort(ctx context.Context, rows []map[string]any) error
 	if err := s.open(ctx, false); err != nil {
 		return err
 	}
+	a := newArena(len(rows))
 	recs := make([]*kgo.Record, 0, len(rows))
 	for _, row := range rows {
-		r, err := s.record(&connector.Delivery{Row: row})
+		r, err := s.record(a, &connector.Delivery{Row: row})
 		if err != nil {
 			return err
 		}
@@ -467,9 +458,10 @@ func (s *Sink) WriteBeforeCommit(ctx context.Context, msgs []flow.Message) error
 	if err := s.open(ctx, false); err != nil {
 		return err
 	}
+	a := newArena(len(msgs))
 	recs := make([]*kgo.Record, 0, len(msgs))
 	for i := range msgs {
-		r, err := s.record(&connector.Delivery{MessageID: msgs[i].MessageID, Row: msgs[i].Payload})
+		r, err := s.record(a, &connector.Delivery{MessageID: msgs[i].MessageID, Row: msgs[i].Payload})
 		if err != nil {
 			return err
 		}

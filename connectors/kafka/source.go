@@ -44,9 +44,12 @@ type Source struct {
 	params    *SourceParams
 	dyn       *SourceDynamicParams
 	client    func(ctx context.Context) (*ClientConfig, error)
-	unpack    func(value []byte) ([][]byte, error)
+	// unpack splits a record's value into the frames that become rows; nil keeps the value as
+	// it is (TKafkaSource's: one row per record).
+	unpack func(value []byte) ([][]byte, error)
 
-	h *handles
+	h    *handles
+	pool *recordPool // the consumer's record slabs
 	// pos is the offset after the last record the consumer returned; from is the lowest offset
 	// a read may ask for and still continue at pos (the records in [from, pos) returned no row).
 	pos, from int64
@@ -77,19 +80,17 @@ func (h *handles) close() {
 	}
 }
 
-func identity(v []byte) ([][]byte, error) { return [][]byte{v}, nil }
-
 // NewSource returns the reader of Kafka partition partition of p.Topic; client resolves the
 // connection when the reader first needs it. dyn nil means the dynamic defaults.
 func NewSource(client func(ctx context.Context) (*ClientConfig, error), p *SourceParams, dyn *SourceDynamicParams, partition int64) *Source {
-	return newSource(client, p, dyn, partition, identity)
+	return newSource(client, p, dyn, partition, nil)
 }
 
 func newSource(client func(ctx context.Context) (*ClientConfig, error), p *SourceParams, dyn *SourceDynamicParams, partition int64, unpack func([]byte) ([][]byte, error)) *Source {
 	if dyn == nil {
 		dyn = parseSourceDynamicDefaults()
 	}
-	s := &Source{topic: p.Topic, partition: int32(partition), groupID: p.GroupID, params: p, dyn: dyn, client: client, unpack: unpack, h: &handles{}, pos: -1, from: -1}
+	s := &Source{topic: p.Topic, partition: int32(partition), groupID: p.GroupID, params: p, dyn: dyn, client: client, unpack: unpack, h: &handles{}, pool: &recordPool{}, pos: -1, from: -1}
 	runtime.AddCleanup(s, func(h *handles) { h.close() }, s.h)
 	return s
 }
@@ -190,21 +191,28 @@ func (s *Source) Read(ctx context.Context, from connector.Position, max int64) (
 	}
 	var rows []connector.Row
 	defer func() { connector.OffsetRows(rows) }()
+	if n := fetches.NumRecords(); n > 0 {
+		rows = make([]connector.Row, 0, n) // a record is a row unless unpacked into frames
+	}
 	fetches.EachRecord(func(r *kgo.Record) {
+		// The rows hold copies of what they take from r: its slab goes back to the pool.
+		defer r.Recycle()
 		if err != nil || r.Topic != s.topic || r.Partition != s.partition || r.Offset < s.pos {
 			return
 		}
-		var out []connector.Row
-		out, err = s.rows(r)
+		n := len(rows)
+		rows, err = s.appendRows(rows, r)
 		if err != nil {
 			return
 		}
-		if len(out) > 0 {
-			rows = append(rows, out...)
+		if len(rows) > n {
 			s.from = r.Offset + 1
 		}
 		s.pos = r.Offset + 1
 	})
+	if len(rows) == 0 {
+		rows = nil
+	}
 	if err != nil {
 		// The next read opens at the asked offset again: the rows before the malformed record
 		// are returned first, and a read at it fails.
@@ -217,36 +225,28 @@ func (s *Source) Read(ctx context.Context, from connector.Position, max int64) (
 	return rows, nil
 }
 
-// rows turns one record into its rows, following the malformed policy.
-func (s *Source) rows(r *kgo.Record) ([]connector.Row, error) {
-	row := func(sub int64, data, unparsed any) connector.Row {
-		var key any
-		if r.Key != nil {
-			key = string(r.Key)
-		}
-		return connector.Row{Offset: r.Offset, Timestamp: uint64(max(r.Timestamp.UnixMicro(), 0)), Columns: map[string]any{
-			"data": data, "key": key, "unparsed": unparsed, "partition": int64(r.Partition),
-			"offset": r.Offset, "sub_offset": sub, "timestamp": r.Timestamp.Unix(),
-		}}
-	}
+// appendRows appends the rows of one record to rows, following the malformed policy.
+func (s *Source) appendRows(rows []connector.Row, r *kgo.Record) ([]connector.Row, error) {
 	if r.Value == nil {
-		return []connector.Row{row(0, nil, nil)}, nil // a tombstone
+		return append(rows, recordRow(r, nil, false, 0, nil)), nil // a tombstone
+	}
+	if s.unpack == nil {
+		return append(rows, recordRow(r, r.Value, true, 0, nil)), nil
 	}
 	frames, err := s.unpack(r.Value)
 	if err != nil {
 		switch s.dyn.MalformedMessagePolicy {
 		case PolicyDrop:
-			return nil, nil
+			return rows, nil
 		case PolicyKeep:
-			return []connector.Row{row(0, nil, map[string]any{"data": string(r.Value)})}, nil
+			return append(rows, recordRow(r, nil, false, 0, map[string]any{"data": string(r.Value)})), nil
 		}
-		return nil, fmt.Errorf("%s offset %d: %w: %v", s, r.Offset, ErrMalformed, err)
+		return rows, fmt.Errorf("%s offset %d: %w: %v", s, r.Offset, ErrMalformed, err)
 	}
-	out := make([]connector.Row, 0, len(frames))
 	for i, f := range frames {
-		out = append(out, row(int64(i), string(f), nil))
+		rows = append(rows, recordRow(r, f, true, int64(i), nil))
 	}
-	return out, nil
+	return rows, nil
 }
 
 func (s *Source) closeConsumer() {
@@ -328,6 +328,7 @@ func (s *Source) open(ctx context.Context, offset int64) error {
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(buf), kgo.FetchMaxPartitionBytes(buf),
+		kgo.WithPools(s.pool),
 	)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s, err)

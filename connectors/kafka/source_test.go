@@ -239,3 +239,30 @@ func TestKafkaSourcePartitions(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoTopic)
 	require.EqualError(t, err, "kafka topic "+topic+"-missing: no such topic: create it, or correct topic")
 }
+
+// TestKafkaSourceRecyclesRecords: the consumer's record slabs go back to the source's pool once
+// their records are rows, and later fetches decode into them, while every row read keeps its
+// own key and data (the rows hold copies, not the recycled records).
+func TestKafkaSourceRecyclesRecords(t *testing.T) {
+	c := newCluster(t)
+	topic := c.topic(1)
+	const batches, per = 6, 50
+	for b := range batches { // one produce per batch: a record batch each
+		var rs []*kgo.Record
+		for i := range per {
+			n := b*per + i
+			rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint("k", n)), Value: []byte(fmt.Sprint("value ", n))})
+		}
+		c.produce(rs...)
+	}
+	s := NewSource(c.resolve, sourceParams(topic), dynParams(PolicyFail), 0)
+	defer s.Close()
+	rows := readAll(t, s, 0, 30)
+	require.Len(t, rows, batches*per)
+	for i, r := range rows {
+		require.Equal(t, int64(i), r.Offset)
+		require.Equal(t, fmt.Sprint("k", i), r.Columns["key"], "row %d", i)
+		require.Equal(t, fmt.Sprint("value ", i), r.Columns["data"], "row %d", i)
+	}
+	require.Positive(t, s.pool.puts.Load(), "record slabs given back")
+}
