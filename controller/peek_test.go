@@ -39,13 +39,14 @@ func TestPeekPublishesWatermarks(t *testing.T) {
 		return &cycler{st: e.st, sess: sess, lg: (&nop.Logger{}).Structured(), topology: top, attrs: e.attrs(),
 			wm: NewWatermarkTracker(base.SystemWatermark), completedJobs: map[string]bool{}, layoutJobs: map[string]bool{}}
 	}
-	now := ytstore.Now()
-	round := 0
+	at := ytstore.Now()
+	// report writes a round of statuses, each a second after the last: the SystemWatermark of
+	// a pipeline on the fast path takes rounds at least systemWatermarkSpan apart.
 	report := func(sys, ev uint64) {
 		t.Helper()
-		round++
+		at += 1_000_000
 		for _, j := range jobs {
-			st := ytstore.JobStatus{JobID: j.JobID, WorkerID: j.WorkerID, State: ytstore.JobRunning, UpdatedAt: now + uint64(round),
+			st := ytstore.JobStatus{JobID: j.JobID, WorkerID: j.WorkerID, State: ytstore.JobRunning, UpdatedAt: at,
 				SystemWatermark: sys, InFlight: 1, EventWatermark: ytstore.OptionalUint64(ev)}
 			if err := e.st.PutJobStatus(ctx, st, ""); err != nil {
 				t.Fatal(err)
@@ -98,6 +99,14 @@ func TestPeekPublishesWatermarks(t *testing.T) {
 	c.peekStatuses(ctx, false)
 	if sys, ev := published(); sys != 3500 || ev != 7000 {
 		t.Fatalf("after a lower round: system %d, event %d; want 3500 (min of 4000 and 3500), 7000 (kept)", sys, ev)
+	}
+	report(9000, 9000)
+	c.peekStatuses(ctx, false)
+	at -= 800_000 // the next round 200 ms after this one
+	report(9500, 9500)
+	c.peekStatuses(ctx, false)
+	if sys, ev := published(); sys != 3500 || ev != 9000 {
+		t.Fatalf("rounds 200 ms apart: system %d, event %d; want 3500 (kept: its rounds are at least %v apart), 9000", sys, ev, systemWatermarkSpan)
 	}
 }
 

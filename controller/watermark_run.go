@@ -63,10 +63,12 @@ func sameWatermarks(a, b ytstore.EventWatermarks) bool {
 }
 
 // systemWatermarkSpan is the least time between the two status rounds the SystemWatermark's
-// second look compares (WatermarkTracker.MinSpan): in a pipeline on the watermark's fast path
-// jobs report every 200 ms, but the second look keeps covering a retransmitted copy in the
-// network for about the 1 s status period it covered before (the default status period less
-// the time a worker takes to write a round of statuses), with the dedup GC margin on top.
+// second look compares (WatermarkTracker.MinSpan) in a pipeline on the watermark's fast path:
+// its jobs report every 200 ms, but the second look keeps covering a retransmitted copy in the
+// network for about the 1 s status period it covers in other pipelines (the default status
+// period less the time a worker takes to write a round of statuses), with the dedup GC margin
+// on top. Other pipelines keep MinSpan 0 (their statuses come every second, or every 10 ms in
+// a transition, as before).
 const systemWatermarkSpan = 900 * time.Millisecond
 
 // publishSystemWatermark folds the observation into the SystemWatermark and publishes it when
@@ -74,6 +76,9 @@ const systemWatermarkSpan = 900 * time.Millisecond
 func (c *cycler) publishSystemWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) (uint64, error) {
 	if c.wm == nil {
 		c.wm = NewWatermarkTracker(attrs.SystemWatermark)
+	}
+	c.wm.MinSpan = 0
+	if in.Topology.AwaitsWatermarks {
 		c.wm.MinSpan = uint64(systemWatermarkSpan.Microseconds())
 	}
 	w, _ := c.wm.Observe(in.Partitions, in.Jobs, in.Statuses)
