@@ -275,3 +275,23 @@ func TestEventTimeAlignment(t *testing.T) {
 	e.write("b2", t0+550, 1)
 	e.waitFor("a2 seen once the watermark caught up", func() bool { return e.rows("//tmp/et/seen")["a2"] == micros(t0+600) })
 }
+
+// TestEventTimeFastPath: with a status period of an hour, statuses and watermark reads come
+// only from the watermark's fast path (a pipeline with event_time timers: at every layout
+// poll), and the timers still follow the published watermark: nothing fires before the
+// watermark passes a's trigger, and a fires once c moved it there.
+func TestEventTimeFastPath(t *testing.T) {
+	e := startEventTimeEnv(t, eventTimeSpec, 1, func(c *job.Config) { c.StatusPeriod = time.Hour })
+	rows, published, waitFor := e.rows, e.published, e.waitFor
+	write := func(key string, ts int64) { e.write(key, ts, 0) }
+
+	write("a", t0)
+	waitFor("a seen", func() bool { return rows("//tmp/et/seen")["a"] == micros(t0) })
+	write("b", t0+5)
+	waitFor("event watermark at b, from statuses of the fast path", func() bool { return published() >= uint64(micros(t0+5)) })
+	assert.Empty(t, rows("//tmp/et/fired"), "no timer is due at the event watermark")
+	write("c", t0+20)
+	waitFor("a fired: the worker read the published watermark on the fast path", func() bool {
+		return rows("//tmp/et/fired")["a"] == micros(t0+10)
+	})
+}

@@ -226,6 +226,7 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 	for {
 		start := time.Now()
 		transition, err := c.cycle(termCtx)
+		c.transition = transition
 		if c.sourceCompleted {
 			c.sourceCompleted = false
 			fastUntil = start.Add(10 * cfg.Period)
@@ -284,11 +285,16 @@ func lead(ctx context.Context, st *ytstore.Store, cfg Config, lg log.Structured)
 
 // peekStatuses reads the job statuses and reports whether a cycle should run now: a job
 // status says completed that the last cycle did not see, or, with drain, every job of the
-// last cycle's layout reports itself drained (a failed read says no).
+// last cycle's layout reports itself drained (a failed read says no). Outside a transition,
+// in a pipeline that awaits watermarks, it also folds the statuses into the watermarks
+// (peekWatermarks).
 func (c *cycler) peekStatuses(ctx context.Context, drain bool) bool {
 	sts, err := c.st.JobStatuses(ctx)
 	if err != nil {
 		return false
+	}
+	if !c.transition {
+		c.peekWatermarks(ctx, sts)
 	}
 	drained := 0
 	for _, st := range sts {
@@ -313,6 +319,11 @@ type cycler struct {
 	// wm is the SystemWatermark; nil until the first cycle reads the
 	// published value.
 	wm *WatermarkTracker
+	// attrs are the attributes the last cycle read, with the watermarks published since
+	// (peekWatermarks); nil before the first cycle.
+	attrs *ytstore.Attributes
+	// peekStamp is the sum of the updated_at of the statuses the last peekWatermarks folded.
+	peekStamp uint64
 	// ew tracks the EventWatermark (nil until the first cycle that publishes one).
 	ew *WatermarkTracker
 	// sw tracks the EventWatermark of every stream and alignment group (nil until the first
@@ -341,6 +352,8 @@ type cycler struct {
 	specErr                 error
 	// sourceCompleted is set by a cycle in which a source partition completed.
 	sourceCompleted bool
+	// transition is set by a cycle whose pipeline is on its way to another state.
+	transition bool
 	// drainObserved is set by a cycle that saw every job drained once (Decision.DrainObserved).
 	drainObserved bool
 	// completedJobs are the jobs whose status said completed at the last observation;
@@ -370,6 +383,7 @@ func (c *cycler) cycle(ctx context.Context) (transition bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	c.attrs = attrs
 	d := c.sched.Step(in)
 	c.drainObserved = d.DrainObserved
 	if err := c.apply(ctx, d); err != nil {

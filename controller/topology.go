@@ -23,6 +23,11 @@ type Topology struct {
 	// or whose binary's SHA-256 is not BinaryChecksum, pauses the pipeline.
 	ValidateBinaryVersion, ValidateBinaryChecksum bool
 	BinaryVersion, BinaryChecksum                 string
+	// AwaitsWatermarks is set when something in the pipeline waits for a watermark
+	// (spec.Pipeline.AwaitsWatermarks: event_time or system_time timers, input_ordering,
+	// watermark_alignment): the leader then also publishes watermarks between its cycles
+	// (cycler.peekWatermarks).
+	AwaitsWatermarks bool
 }
 
 // Computation is one computation as scheduling sees it.

@@ -20,6 +20,7 @@ func TopologyOf(p *spec.Pipeline, dyn *spec.DynamicPipeline) Topology {
 	}
 	t.ValidateBinaryVersion, t.BinaryVersion = p.ValidateBinaryVersion, p.BinaryVersion
 	t.ValidateBinaryChecksum, t.BinaryChecksum = p.ValidateBinaryChecksum, p.BinaryChecksum
+	t.AwaitsWatermarks = p.AwaitsWatermarks()
 	for id, c := range p.Computations {
 		d := dyn.Computation(id)
 		tc := Computation{ID: id, PartitionCount: max(d.DesiredPartitionCount, 1), Draining: d.Draining, RelaxedOrdering: c.DistributionOrdering == "relaxed",

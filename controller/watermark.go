@@ -26,6 +26,11 @@ import (
 // Invariant: the watermark never passes a message a job still holds, and
 // never decreases (TestSystemWatermarkSimulation, TestWatermarkTracker).
 type WatermarkTracker struct {
+	// MinSpan, when set, is how much newer (updated_at, µs) every job's status must be at the
+	// second observation than at the first (0: newer at all). The second look then covers a
+	// copy in the network for at least that long however often the jobs report; the driver
+	// sets it for the SystemWatermark (systemWatermarkSpan), whose dedup GC relies on it.
+	MinSpan uint64
 	w       uint64
 	pending *watermarkSnapshot // the bound waiting for fresher statuses
 	// bound gives one observation's bound: watermarkBound (SystemWatermark) or
@@ -95,8 +100,8 @@ func (t *WatermarkTracker) Observe(partitions []ytstore.Partition, jobs []ytstor
 		return t.w, false
 	}
 	for _, j := range jobs {
-		if before, seen := t.pending.updated[j.JobID]; seen && snap.updated[j.JobID] <= before {
-			return t.w, false // wait until every job has reported again
+		if before, seen := t.pending.updated[j.JobID]; seen && snap.updated[j.JobID] < before+max(t.MinSpan, 1) {
+			return t.w, false // wait until every job has reported again (MinSpan later)
 		}
 	}
 	next := max(t.w, min(t.pending.bound, bound))

@@ -30,6 +30,7 @@ func (c *cycler) advanceEventWatermark(ctx context.Context, in *Input, attrs *yt
 		if err := c.st.SetEventWatermark(ctx, c.sess, w); err != nil {
 			return err
 		}
+		attrs.EventWatermark = &w // a new value: a Snapshot handed out keeps the old one
 		c.lg.Debug("event watermark advanced", log.UInt64("event_watermark", w))
 	}
 	if c.sw == nil {
@@ -40,6 +41,7 @@ func (c *cycler) advanceEventWatermark(ctx context.Context, in *Input, attrs *yt
 		if err := c.st.SetEventWatermarks(ctx, c.sess, sw); err != nil {
 			return err
 		}
+		attrs.EventWatermarks = &sw // Observe returned a copy
 	}
 	return nil
 }
@@ -60,21 +62,85 @@ func sameWatermarks(a, b ytstore.EventWatermarks) bool {
 	return eq(a.Streams, b.Streams) && eq(a.Groups, b.Groups)
 }
 
-// advanceWatermark folds the cycle's observation into the SystemWatermark,
-// publishes it when it grew, and collects dedup rows below it minus the margin:
-// it sets that bound as the dedup tables' watermark when their row merger drops
-// such rows itself, else deletes them, at most DedupGCBatch per table and cycle.
-func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) error {
+// systemWatermarkSpan is the least time between the two status rounds the SystemWatermark's
+// second look compares (WatermarkTracker.MinSpan) in a pipeline on the watermark's fast path:
+// its jobs report every 200 ms, but the second look keeps covering a retransmitted copy in the
+// network for about the 1 s status period it covers in other pipelines (the default status
+// period less the time a worker takes to write a round of statuses), with the dedup GC margin
+// on top. Other pipelines keep MinSpan 0 (their statuses come every second, or every 10 ms in
+// a transition, as before).
+const systemWatermarkSpan = 900 * time.Millisecond
+
+// publishSystemWatermark folds the observation into the SystemWatermark and publishes it when
+// it grew (attrs then holds the published value); it returns the watermark.
+func (c *cycler) publishSystemWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) (uint64, error) {
 	if c.wm == nil {
 		c.wm = NewWatermarkTracker(attrs.SystemWatermark)
+	}
+	c.wm.MinSpan = 0
+	if in.Topology.AwaitsWatermarks {
+		c.wm.MinSpan = uint64(systemWatermarkSpan.Microseconds())
 	}
 	w, _ := c.wm.Observe(in.Partitions, in.Jobs, in.Statuses)
 	if w > attrs.SystemWatermark {
 		// Also retries a publication that failed in an earlier cycle.
 		if err := c.st.SetSystemWatermark(ctx, c.sess, w); err != nil {
-			return err
+			return w, err
 		}
+		attrs.SystemWatermark = w
 		c.lg.Debug("system watermark advanced", log.UInt64("system_watermark", w))
+	}
+	return w, nil
+}
+
+// peekWatermarks folds statuses read between two cycles into the SystemWatermark and the
+// EventWatermarks, with the partitions and jobs read now, and publishes those that grew, in a
+// pipeline that awaits watermarks (Topology.AwaitsWatermarks): the trackers' rules are the
+// cycle's (a bound is published only once every job has reported again), so this adds
+// observations, not a weaker proof, and the watermark waits for the next status round rather
+// than the next cycle. Dedup GC stays with the cycles. A failed read or write changes nothing;
+// the next cycle observes again.
+//
+// Invariant: watermarks published between cycles obey the same rules as the cycle's
+// (TestPeekPublishesWatermarks, TestWatermarkTracker, TestStreamWatermarkTracker).
+func (c *cycler) peekWatermarks(ctx context.Context, statuses []ytstore.JobStatus) {
+	if c.attrs == nil || c.specErr != nil || !c.topology.AwaitsWatermarks || c.wm == nil {
+		return
+	}
+	var stamp uint64 // changes when any job writes a status
+	for _, st := range statuses {
+		stamp += st.UpdatedAt
+	}
+	if stamp == c.peekStamp {
+		return // no job reported since the last peek: the trackers would not move
+	}
+	partitions, err := c.st.Partitions(ctx)
+	if err != nil {
+		return
+	}
+	jobs, err := c.st.Jobs(ctx)
+	if err != nil {
+		return
+	}
+	c.peekStamp = stamp
+	in := &Input{Partitions: partitions, Jobs: jobs, Statuses: statuses, Topology: c.topology}
+	if _, err := c.publishSystemWatermark(ctx, in, c.attrs); err != nil {
+		c.lg.Debug("system watermark publication between cycles failed", log.Error(err))
+		return
+	}
+	if err := c.advanceEventWatermark(ctx, in, c.attrs); err != nil {
+		c.lg.Debug("event watermark publication between cycles failed", log.Error(err))
+	}
+}
+
+// advanceWatermark folds the cycle's observation into the SystemWatermark,
+// publishes it when it grew, and collects dedup rows below it minus the margin:
+// it sets that bound as the dedup tables' watermark when their row merger drops
+// such rows itself, else deletes them, at most DedupGCBatch per table and cycle.
+func (c *cycler) advanceWatermark(ctx context.Context, in *Input, attrs *ytstore.Attributes) error {
+	w, err := c.publishSystemWatermark(ctx, in, attrs)
+	if err != nil {
+		return err
 	}
 	margin := uint64(c.cfg.DedupGCMargin.Microseconds())
 	if w <= margin {

@@ -34,7 +34,9 @@ type Config struct {
 	PollPeriod time.Duration
 	// SessionTimeout is the session transaction timeout; default 10s.
 	SessionTimeout time.Duration
-	// StatusPeriod is how often job statuses and the heartbeat are written; default 1s.
+	// StatusPeriod is how often job statuses and the heartbeat are written; default 1s. In a
+	// pipeline that awaits watermarks (spec.Pipeline.AwaitsWatermarks) statuses are written,
+	// and the published watermarks read, at every poll (PollPeriod).
 	StatusPeriod time.Duration
 	// InboxLimit bounds the messages buffered per job; default 10000.
 	InboxLimit int

@@ -64,6 +64,11 @@ type Worker struct {
 	// older version publishes none: then event_time timers and watermark_alignment follow
 	// eventWatermark).
 	eventWatermarks atomic.Pointer[ytstore.EventWatermarks]
+	// watermarksAwaited is set when the spec its jobs started with has something that waits
+	// for a watermark (spec.Pipeline.AwaitsWatermarks): then the worker reports its jobs'
+	// statuses and reads the published watermarks at every layout poll, not every
+	// StatusPeriod (the watermark's fast path, fastWatermarks).
+	watermarksAwaited atomic.Bool
 	// throttlerGrants are the pipeline's @throttler_grants as last read (nil before the
 	// first); throttling is set once the pipeline's job_status is known to carry throttle
 	// requests (throttle.go).
@@ -122,6 +127,7 @@ type coordination interface {
 	JobStatuses(ctx context.Context) ([]ytstore.JobStatus, error)
 	PutJobStatus(ctx context.Context, st ytstore.JobStatus, lease string) error
 	EventWatermarks(ctx context.Context) (bool, error)
+	Watermarks(ctx context.Context) (*ytstore.Attributes, error)
 }
 
 // runnerHandle tracks one runner goroutine.
@@ -383,13 +389,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 			}
 			readAt := time.Now().UnixNano()
 			if a, err := w.coord.Attributes(ctx); err == nil {
-				w.systemWatermark.Store(a.SystemWatermark)
-				if a.EventWatermark != nil {
-					w.eventWatermark.Store(*a.EventWatermark)
-				}
-				if a.EventWatermarks != nil {
-					w.eventWatermarks.Store(a.EventWatermarks)
-				}
+				w.storeWatermarks(a)
 				if a.ThrottlerGrants != nil {
 					w.throttlerGrants.Store(a.ThrottlerGrants)
 					w.grantsRead()
@@ -423,7 +423,11 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 		// The marks are read before the statuses are written: a job that completes while
 		// they are written gets its completed status at the next poll (its wakeStatus), not
 		// a status period later, as when the marks were read after the writes.
-		if marks, drained := w.statusMarks(); periodic {
+		fast := w.watermarksAwaited.Load()
+		if fast && !periodic {
+			w.readWatermarks(ctx)
+		}
+		if marks, drained := w.statusMarks(); periodic || fast {
 			w.reportStatuses(ctx)
 			reported = marks
 		} else if marks != reported || drained {

@@ -90,6 +90,7 @@ func (w *Worker) pipeline(ctx context.Context) (*spec.Pipeline, *spec.DynamicPip
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pipeline %s: %w", w.cfg.Path, err)
 	}
+	w.watermarksAwaited.Store(p.AwaitsWatermarks())
 	return p, dyn, keyer, nil
 }
 

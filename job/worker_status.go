@@ -246,3 +246,59 @@ func (w *Worker) checkEventWatermarks(ctx context.Context) {
 		w.eventTime.Store(eventTimeWallClock)
 	}
 }
+
+// readWatermarks reads the published watermarks (the fast path of a pipeline that awaits them,
+// Worker.watermarksAwaited); a failed read keeps the values read before.
+func (w *Worker) readWatermarks(ctx context.Context) {
+	a, err := w.coord.Watermarks(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Debug("watermark read failed; keeping the last ones read", log.Error(err))
+		}
+		return
+	}
+	w.storeWatermarks(a)
+}
+
+// storeWatermarks keeps the watermarks a read of the attributes gave and, when one grew, wakes
+// the jobs that may wait for it: those with stored timers and the sources watermark_alignment
+// holds back. Their next epoch then starts now, not after their idle wait.
+func (w *Worker) storeWatermarks(a *ytstore.Attributes) {
+	grew := a.SystemWatermark > w.systemWatermark.Load()
+	w.systemWatermark.Store(a.SystemWatermark)
+	if a.EventWatermark != nil {
+		grew = grew || *a.EventWatermark > w.eventWatermark.Load()
+		w.eventWatermark.Store(*a.EventWatermark)
+	}
+	if a.EventWatermarks != nil {
+		grew = grew || watermarksGrew(w.eventWatermarks.Load(), a.EventWatermarks)
+		w.eventWatermarks.Store(a.EventWatermarks)
+	}
+	if !grew {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.runners {
+		if r := h.r; r != nil && (r.pendingTimers.Load() > 0 || r.alignmentHeld.Load()) {
+			r.wake()
+		}
+	}
+}
+
+// watermarksGrew reports whether a stream or group watermark of now is above its value in
+// before (nil: none yet), or new.
+func watermarksGrew(before, now *ytstore.EventWatermarks) bool {
+	if before == nil {
+		return len(now.Streams)+len(now.Groups) > 0
+	}
+	grew := func(b, n map[string]uint64) bool {
+		for id, v := range n {
+			if old, ok := b[id]; !ok || v > old {
+				return true
+			}
+		}
+		return false
+	}
+	return grew(before.Streams, now.Streams) || grew(before.Groups, now.Groups)
+}

@@ -14,6 +14,7 @@ var (
 	flagRate    = flag.Int("rate", envInt("NEXMARK_RATE", 10_000), "live run input rate, events/s; 0 skips the live runs (NEXMARK_RATE)")
 	flagQueries = flag.String("queries", os.Getenv("NEXMARK_QUERIES"), "comma-separated queries to run, all when empty (NEXMARK_QUERIES)")
 	flagBurst   = flag.Bool("burst", envInt("NEXMARK_BURST", 1) != 0, "run the burst runs; -burst=false runs only the live ones (NEXMARK_BURST=0)")
+	flagTrace   = flag.Bool("trace", os.Getenv("NEXMARK_TRACE") != "", "measure the watermark's path of the live q5 and q7 runs (NEXMARK_TRACE=1)")
 	flagSeed    = flag.Uint64("seed", uint64(envInt("NEXMARK_SEED", 1)), "generator seed (NEXMARK_SEED)")
 )
 
@@ -42,7 +43,7 @@ func BenchmarkNexmark(b *testing.B) {
 	if len(qs) == 0 {
 		qs = Queries()
 	}
-	c := Config{Events: *flagEvents, Gen: GenConfig{Seed: *flagSeed}, Profile: os.Getenv("NEXMARK_PROFILE")}
+	c := Config{Events: *flagEvents, Gen: GenConfig{Seed: *flagSeed}, Profile: os.Getenv("NEXMARK_PROFILE"), Trace: *flagTrace}
 	for range b.N {
 		var burst, live []Result
 		for _, q := range qs {
@@ -56,6 +57,9 @@ func BenchmarkNexmark(b *testing.B) {
 				lc.Rate = *flagRate
 				r := RunQuery(context.Background(), lc, q)
 				b.Logf("%s live at %d/s: p50 %v p99 %v, %d rows: %v", q, lc.Rate, r.P50, r.P99, r.Outputs, verdict(&r))
+				if lc.Trace && r.Path.Windows > 0 {
+					b.Logf("%s watermark path: %v", q, r.Path)
+				}
 				live = append(live, r)
 			}
 		}

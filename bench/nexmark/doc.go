@@ -64,7 +64,10 @@
 //
 // (or NEXMARK_EVENTS, NEXMARK_RATE, NEXMARK_BURST=0, NEXMARK_QUERIES, NEXMARK_SEED in the
 // environment; -rate 0 skips the live runs, -burst=false the burst runs; NEXMARK_PROFILE=PREFIX
-// writes a CPU profile of each run's measured span to PREFIX-<query>-<rate>.pprof). It prints
+// writes a CPU profile of each run's measured span to PREFIX-<query>-<rate>.pprof; -trace or
+// NEXMARK_TRACE=1 measures the watermark's path of the live q5 and q7 runs: for each window the
+// medians of input written → source statuses report it → controller publishes it → output
+// read, from statuses and attributes read every 10 ms, see trace.go). It prints
 // one table with Flink 1.13's published figures beside yt-flow's (exactly-once checkpoints
 // every 3 minutes, events/s per core: 155K on q0, 12–35K on q4/q5/q7/q9; the nexmark/nexmark
 // project's README; other hardware, indicative only). Figures: bench/results/2026-12-06-nexmark.md.

@@ -36,6 +36,9 @@ type Config struct {
 	// Profile, when set, writes a CPU profile of each run's measured span (from the
 	// pipeline's start to its end) to Profile-<query>-<rate>.pprof.
 	Profile string
+	// Trace, in a live run of q5 or q7, measures the watermark's path (tracer, Result.Path):
+	// it reads the statuses and attributes every 10 ms, which costs CPU of its own.
+	Trace bool
 }
 
 func (c Config) withDefaults() Config {
@@ -69,6 +72,8 @@ type Result struct {
 	// P50 and P99 are over the output rows of a live run: from the write of the input that
 	// made the row computable (Want.Dep) to the reader first seeing the row.
 	P50, P99 time.Duration
+	// Path is where a live run's window latency went (Config.Trace; zero without).
+	Path WatermarkPath
 	// Err is why the run failed: verification (wrapping ErrVerification) or the run itself.
 	Err error
 }
@@ -150,6 +155,15 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 		cpu0, t0 = cpuTime(), time.Now()
 		wg.Go(func() { writeErr = feed(wctx, p, inputs, c.Rate, written, &wmu) })
 	}
+	var tr *tracer
+	if c.Trace && c.Rate > 0 && (q == Q5 || q == Q7) {
+		tr = &tracer{p: p, stream: p.timerStream(), source: "read"}
+		tctx, stopTracer := context.WithCancel(ctx)
+		var traced sync.WaitGroup
+		traced.Go(func() { tr.run(tctx) })
+		defer traced.Wait()
+		defer stopTracer()
+	}
 	r := &reader{p: p}
 	// The run ends when the source committed past every input (the consumer's offsets) and
 	// the output holds the model's row count; a run whose output stays short ends 30 s after
@@ -209,6 +223,9 @@ func RunQuery(ctx context.Context, c Config, q Query) Result {
 	if res.Err = Verify(q, r.got, want); res.Err == nil && c.Rate > 0 {
 		wmu.Lock()
 		res.P50, res.P99 = latencies(q, r.got, r.seen, want, written)
+		if tr != nil {
+			res.Path = watermarkPath(q, tr.samples(), r.got, r.seen, want, written)
+		}
 		wmu.Unlock()
 	}
 	return res

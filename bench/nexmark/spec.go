@@ -265,3 +265,15 @@ func (p *pipeline) write(ctx context.Context, inputs []Event, first int) error {
 	}
 	return ytstore.InsertValues(ctx, p.store, p.input(), rows)
 }
+
+// timerStream is the input stream of the keyed stage of q5 and q7, the stream its event_time
+// timers wait for ("" for the other queries).
+func (p *pipeline) timerStream() string {
+	switch p.q {
+	case Q5:
+		return "bids"
+	case Q7:
+		return "windows"
+	}
+	return ""
+}
