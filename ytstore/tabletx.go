@@ -4,6 +4,7 @@ package ytstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.ytsaurus.tech/yt/go/ypath"
@@ -62,10 +63,33 @@ func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error
 		return t.insertValues(ctx, table, l.values())
 	}
 	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
-	if err := t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts); err != nil {
+	err = recoverSDK(func() error { return t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts) })
+	if err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
 	}
 	return nil
+}
+
+// errSDKPanic is a panic inside an SDK call, returned as an error (recoverSDK).
+var errSDKPanic = errors.New("the YTsaurus SDK panicked")
+
+// recoverSDK runs the SDK call f and turns a panic in it into an error. The pinned SDK's
+// InsertRowBatch can return a nil writer with a nil error when the request's round trip
+// finishes before its caller waits for it (its doWrite closes readStarted at once for a row
+// batch, and a select between that and the already closed error channel may take either),
+// and then panics on that nil writer. The batch has been applied to the tablet transaction
+// then, but an error is the safe answer whatever the cause: the epoch's transaction is not
+// committed and the epoch is computed again, so nothing applies twice or is lost.
+//
+// Invariant: a panic inside the SDK fails the epoch's write instead of the process, and the
+// epoch is not committed (TestRecoverSDK).
+func recoverSDK(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errSDKPanic, r)
+		}
+	}()
+	return f()
 }
 
 // insertValues inserts rows through InsertRows (the SDK's writer).
