@@ -110,3 +110,31 @@ func TestCommitEpochRequests(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCommitEpochSmall commits epochs of one message of the keyed count (dedup, state,
+// output chunk, sink sequence, token): the fixed cost of an epoch commit.
+func BenchmarkCommitEpochSmall(b *testing.B) {
+	ctx := context.Background()
+	srv, err := ytlocal.Start(ctx, ytlocal.Config{InProcess: true})
+	require.NoError(b, err)
+	defer srv.Close()
+	s, err := Open(ctx, Config{Proxy: srv.Addr(), Path: "//tmp/pipe"})
+	require.NoError(b, err)
+	defer s.Close()
+	require.NoError(b, s.CreatePipeline(ctx))
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprint("m", i)
+		w := &EpochWrite{PartitionID: "p1", Lease: lease, Token: uint64(i + 1),
+			Dedup:           []DedupRow{{DedupKey: DedupKey{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: id, Compact: true}, SystemTimestamp: 1}},
+			States:          []StateRow{{ComputationID: "c", KeyHash: 7, Key: []byte("k1"), Name: "count", State: []byte("2")}},
+			OutputsAdd:      []OutputRow{{PartitionID: "p1", Destination: "out", MessageID: id, StreamID: "s", KeyHash: 8, Payload: []byte("{}")}},
+			PartitionStates: map[string][]byte{"seq/out": []byte("5")},
+		}
+		if err := s.CommitEpoch(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
