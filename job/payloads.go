@@ -28,16 +28,8 @@ func marshalPayloads(payloads []flow.Row) (out [][]byte, bad int, err error) {
 	out = make([][]byte, len(payloads))
 	for i, p := range payloads {
 		bounds[i] = len(arena)
-		var ok bool
-		if p != nil {
-			arena, ok = ybin.AppendMap(arena, p)
-		}
-		if !ok {
-			b, err := yson.Marshal(p)
-			if err != nil {
-				return nil, i, err
-			}
-			out[i] = b
+		if arena, out[i], err = appendPayload(arena, p); err != nil {
+			return nil, i, err
 		}
 		bounds[i+1] = len(arena)
 	}
@@ -47,6 +39,18 @@ func marshalPayloads(payloads []flow.Row) (out [][]byte, bad int, err error) {
 		}
 	}
 	return out, -1, nil
+}
+
+// appendPayload appends payload p to arena when the fast encoder takes it (own is nil), or
+// returns it encoded by yson.Marshal in its own bytes (own; arena unchanged).
+func appendPayload(arena []byte, p flow.Row) (out, own []byte, err error) {
+	if p != nil {
+		if b, ok := ybin.AppendMap(arena, p); ok {
+			return b, nil, nil
+		}
+	}
+	own, err = yson.Marshal(p)
+	return arena, own, err
 }
 
 // payloadEncoder encodes an epoch's stored payloads into its output rows (encode), keeping
@@ -72,17 +76,8 @@ func (e *payloadEncoder) encode(rows []ytstore.OutputRow, outs []epoch.Out) (bad
 	arena := make([]byte, 0, per*len(outs))
 	e.ends = slices.Grow(e.ends[:0], len(outs))[:len(outs)]
 	for i := range outs {
-		p := outs[i].Message.Payload
-		var ok bool
-		if p != nil {
-			arena, ok = ybin.AppendMap(arena, p)
-		}
-		if !ok {
-			b, err := yson.Marshal(p)
-			if err != nil {
-				return i, err
-			}
-			rows[i].Payload = b
+		if arena, rows[i].Payload, err = appendPayload(arena, outs[i].Message.Payload); err != nil {
+			return i, err
 		}
 		e.ends[i] = len(arena)
 	}

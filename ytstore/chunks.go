@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/ytflow/yt-flow/internal/varbin"
 )
@@ -115,18 +114,10 @@ func chunkRows(rows []OutputRow) ([]any, error) {
 // chunkBuffers holds the data buffers of chunk rows already written (releaseChunks), for
 // the chunks of later epochs: an epoch's chunks are dead once their insert_rows requests
 // are encoded.
-var chunkBuffers sync.Pool // *[]byte
+var chunkBuffers = newBuffers(8, 1<<20)
 
 // chunkData returns an empty buffer of capacity at least n.
-func chunkData(n int) []byte {
-	if b, ok := chunkBuffers.Get().(*[]byte); ok {
-		if cap(*b) >= n {
-			return (*b)[:0]
-		}
-		chunkBuffers.Put(b) // too small for this chunk; kept for a smaller one
-	}
-	return make([]byte, 0, n)
-}
+func chunkData(n int) []byte { return *chunkBuffers.get(n) }
 
 // releaseChunks hands the data buffers of chunks (what chunkRows returned) to later
 // chunkRows calls; nothing may read the chunks after.
@@ -135,7 +126,7 @@ func releaseChunks(chunks []any) {
 		if r, ok := c.(*outputChunkRow); ok && r.Data != nil {
 			b := r.Data
 			r.Data = nil
-			chunkBuffers.Put(&b)
+			chunkBuffers.put(&b)
 		}
 	}
 }

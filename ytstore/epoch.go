@@ -35,8 +35,11 @@ type DedupKey struct {
 // compactKey is the compact index row key: computation id, a zero byte, the big-endian key
 // hash and the two big-endian halves of the message id's 128-bit fingerprint.
 func (k DedupKey) compactKey() []byte {
-	return k.appendCompactKey(make([]byte, 0, len(k.ComputationID)+1+8+16))
+	return k.appendCompactKey(make([]byte, 0, k.compactKeyLen()))
 }
+
+// compactKeyLen is the length of compactKey().
+func (k DedupKey) compactKeyLen() int { return len(k.ComputationID) + 1 + 8 + 16 }
 
 // appendCompactKey appends compactKey() to b.
 func (k DedupKey) appendCompactKey(b []byte) []byte {
@@ -323,32 +326,16 @@ func (s *Store) dedupFingerprints(ctx context.Context) bool {
 // to one table keep their order.
 func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) error {
 	var plain []any
-	compact := make([]any, 0, len(w.Dedup))
 	withFingerprints := len(w.Dedup) == 0 || s.dedupFingerprints(ctx)
-	// The compact rows, their keys and fingerprints in one allocation each, not three per row.
-	compactRows := make([]compactInputMessageRow, 0, len(w.Dedup))
-	fingerprints := make([]uint64, len(w.Dedup))
-	var keys []byte
-	for i, d := range w.Dedup {
+	compact := compactDedupRows{rows: w.Dedup, fingerprints: withFingerprints}
+	for _, d := range w.Dedup {
+		if d.Compact {
+			continue
+		}
 		if !withFingerprints {
 			d.PayloadFingerprint = 0 // omitted from the row
 		}
-		if !d.Compact {
-			plain = append(plain, d.row())
-			continue
-		}
-		if keys == nil {
-			keys = make([]byte, 0, len(w.Dedup)*(len(d.ComputationID)+1+8+16))
-		}
-		start := len(keys)
-		keys = d.appendCompactKey(keys)
-		row := compactInputMessageRow{DedupKey: keys[start:len(keys):len(keys)], SystemTimestamp: d.SystemTimestamp}
-		if d.PayloadFingerprint != 0 {
-			fingerprints[i] = d.PayloadFingerprint
-			row.PayloadFingerprint = &fingerprints[i]
-		}
-		compactRows = append(compactRows, row)
-		compact = append(compact, &compactRows[len(compactRows)-1])
+		plain = append(plain, d.row())
 	}
 	var putStates, delStates []any
 	for i := range w.States {
@@ -408,8 +395,8 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 	if len(plain) > 0 {
 		g.add(func(ctx context.Context) error { return tx.insert(ctx, TableInputMessages, plain) })
 	}
-	if len(compact) > 0 {
-		g.add(func(ctx context.Context) error { return tx.insert(ctx, TableCompactInputMessages, compact) })
+	if len(w.Dedup) > len(plain) { // the rest are compact
+		g.add(func(ctx context.Context) error { return tx.insertList(ctx, TableCompactInputMessages, compact) })
 	}
 	if len(putStates)+len(delStates) > 0 {
 		g.add(func(ctx context.Context) error {
@@ -521,7 +508,23 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 		}
 		return nil
 	}
-	if err := s.yc.InsertRows(ctx, p, rows, &yt.InsertRowsOptions{TransactionOptions: tx.opts()}); err != nil {
+	opts := &yt.InsertRowsOptions{TransactionOptions: tx.opts()}
+	buf := getRowBuffer()
+	defer putRowBuffer(buf)
+	if body, ok := appendSinkRows(*buf, sw.Rows); ok {
+		*buf = body
+		batch, ok, err := s.rowBatch(body)
+		if err != nil {
+			return fmt.Errorf("ytstore: write to sink table %s: %w", p, err)
+		}
+		if ok {
+			if err := s.yc.InsertRowBatch(ctx, p, batch, opts); err != nil {
+				return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
+			}
+			return nil
+		}
+	}
+	if err := s.yc.InsertRows(ctx, p, rows, opts); err != nil {
 		return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
 	}
 	return nil

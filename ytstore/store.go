@@ -38,6 +38,7 @@ type Store struct {
 	cfg    Config // as opened (Cluster opens others like it)
 	proxy  string
 	yc     yt.Client
+	codec  yt.ClientCompressionCodec // the client's request compression (rowBatch)
 	path   ypath.Path
 	logger log.Structured
 
@@ -69,6 +70,13 @@ type Store struct {
 // Open connects to the cluster. It does not check that the pipeline exists
 // (see Exists and CreatePipeline).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	_ = ctx // reserved: connecting is lazy in the SDK
+	// No compression over loopback: see codecFor.
+	return open(cfg, codecFor(cfg.Proxy))
+}
+
+// open is Open with the client's request and response compression.
+func open(cfg Config, codec yt.ClientCompressionCodec) (*Store, error) {
 	if cfg.Proxy == "" {
 		return nil, errors.New("ytstore: open: proxy is empty")
 	}
@@ -84,12 +92,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		logger = (&nop.Logger{}).Structured()
 	}
 	yconf := &yt.Config{
-		Proxy:        cfg.Proxy,
-		Token:        cfg.Token,
-		Logger:       sdkLogger{logger.Logger()},
-		TxPingPeriod: cmp.Or(cfg.PingPeriod, time.Second),
-		// No compression over loopback: see codecFor.
-		CompressionCodec: codecFor(cfg.Proxy),
+		Proxy:            cfg.Proxy,
+		Token:            cfg.Token,
+		Logger:           sdkLogger{logger.Logger()},
+		TxPingPeriod:     cmp.Or(cfg.PingPeriod, time.Second),
+		CompressionCodec: codec,
 		// A deployed pipeline's controllers and workers are jobs of a vanilla operation
 		// (yt-flow deploy) that talk to the cluster all their life, as Flow's do; the SDK
 		// refuses clients inside jobs (YT_JOB_ID set) unless this is set.
@@ -104,8 +111,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ytstore: open client for %s: %w", cfg.Proxy, err)
 	}
-	_ = ctx // reserved: connecting is lazy in the SDK
-	return &Store{cfg: cfg, proxy: cfg.Proxy, yc: yc, path: path, logger: logger}, nil
+	return &Store{cfg: cfg, proxy: cfg.Proxy, yc: yc, codec: yconf.GetClientCompressionCodec(), path: path, logger: logger}, nil
 }
 
 // sdkLogger is the logger the client gets: it logs the client's "request failed" and

@@ -33,10 +33,43 @@ func (t *tableTx) opts() *yt.TransactionOptions {
 
 func (t *tableTx) path(table string) ypath.Path { return t.s.child(table) }
 
+// insert inserts rows: as one pre-encoded batch when they all encode themselves (rowbatch.go),
+// else through InsertRows.
 func (t *tableTx) insert(ctx context.Context, table string, rows []any) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	if l, ok := asRowList(rows); ok {
+		return t.insertList(ctx, table, l)
+	}
+	return t.insertValues(ctx, table, rows)
+}
+
+// insertList inserts the rows of l as one pre-encoded batch, or through InsertRows when the
+// SDK's batch is not usable (rowBatch).
+func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error {
+	buf := getRowBuffer()
+	defer putRowBuffer(buf)
+	*buf = l.appendRows(*buf)
+	if len(*buf) == 0 {
+		return nil
+	}
+	batch, ok, err := t.s.rowBatch(*buf)
+	if err != nil {
+		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), err)
+	}
+	if !ok {
+		return t.insertValues(ctx, table, l.values())
+	}
+	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
+	if err := t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts); err != nil {
+		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
+	}
+	return nil
+}
+
+// insertValues inserts rows through InsertRows (the SDK's writer).
+func (t *tableTx) insertValues(ctx context.Context, table string, rows []any) error {
 	err := t.s.yc.InsertRows(ctx, t.path(table), rows, &yt.InsertRowsOptions{TransactionOptions: t.opts()})
 	if err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))

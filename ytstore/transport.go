@@ -17,7 +17,8 @@ import (
 // (insert_rows, delete_rows, push_queue_producer, ...) through a pipe, which net/http sends
 // with chunked transfer encoding and one write to the socket per chunk, and it reads and
 // writes through 4 KiB buffers. An epoch makes several such requests, each a few KiB to a
-// few tens of KiB: that is several system calls each, on both ends. newHTTPClient's client
+// few tens of KiB: that is several system calls each, on both ends (the epoch's own inserts
+// go as pre-encoded batches of known length instead: rowbatch.go). newHTTPClient's client
 // sends a streamed body that ends within sizedBodyLimit with a Content-Length instead, and
 // sizes the connection buffers so that such a request usually leaves in one write. A server
 // of the same process registered with package internal/inproc (the embedded ytlocal of

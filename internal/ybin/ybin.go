@@ -2,7 +2,9 @@
 // string-keyed maps (message payloads) of scalars, without the SDK's reflection and per-call
 // buffers. The encoding is byte-identical to the SDK's binary writer (TestMatchesSDK); the
 // decoders accept exactly that shape and report ok=false for anything else, which callers
-// hand to the SDK, so they never change what a document means.
+// hand to the SDK, so they never change what a document means. The append encoders of
+// append.go build rows field by field (ytstore's epoch rows), byte for byte as the SDK's
+// binary writer.
 package ybin
 
 import (
