@@ -388,36 +388,53 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 		sinks[sw.Path] = append(sinks[sw.Path], sw)
 	}
 
+	// Only the tables the epoch writes to get a write: a small epoch writes three or four
+	// of them, and each write that runs beside the others costs a goroutine (whose stack
+	// grows through the SDK's call chain), so empty ones must not.
 	var g writeGroup
-	g.run(ctx, func(ctx context.Context) error { return tx.insert(ctx, TableInputMessages, plain) })
-	g.run(ctx, func(ctx context.Context) error { return tx.insertList(ctx, TableCompactInputMessages, compact) })
-	g.run(ctx, func(ctx context.Context) error {
-		if err := tx.insert(ctx, TableStates, putStates); err != nil {
-			return err
-		}
-		return tx.delete(ctx, TableStates, delStates)
-	})
-	g.run(ctx, func(ctx context.Context) error {
-		if err := tx.delete(ctx, TableTimers, firedKeys); err != nil {
-			return err
-		}
-		return tx.insert(ctx, TableTimers, toAny(w.TimersSet))
-	})
-	g.run(ctx, func(ctx context.Context) error {
-		if err := tx.delete(ctx, TableOutputChunks, doneChunks); err != nil {
-			return err
-		}
-		return tx.insert(ctx, TableOutputChunks, chunks)
-	})
-	g.run(ctx, func(ctx context.Context) error { return tx.delete(ctx, TableOutputMessages, doneLegacy) })
-	g.run(ctx, func(ctx context.Context) error {
-		if err := tx.insert(ctx, TablePartitionStates, putPS); err != nil {
-			return err
-		}
-		return tx.delete(ctx, TablePartitionStates, delPS)
-	})
+	if len(plain) > 0 {
+		g.add(func(ctx context.Context) error { return tx.insert(ctx, TableInputMessages, plain) })
+	}
+	if len(w.Dedup) > len(plain) { // the rest are compact
+		g.add(func(ctx context.Context) error { return tx.insertList(ctx, TableCompactInputMessages, compact) })
+	}
+	if len(putStates)+len(delStates) > 0 {
+		g.add(func(ctx context.Context) error {
+			if err := tx.insert(ctx, TableStates, putStates); err != nil {
+				return err
+			}
+			return tx.delete(ctx, TableStates, delStates)
+		})
+	}
+	if len(firedKeys)+len(w.TimersSet) > 0 {
+		g.add(func(ctx context.Context) error {
+			if err := tx.delete(ctx, TableTimers, firedKeys); err != nil {
+				return err
+			}
+			return tx.insert(ctx, TableTimers, toAny(w.TimersSet))
+		})
+	}
+	if len(doneChunks)+len(chunks) > 0 {
+		g.add(func(ctx context.Context) error {
+			if err := tx.delete(ctx, TableOutputChunks, doneChunks); err != nil {
+				return err
+			}
+			return tx.insert(ctx, TableOutputChunks, chunks)
+		})
+	}
+	if len(doneLegacy) > 0 {
+		g.add(func(ctx context.Context) error { return tx.delete(ctx, TableOutputMessages, doneLegacy) })
+	}
+	if len(putPS)+len(delPS) > 0 {
+		g.add(func(ctx context.Context) error {
+			if err := tx.insert(ctx, TablePartitionStates, putPS); err != nil {
+				return err
+			}
+			return tx.delete(ctx, TablePartitionStates, delPS)
+		})
+	}
 	for _, path := range sinkOrder {
-		g.run(ctx, func(ctx context.Context) error {
+		g.add(func(ctx context.Context) error {
 			for _, sw := range sinks[path] {
 				if err := s.writeSink(ctx, tx, sw); err != nil {
 					return err
@@ -427,39 +444,53 @@ func (s *Store) writeEpoch(ctx context.Context, tx *tableTx, w *EpochWrite) erro
 		})
 	}
 	if len(w.DeadLetters) > 0 {
-		g.run(ctx, func(ctx context.Context) error { return tx.insert(ctx, TableDeadLetters, toAny(w.DeadLetters)) })
+		g.add(func(ctx context.Context) error { return tx.insert(ctx, TableDeadLetters, toAny(w.DeadLetters)) })
 	}
-	g.run(ctx, func(ctx context.Context) error {
+	g.add(func(ctx context.Context) error {
 		return tx.insert(ctx, TablePartitionTransactions, []any{partitionTransactionRow{PartitionID: w.PartitionID, Token: w.Token}})
 	})
-	err = g.wait()
+	err = g.wait(ctx)
+	s.writeGoroutines.Add(int64(g.spawned))
 	// Every insert has returned: its rows are encoded, the chunks' data is read no more.
 	releaseChunks(chunks)
 	return err
 }
 
-// writeGroup runs the writes of an epoch concurrently and keeps the first error.
+// writeGroup runs the writes of an epoch concurrently and keeps the first error: every
+// write but the last in a goroutine of its own, the last in the caller's.
 type writeGroup struct {
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	first error
+	fs      []func(context.Context) error
+	spawned int // goroutines started by wait
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	first   error
 }
 
-func (g *writeGroup) run(ctx context.Context, f func(context.Context) error) {
-	g.wg.Go(func() {
-		if err := f(ctx); err != nil {
-			g.mu.Lock()
-			if g.first == nil {
-				g.first = err
-			}
-			g.mu.Unlock()
+// add queues f; wait runs it.
+func (g *writeGroup) add(f func(context.Context) error) { g.fs = append(g.fs, f) }
+
+// wait runs the queued writes and returns the first error once all have returned.
+func (g *writeGroup) wait(ctx context.Context) error {
+	for i, f := range g.fs {
+		if i == len(g.fs)-1 {
+			g.do(ctx, f)
+			break
 		}
-	})
-}
-
-func (g *writeGroup) wait() error {
+		g.spawned++
+		g.wg.Go(func() { g.do(ctx, f) })
+	}
 	g.wg.Wait()
 	return g.first
+}
+
+func (g *writeGroup) do(ctx context.Context, f func(context.Context) error) {
+	if err := f(ctx); err != nil {
+		g.mu.Lock()
+		if g.first == nil {
+			g.first = err
+		}
+		g.mu.Unlock()
+	}
 }
 
 func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error {
@@ -487,7 +518,7 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 			return fmt.Errorf("ytstore: write to sink table %s: %w", p, err)
 		}
 		if ok {
-			if err := s.yc.InsertRowBatch(ctx, p, batch, opts); err != nil {
+			if err := recoverSDK(func() error { return s.yc.InsertRowBatch(ctx, p, batch, opts) }); err != nil {
 				return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
 			}
 			return nil

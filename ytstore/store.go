@@ -46,6 +46,9 @@ type Store struct {
 	// (pipelines created before it do not); checked once, on the first epoch commit.
 	fingerprintsOnce sync.Once
 	fingerprints     bool
+	// writeGoroutines counts the goroutines epoch commits started for their writes
+	// (writeEpoch), for the tests that keep it to one fewer than the tables written.
+	writeGoroutines atomic.Int64
 	// txTimestamps records whether the cluster's tablet transaction ids carry their start
 	// timestamps (1 yes, -1 no, 0 not checked yet; CheckTxTimestamps), and whether a check
 	// runs.

@@ -15,6 +15,25 @@ import (
 type probe struct {
 	mu    sync.Mutex
 	stats func() []map[string]job.JobStats
+	// requests counts the requests the job's server serves, by command (nil: not counted).
+	requests *requestCounter
+}
+
+func (p *probe) setRequests(c *requestCounter) {
+	p.mu.Lock()
+	p.requests = c
+	p.mu.Unlock()
+}
+
+// requestsSnapshot is the requests counted so far by command (nil when not counted).
+func (p *probe) requestsSnapshot() map[string]int64 {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	c := p.requests
+	p.mu.Unlock()
+	return c.snapshot()
 }
 
 func (p *probe) set(f func() []map[string]job.JobStats) {

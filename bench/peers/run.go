@@ -25,6 +25,9 @@ type Result struct {
 	Err error
 	// Parts is where a yt-flow job's time went over the measured run, by computation.
 	Parts []Breakdown
+	// Requests is a yt-flow job's requests to its server per committed epoch (of all
+	// computations) over the measured run, by command.
+	Requests map[string]float64
 }
 
 // runOne runs peer p once on b with round r's input and measures and verifies it.
@@ -111,7 +114,7 @@ func runOne(ctx context.Context, b *broker, c Config, p peer, round int) Result 
 	}
 
 	at := produced{}
-	parts0 := e.probe.snapshot()
+	parts0, reqs0 := e.probe.snapshot(), e.probe.requestsSnapshot()
 	t0, cpu0 := time.Now(), cpuTime()
 	fed := make(chan error, 1)
 	fctx, fcancel := context.WithCancel(ctx)
@@ -129,7 +132,16 @@ func runOne(ctx context.Context, b *broker, c Config, p peer, round int) Result 
 		return res
 	}
 	if parts0 != nil {
-		res.Parts = breakdown(parts0, e.probe.snapshot(), time.Since(t0))
+		parts1 := e.probe.snapshot()
+		res.Parts = breakdown(parts0, parts1, time.Since(t0))
+		var epochs int64
+		for comp, p := range parts1 {
+			epochs += p.epochs
+			if q := parts0[comp]; q != nil {
+				epochs -= q.epochs
+			}
+		}
+		res.Requests = perEpoch(reqs0, e.probe.requestsSnapshot(), epochs)
 	}
 	res.MsgsPerS = float64(len(in.measured)) / end.at.Sub(t0).Seconds()
 	res.CPUPerMsg = (end.cpu - cpu0) / time.Duration(len(in.measured))

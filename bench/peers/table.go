@@ -38,6 +38,7 @@ func Run(ctx context.Context, c Config, names []string, log io.Writer) ([]Result
 			r := runOne(ctx, b, c, p, round)
 			fmt.Fprintf(log, "round %d %-8s %s\n", round, p.name, r)
 			writeBreakdown(log, fmt.Sprintf("round %d %s", round, p.name), r.Parts)
+			writeRequests(log, fmt.Sprintf("round %d %s", round, p.name), r.Requests)
 			out = append(out, r)
 			if ctx.Err() != nil {
 				return out, ctx.Err()

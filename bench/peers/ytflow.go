@@ -155,6 +155,12 @@ func runYTFlowWith(ctx context.Context, e env, tune func(*job.Config)) error {
 		return fmt.Errorf("yt-flow: start ytlocal: %w", err)
 	}
 	defer srv.Close()
+	reqs, uncount, err := countRequests(srv.Addr())
+	if err != nil {
+		return err
+	}
+	defer uncount()
+	e.probe.setRequests(reqs)
 	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: srv.Addr(), Path: path})
 	if err != nil {
 		return fmt.Errorf("yt-flow: open %s: %w", path, err)
