@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ func Run(ctx context.Context, c Config, names []string, log io.Writer) ([]Result
 	var out []Result
 	for round := 1; round <= c.Rounds; round++ {
 		for _, p := range ps {
+			// Collect the previous run's garbage before this run starts, as testing.B does
+			// before a benchmark: its CPU would otherwise count against this job.
+			runtime.GC()
 			r := runOne(ctx, b, c, p, round)
 			fmt.Fprintf(log, "round %d %-8s %s\n", round, p.name, r)
 			writeBreakdown(log, fmt.Sprintf("round %d %s", round, p.name), r.Parts)
