@@ -393,6 +393,25 @@ func (s *Sink) record(a *arena, d *connector.Delivery) (*kgo.Record, error) {
 	if d.Encoded == nil {
 		return s.recordOf(a, d, d.Row)
 	}
+	// The stored row is read for its two columns only: nothing of it is decoded or boxed, and
+	// the values' bytes go straight into the arena (what recordOf makes of the decoded row).
+	p := s.cfg.Params
+	cols, n := [2]string{p.PayloadColumn, p.KeyColumn}, 1
+	if p.KeyColumn != "" {
+		n = 2
+	}
+	var vals [2]ybin.Field
+	if ybin.Fields(d.Encoded, cols[:n], vals[:n]) {
+		r := a.record()
+		r.Topic, r.Value = p.Topic, a.field(vals[0])
+		if n == 2 {
+			r.Key = a.field(vals[1])
+		}
+		if p.MessageIDHeader != "" {
+			r.Headers = a.header(p.MessageIDHeader, a.text(d.MessageID))
+		}
+		return r, nil
+	}
 	if m, ok := s.dec.DecodeMap(d.Encoded); ok {
 		r, err := s.recordOf(a, d, m)
 		// The record holds copies of the values (arena.bytesOf), not m: the next row reuses it.
