@@ -63,9 +63,9 @@ type Sink struct {
 	// owned holds cl for the cleanup that closes it once the Sink is unreachable (the SPI has
 	// no Close; Close closes it earlier).
 	owned *producer
-	// dec decodes the stored rows of a delivery (the runtime calls Deliver one call at a
-	// time): rows of one sink repeat their column names, and the map of a row goes back to
-	// its Spare once the row's record is built.
+	// dec decodes the stored rows of a delivery that ybin.Fields does not read in place (the
+	// runtime calls Deliver one call at a time): rows of one sink repeat their column names,
+	// and the map of a row goes back to its Spare once the row's record is built.
 	dec ybin.Decoder
 }
 
