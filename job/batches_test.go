@@ -3,13 +3,19 @@
 package job
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/library/go/core/log/nop"
 
+	"github.com/ytflow/yt-flow/connectors/connector"
 	"github.com/ytflow/yt-flow/internal/ybin"
+	"github.com/ytflow/yt-flow/spec"
 	"github.com/ytflow/yt-flow/ytstore"
 )
 
@@ -76,4 +82,77 @@ func BenchmarkBatchesOf(b *testing.B) {
 			b.Fatalf("%d batches", len(batches))
 		}
 	}
+}
+
+// prefixSink delivers the first n batches it is given and fails the rest.
+type prefixSink struct {
+	n   int
+	got [][]string
+}
+
+func (s *prefixSink) Deliver(_ context.Context, batches []connector.Batch) (int, error) {
+	for _, b := range batches {
+		var ids []string
+		for _, d := range b.Rows {
+			ids = append(ids, d.MessageID)
+		}
+		s.got = append(s.got, ids)
+	}
+	if s.n < len(batches) {
+		return s.n, errors.New("the broker is away")
+	}
+	return len(batches), nil
+}
+
+// TestDeliverFinishesDeliveredEntries: a delivery finishes exactly the rows of the batches
+// the sink delivered (found among the entries it carried, outbox.finishPushed): a row with a
+// bad payload, the rows of batches not delivered, and a row finished meanwhile and added
+// again stay pending; what is delivered is counted once per chunk.
+func TestDeliverFinishesDeliveredEntries(t *testing.T) {
+	payload, ok := ybin.AppendMap(nil, map[string]any{"v": "x"})
+	require.True(t, ok)
+	var rows []ytstore.OutputRow
+	for i, chunk := range []uint64{7, 7, 7, 9, 9, 11} {
+		rows = append(rows, ytstore.OutputRow{PartitionID: "p", Destination: "d", MessageID: fmt.Sprintf("m%d", i),
+			SequenceNumber: int64(i + 1), Payload: payload, Chunk: ytstore.OutputChunk{ID: chunk}})
+	}
+	rows[1].Payload = []byte("not yson")
+	for _, delivered := range []int{0, 1, 2, 3} {
+		r := &runner{inbox: newInbox(10), outbox: newOutbox(), comp: &spec.Computation{ID: "c"}, log: (&nop.Logger{}).Structured(), job: ytstore.Job{JobID: "j", PartitionID: "p"}}
+		r.outbox.add(slices.Clone(rows))
+		msgs := r.outbox.entries("d")
+		require.Len(t, msgs, len(rows))
+		sink := &prefixSink{n: delivered}
+		err := r.deliver(context.Background(), sink, "d", msgs)
+		require.Equal(t, [][]string{{"m0"}, {"m2"}, {"m3", "m4"}, {"m5"}}, sink.got, "m1's payload is bad: it breaks chunk 7's run")
+		require.Equal(t, delivered < 4, err != nil)
+		var pending []string
+		for _, m := range r.outbox.entries("d") {
+			pending = append(pending, m.row.MessageID)
+		}
+		want := [][]string{
+			{"m0", "m1", "m2", "m3", "m4", "m5"},
+			{"m1", "m2", "m3", "m4", "m5"},
+			{"m1", "m3", "m4", "m5"},
+			{"m1", "m5"},
+		}[delivered]
+		assert.Equal(t, want, pending, "%d batches delivered", delivered)
+		// Chunk 9 is done once both its rows are delivered; chunk 7 never is (m1 is pending).
+		done := r.outbox.takeDone()
+		if delivered == 3 {
+			assert.Equal(t, []ytstore.OutputKey{{PartitionID: "p", Destination: "d", Chunk: ytstore.OutputChunk{ID: 9}}}, done)
+		} else {
+			assert.Empty(t, done)
+		}
+	}
+	// An entry finished meanwhile and added again is a new entry: the delivery of the old
+	// one finishes the new one too (as finish by id does), once.
+	r := &runner{inbox: newInbox(10), outbox: newOutbox(), comp: &spec.Computation{ID: "c"}, log: (&nop.Logger{}).Structured(), job: ytstore.Job{JobID: "j", PartitionID: "p"}}
+	r.outbox.add(slices.Clone(rows[2:3]))
+	msgs := r.outbox.entries("d")
+	r.outbox.finish("p", "d", []string{"m2"})
+	r.outbox.add(slices.Clone(rows[2:3]))
+	require.NoError(t, r.deliver(context.Background(), &prefixSink{n: 1}, "d", msgs))
+	assert.Empty(t, r.outbox.entries("d"))
+	assert.Zero(t, r.outbox.size())
 }

@@ -273,6 +273,18 @@ func (o *outbox) snapshot(destination string) []*ytstore.OutputRow {
 	return rows
 }
 
+// entries returns the pending entries of destination ordered by message id, as inOrder
+// walks them: an async sink's delivery finishes them with finishPushed, which finds each
+// delivered id among them instead of looking it up.
+func (o *outbox) entries(destination string) []*outMsg {
+	msgs := make([]*outMsg, 0, o.sizeOf(destination))
+	o.walk(destination, false, func(m *outMsg) bool {
+		msgs = append(msgs, m)
+		return true
+	})
+	return msgs
+}
+
 func (o *outbox) sizeOf(destination string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

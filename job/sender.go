@@ -132,12 +132,12 @@ func (s *sender) round(ctx context.Context) {
 			if s.delivering[dest] || now.Before(s.retryAt[sinkDestPrefix+dest]) {
 				continue
 			}
-			rows := r.outbox.snapshot(dest)
+			msgs := r.outbox.entries(dest)
 			s.delivering[dest] = true
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				err := r.deliver(ctx, sink, dest, rows)
+				err := r.deliver(ctx, sink, dest, msgs)
 				s.mu.Lock()
 				delete(s.delivering, dest)
 				if err != nil {
@@ -327,7 +327,13 @@ func (s *sender) startPush(ctx context.Context, rt route, dest string, msgs []*o
 	}()
 }
 
-func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest string, rows []*ytstore.OutputRow) error {
+// deliver delivers the pending entries msgs of async sink dest (outbox.entries) and finishes
+// those delivered.
+func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest string, msgs []*outMsg) error {
+	rows := make([]*ytstore.OutputRow, len(msgs))
+	for i, m := range msgs {
+		rows[i] = m.row
+	}
 	batches, ids := batchesOf(rows, func(row *ytstore.OutputRow, err error) {
 		r.log.Error("output store row with a bad payload", log.String("message_id", row.MessageID), log.Error(err))
 	})
@@ -341,14 +347,20 @@ func (r *runner) deliver(ctx context.Context, sink connector.AsyncSink, dest str
 	if err != nil {
 		counters.failures.Add(1)
 	}
+	// The delivered ids are msgs' in order (rows with a bad payload left out): finishPushed
+	// finds each by walking msgs, not by a lookup per id.
 	if n == len(ids) && len(ids) == 1 {
-		r.outbox.finish(r.job.PartitionID, dest, ids[0])
+		r.outbox.finishPushed(r.job.PartitionID, dest, msgs, ids[0])
 	} else if n > 0 {
-		var done []string
+		total := 0
+		for _, b := range ids[:n] {
+			total += len(b)
+		}
+		done := make([]string, 0, total)
 		for _, b := range ids[:n] {
 			done = append(done, b...)
 		}
-		r.outbox.finish(r.job.PartitionID, dest, done)
+		r.outbox.finishPushed(r.job.PartitionID, dest, msgs, done)
 	}
 	if err != nil {
 		switch {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ytflow/yt-flow/internal/ybin"
 )
 
 // arena hands out the Kafka records of one delivery, their headers and the bytes of their
@@ -67,7 +69,9 @@ func (a *arena) cut(start int) []byte {
 }
 
 // text is s as record bytes: never nil (an empty string is an empty value, not a null one).
-func (a *arena) text(s string) []byte {
+func (a *arena) text(s string) []byte { return arenaText(a, s) }
+
+func arenaText[T string | []byte](a *arena, s T) []byte {
 	if len(s) == 0 {
 		return []byte{}
 	}
@@ -77,6 +81,30 @@ func (a *arena) text(s string) []byte {
 	a.room(len(s))
 	start := len(a.buf)
 	a.buf = append(a.buf, s...)
+	return a.cut(start)
+}
+
+// field is a column value found in a stored row (ybin.Fields) as record bytes: what bytesOf
+// makes of the value decoded (TestSinkFieldMatchesBytesOf).
+func (a *arena) field(f ybin.Field) []byte {
+	switch f.Kind {
+	case ybin.FieldMissing, ybin.FieldNull:
+		return nil
+	case ybin.FieldString:
+		return arenaText(a, f.Str)
+	}
+	a.room(32)
+	start := len(a.buf)
+	switch f.Kind {
+	case ybin.FieldInt64:
+		a.buf = strconv.AppendInt(a.buf, f.Int, 10)
+	case ybin.FieldUint64:
+		a.buf = strconv.AppendUint(a.buf, f.Uint, 10)
+	case ybin.FieldDouble:
+		a.buf = strconv.AppendFloat(a.buf, f.Float, 'g', -1, 64)
+	case ybin.FieldBool:
+		a.buf = strconv.AppendBool(a.buf, f.Bool)
+	}
 	return a.cut(start)
 }
 

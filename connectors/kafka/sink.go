@@ -63,9 +63,9 @@ type Sink struct {
 	// owned holds cl for the cleanup that closes it once the Sink is unreachable (the SPI has
 	// no Close; Close closes it earlier).
 	owned *producer
-	// dec decodes the stored rows of a delivery (the runtime calls Deliver one call at a
-	// time): rows of one sink repeat their column names, and the map of a row goes back to
-	// its Spare once the row's record is built.
+	// dec decodes the stored rows of a delivery that ybin.Fields does not read in place (the
+	// runtime calls Deliver one call at a time): rows of one sink repeat their column names,
+	// and the map of a row goes back to its Spare once the row's record is built.
 	dec ybin.Decoder
 }
 
@@ -392,6 +392,25 @@ func (s *Sink) deliverIdempotent(ctx context.Context, batches []connector.Batch)
 func (s *Sink) record(a *arena, d *connector.Delivery) (*kgo.Record, error) {
 	if d.Encoded == nil {
 		return s.recordOf(a, d, d.Row)
+	}
+	// The stored row is read for its two columns only: nothing of it is decoded or boxed, and
+	// the values' bytes go straight into the arena (what recordOf makes of the decoded row).
+	p := s.cfg.Params
+	cols, n := [2]string{p.PayloadColumn, p.KeyColumn}, 1
+	if p.KeyColumn != "" {
+		n = 2
+	}
+	var vals [2]ybin.Field
+	if ybin.Fields(d.Encoded, cols[:n], vals[:n]) {
+		r := a.record()
+		r.Topic, r.Value = p.Topic, a.field(vals[0])
+		if n == 2 {
+			r.Key = a.field(vals[1])
+		}
+		if p.MessageIDHeader != "" {
+			r.Headers = a.header(p.MessageIDHeader, a.text(d.MessageID))
+		}
+		return r, nil
 	}
 	if m, ok := s.dec.DecodeMap(d.Encoded); ok {
 		r, err := s.recordOf(a, d, m)

@@ -4,7 +4,8 @@
 // decoders accept exactly that shape and report ok=false for anything else, which callers
 // hand to the SDK, so they never change what a document means. The append encoders of
 // append.go build rows field by field (ytstore's epoch rows), byte for byte as the SDK's
-// binary writer.
+// binary writer. Fields (fields.go) finds the values of a few keys of a map in place, for a
+// reader that needs only those.
 package ybin
 
 import (
