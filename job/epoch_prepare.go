@@ -199,8 +199,11 @@ func (r *runner) invoke(plan *epoch.Plan, states map[string]map[string][]byte, n
 	// The invocations and results of one epoch live in the runner's buffers, reused by the
 	// next epoch (see releaseResults).
 	if cap(r.invs) < len(plan.Groups) {
-		r.invs = make([]flow.Invocation, len(plan.Groups))
-		r.results = make([]*flow.Result, len(plan.Groups))
+		// A quarter more than needed: epochs vary in size, and each new largest one would
+		// otherwise make both arrays again.
+		n := len(plan.Groups) + len(plan.Groups)/4
+		r.invs = make([]flow.Invocation, n)
+		r.results = make([]*flow.Result, n)
 	}
 	results := r.results[:len(plan.Groups)]
 	invs := r.invs[:len(plan.Groups)]

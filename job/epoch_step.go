@@ -140,6 +140,13 @@ func (r *runner) epoch(ctx context.Context, lastCommit uint64) (committedAt uint
 	// back-pressures its writers (TestOutboxLimitBackPressure).
 	blocked := r.outbox.size() >= r.w.cfg.OutboxLimit
 	b := &epoch.Batch{Now: now, DistinctInputs: true} // the inbox holds one entry per id
+	b.Sources = r.sourceRows[:0]
+	defer func() {
+		// Nothing refers to the rows after the epoch (the plan's groups are rebuilt by the
+		// next one): keep the array, not the payloads it points to.
+		clear(b.Sources)
+		r.sourceRows = b.Sources[:0]
+	}()
 	// inLimit bounds the input rows and source rows the epoch takes: max_rows_per_batch, and
 	// what the distributed throttler granted for a throttled computation.
 	inLimit, throttled := limit, r.throttled()

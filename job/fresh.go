@@ -35,6 +35,7 @@ type freshInputs struct {
 	recent map[uint64]uint32 // id fingerprint -> how many remembered epochs hold it
 	epochs []freshEpoch
 	held   int
+	spare  []uint64 // the ids array of the last forgotten epoch, for the next one
 }
 
 type freshEpoch struct {
@@ -71,7 +72,11 @@ func (f *freshInputs) started(token uint64) {
 
 // committed records the inputs an applied epoch committed.
 func (f *freshInputs) committed(ins []epoch.Input) {
-	e := freshEpoch{}
+	e := freshEpoch{ids: f.spare[:0]}
+	f.spare = nil
+	if cap(e.ids) < len(ins) {
+		e.ids = make([]uint64, 0, len(ins)) // one array, not one per doubling
+	}
 	for i := range ins {
 		in := &ins[i]
 		if in.Born <= f.floor {
@@ -83,6 +88,7 @@ func (f *freshInputs) committed(ins []epoch.Input) {
 		e.maxBorn = max(e.maxBorn, in.Born)
 	}
 	if len(e.ids) == 0 {
+		f.spare = e.ids
 		return
 	}
 	f.epochs = append(f.epochs, e)
@@ -99,6 +105,9 @@ func (f *freshInputs) committed(ins []epoch.Input) {
 			} else {
 				f.recent[fp]--
 			}
+		}
+		if cap(old.ids) > cap(f.spare) {
+			f.spare = old.ids
 		}
 	}
 }

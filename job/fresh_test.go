@@ -4,6 +4,7 @@
 package job
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -160,4 +161,68 @@ func TestSwiftMapOutputsBornWithParents(t *testing.T) {
 	e.write("p q")
 	e.waitCounts(map[string]int64{"warm": 1, "p": 1, "q": 1})
 	assert.GreaterOrEqual(t, e.worker.Stats()["count-0"].LookupsSkipped, int64(2), "p and q needed no lookup")
+}
+
+// TestFreshInputsReusesForgottenArrays: the ids array of a forgotten epoch is reused for a
+// later one, and what is remembered stays exactly the ids of the epochs still held.
+func TestFreshInputsReusesForgottenArrays(t *testing.T) {
+	f := newFreshInputs(4)
+	f.started(1)
+	epochIDs := func(e int) []epoch.Input {
+		ins := make([]epoch.Input, 2)
+		for i := range ins {
+			ins[i] = freshIn(fmt.Sprintf("e%d-%d", e, i), uint64(10+e))
+		}
+		return ins
+	}
+	reused := 0
+	for e := range 20 {
+		spare := f.spare
+		f.committed(epochIDs(e))
+		last := f.epochs[len(f.epochs)-1].ids
+		if spare != nil && &last[:1][0] == &spare[:1][0] {
+			reused++
+		}
+		require.Len(t, f.epochs, min(e+1, 2), "epoch %d: two epochs of two ids fit the limit of 4", e)
+		require.Equal(t, min(2*(e+1), 4), f.held)
+		require.Len(t, f.recent, f.held)
+		for _, held := range []int{e - 1, e} {
+			if held < 0 {
+				continue
+			}
+			for _, in := range epochIDs(held) {
+				require.True(t, f.needLookup(&in), "epoch %d: %s of a held epoch is remembered", e, in.Message.MessageID)
+			}
+		}
+		if e >= 2 {
+			old := epochIDs(e - 2)[0]
+			old.Born = 1000 // born after the floor: looked up only if still remembered
+			require.False(t, f.needLookup(&old), "epoch %d: the forgotten epoch %d is not remembered", e, e-2)
+		}
+	}
+	assert.Equal(t, 17, reused, "from the fourth epoch on, each reuses the array of the one it forgot before")
+}
+
+// BenchmarkFreshInputsCommitted: remembering an epoch of 1,000 inputs in a full freshInputs
+// (the oldest epoch is forgotten each time).
+func BenchmarkFreshInputsCommitted(b *testing.B) {
+	// 100 epochs of distinct ids, more than the 65 the limit holds: an id is forgotten
+	// before it comes again.
+	epochs := make([][]epoch.Input, 100)
+	for e := range epochs {
+		epochs[e] = make([]epoch.Input, 1000)
+		for j := range epochs[e] {
+			epochs[e][j] = freshIn(epoch.SourceMessageID("c", epoch.SourcePartition{SourceID: "s"}, int64(e*1000+j)), 2)
+		}
+	}
+	f := newFreshInputs(defaultFreshLimit)
+	f.started(1)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		ins := epochs[i%len(epochs)]
+		for j := range ins {
+			ins[j].Born = uint64(i + 2) // after the floor, which rises as epochs are forgotten
+		}
+		f.committed(ins)
+	}
 }

@@ -98,6 +98,9 @@ type runner struct {
 	memRefs   []memRef   // handOver's scratch space
 	stateRows []ytstore.StateRow
 	payloads  payloadEncoder // the stored payloads' scratch (epoch_write.go)
+	// sourceRows is the array an epoch's source rows are gathered in, kept from epoch to
+	// epoch and cleared after each (it holds no payload between epochs).
+	sourceRows []epoch.SourceRow
 	// inputs holds the inputs an epoch took from the inbox; keyHashes and keyStates are
 	// prepare's (the keys whose states the epoch reads, and those states by key).
 	inputs    []epoch.Input
