@@ -175,6 +175,9 @@ func (e *Engine) checkOps(tx *Tx, ops []op) error {
 		if r == nil {
 			continue
 		}
+		if o.kind != opLock {
+			o.row = r // the same lock is held until the commit applies: still the row then
+		}
 		switch o.kind {
 		case opWrite, opDelete:
 			gs := o.t.allGroups
@@ -216,7 +219,7 @@ func (e *Engine) recordOps(ops []op, rec *CommitRecord, pending map[pendingKey]i
 				rec.Locks = append(rec.Locks, RowLock{Table: o.t.id, Key: o.key, Groups: o.groups, Exclusive: o.exclusive})
 			}
 		case opDelete:
-			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: o.t.allGroups, enc: o.enc})
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Delete: true, Groups: o.t.allGroups, enc: o.enc, row: o.row})
 			if pending != nil {
 				pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 			}
@@ -225,7 +228,7 @@ func (e *Engine) recordOps(ops []op, rec *CommitRecord, pending map[pendingKey]i
 			if err != nil {
 				return err
 			}
-			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o), enc: o.enc})
+			rec.Writes = append(rec.Writes, RowWrite{Table: o.t.id, Key: o.key, Values: values, Groups: writtenGroups(o), enc: o.enc, row: o.row})
 			if pending != nil {
 				pending[pendingKey{o.t, o.enc}] = len(rec.Writes) - 1
 			}
@@ -240,12 +243,16 @@ type pendingKey struct {
 }
 
 // currentValues returns the row as this commit would leave it so far.
-func (e *Engine) currentValues(t *table, enc string, rec *CommitRecord, pending map[pendingKey]int) []any {
+func (e *Engine) currentValues(o *op, rec *CommitRecord, pending map[pendingKey]int) []any {
+	t, enc := o.t, o.enc
 	if i, ok := pending[pendingKey{t, enc}]; ok {
 		if rec.Writes[i].Delete {
 			return nil
 		}
 		return rec.Writes[i].Values
+	}
+	if o.row != nil {
+		return o.row.latest()
 	}
 	if r := t.rows[enc]; r != nil {
 		return r.latest()
@@ -260,7 +267,7 @@ func (e *Engine) resolveWrite(o *op, rec *CommitRecord, pending map[pendingKey]i
 	values := o.values
 	var base []any
 	if o.update || o.aggregate {
-		base = e.currentValues(t, o.enc, rec, pending)
+		base = e.currentValues(o, rec, pending)
 	}
 	for i := t.keys; i < len(t.cols); i++ {
 		c := t.cols[i]
@@ -297,8 +304,13 @@ func (e *Engine) applyCommit(rec *CommitRecord) error {
 				return fmt.Errorf("commit at %d: no table %s", rec.Timestamp, w.Table)
 			}
 		}
-		// A delete of a missing row still records its lock timestamps.
-		k, r := t.rowForEnc(w.Key, w.enc)
+		// A delete of a missing row still records its lock timestamps. The live commit
+		// found most rows already (checkOps): a row is removed only after the writes
+		// (collectTombstones) or by a watermark merge, which takes the engine's lock.
+		k, r := w.enc, w.row
+		if r == nil || r.key == nil {
+			k, r = t.rowForEnc(w.Key, w.enc)
+		}
 		values := w.Values
 		if w.Delete {
 			values = nil

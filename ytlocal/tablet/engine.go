@@ -157,6 +157,9 @@ type RowWrite struct {
 	// enc is Key encoded, when the write comes from a live transaction (not journaled; a
 	// replayed record encodes its key again).
 	enc string
+	// row is the table's row with key enc when the live commit found one (op.row); nil in
+	// a replayed record.
+	row *row
 }
 
 // RowLock records a committed shared strong (or exclusive) lock on lock

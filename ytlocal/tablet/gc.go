@@ -166,13 +166,13 @@ func (x *wmIndex) below(watermark uint64, f func(enc string)) {
 
 // prune drops versions no read within the retention window can see: all but
 // the newest version at or before horizon.
+// It scans from the oldest version: every commit prunes the row it writes, so the versions
+// at or before horizon are few, while those after it are all the row's writes of the last
+// VersionRetention (hundreds for a key written every epoch).
 func prune(r *row, horizon Timestamp) {
 	keep := 0
-	for i := len(r.versions) - 1; i >= 0; i-- {
-		if r.versions[i].ts <= horizon {
-			keep = i
-			break
-		}
+	for keep+1 < len(r.versions) && r.versions[keep+1].ts <= horizon {
+		keep++
 	}
 	if keep > 0 {
 		r.versions = append(r.versions[:0], r.versions[keep:]...)

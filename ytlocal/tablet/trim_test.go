@@ -1,6 +1,9 @@
 package tablet
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestTrimRowsKeepsOrderAndCompacts trims a long tablet a few rows at a time: the kept rows
 // stay in order, appends after trims land at the end, and the array is compacted once the
@@ -39,5 +42,32 @@ func TestTrimRowsKeepsOrderAndCompacts(t *testing.T) {
 	}
 	if tb.dropped > 2*len(tb.rows)+1024 {
 		t.Fatalf("%d trimmed entries kept for %d rows", tb.dropped, len(tb.rows))
+	}
+}
+
+// TestPruneKeepsNewestAtHorizon checks prune against its definition: of the versions at or
+// before the horizon only the newest stays, and every later one stays.
+func TestPruneKeepsNewestAtHorizon(t *testing.T) {
+	for n := 0; n <= 6; n++ {
+		for horizon := Timestamp(0); horizon <= Timestamp(2*n+2); horizon++ {
+			r := &row{}
+			for i := range n {
+				r.versions = append(r.versions, version{ts: Timestamp(2*i + 1), values: []any{int64(i)}})
+			}
+			var want []Timestamp
+			for i, v := range r.versions {
+				if v.ts > horizon || i+1 == n || r.versions[i+1].ts > horizon {
+					want = append(want, v.ts)
+				}
+			}
+			prune(r, horizon)
+			var got []Timestamp
+			for _, v := range r.versions {
+				got = append(got, v.ts)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d versions, horizon %d: kept %v, want %v", n, horizon, got, want)
+			}
+		}
 	}
 }

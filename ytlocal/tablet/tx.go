@@ -51,6 +51,9 @@ type op struct {
 	exclusive bool  // opLock
 	strong    bool  // opLock
 	tablet    int   // opAppend
+	// row is the committed row with key enc that checkOps found (opWrite, opDelete), nil
+	// when there was none or the transaction is bulk: the commit looks it up once.
+	row *row
 }
 
 // LockType is the lock_type of lock_rows.
