@@ -47,17 +47,18 @@ func BenchmarkSchedulerStep(b *testing.B) {
 	b.ReportMetric(float64(len(in.Jobs)), "jobs")
 }
 
-// BenchmarkCycleOnYtlocal measures one full scheduling cycle (observe: attributes,
-// workers and their sessions, partitions, jobs, statuses, lease pings; decide;
-// apply) of a steady 3-job pipeline against in-process ytlocal.
-func BenchmarkCycleOnYtlocal(b *testing.B) {
+// steadyCycler returns the leading controller's cycler of a steady 3-job pipeline on
+// in-process ytlocal (one worker, two cycles run: partitions and jobs created) and its store;
+// everything is closed when b ends.
+func steadyCycler(b *testing.B) (*cycler, *ytstore.Store) {
+	b.Helper()
 	ctx := context.Background()
 	proxy := ytlocaltest.New(b)
 	st, err := ytstore.Open(ctx, ytstore.Config{Proxy: proxy, Path: testPath})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	b.Cleanup(st.Close)
 	if err := st.CreatePipeline(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func BenchmarkCycleOnYtlocal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ws.Close()
+	b.Cleanup(func() { _ = ws.Close() })
 	if err := st.PutWorker(ctx, ytstore.Worker{WorkerID: "w1", SessionTx: ws.ID()}); err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func BenchmarkCycleOnYtlocal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sess.Close()
+	b.Cleanup(func() { _ = sess.Close() })
 	if err := st.LockLeader(ctx, sess); err != nil {
 		b.Fatal(err)
 	}
@@ -87,6 +88,15 @@ func BenchmarkCycleOnYtlocal(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return c, st
+}
+
+// BenchmarkCycleOnYtlocal measures one full scheduling cycle (observe: attributes,
+// workers and their sessions, partitions, jobs, statuses, lease pings; decide;
+// apply) of a steady 3-job pipeline against in-process ytlocal.
+func BenchmarkCycleOnYtlocal(b *testing.B) {
+	ctx := context.Background()
+	c, _ := steadyCycler(b)
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := c.cycle(ctx); err != nil {
