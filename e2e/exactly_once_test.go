@@ -375,19 +375,21 @@ func leaderOf(t *testing.T, wc *WordCount, ctrl []*Proc) *Proc {
 // worker may hold no job for a moment, and resuming it then would not make a zombie.
 func freezeUntilFenced(t *testing.T, st *ytstore.Store, name string, p *Proc, replace func()) {
 	t.Helper()
+	// A worker started a moment ago may not have registered yet: wait for its session, so
+	// that the freeze makes a zombie of a worker that held one.
 	var session string
-	workers, err := st.Workers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range workers {
-		if w.WorkerID == name {
-			session = w.SessionTx
+	Eventually(t, time.Minute, func() (bool, string) {
+		workers, err := st.Workers(t.Context())
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	if session == "" {
-		t.Fatalf("worker %s is not registered", name)
-	}
+		for _, w := range workers {
+			if w.WorkerID == name {
+				session = w.SessionTx
+			}
+		}
+		return session != "", "worker " + name + " is not registered"
+	})
 	if err := p.Freeze(); err != nil {
 		t.Fatal(err)
 	}

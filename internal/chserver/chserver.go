@@ -3,6 +3,12 @@
 // the native and HTTP protocols on random loopback ports over a data directory of the test.
 // The library comes from the npm package @chdb/lib-linux-x64-gnu; LibEnv names the variable
 // holding its path. Without it a test is skipped, except under CI=true, where it fails.
+//
+// A server is supervised: when its process dies by itself it is started again at once on its
+// data directory and its ports, the way a service manager restarts a crashed ClickHouse.
+// chDB's server aborts now and then when a client dies in the middle of an INSERT (a worker
+// killed by a fault test); what it committed survives the restart. Kill and Restart stop it
+// for real.
 package chserver
 
 import (
@@ -65,6 +71,10 @@ type Server struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{}
+	// kills counts Kill calls: a supervisor restarts the server only while no Kill came
+	// after the start of the process it watches.
+	kills    int
+	restarts int // processes the supervisor restarted after they died by themselves
 }
 
 var (
@@ -168,33 +178,62 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	return s.startOn(ports)
+	return s.startOn(ports, -1)
 }
 
-// Revive starts the server again on its data directory and its ports when its process has
-// ended, and reports whether it did. chDB's server aborts when a client dies in the middle
-// of an INSERT (a killed worker, in the e2e tests): a test that kills its clients revives the
-// server as a supervisor would restart it; what it committed survives.
-func (s *Server) Revive(t testing.TB) bool {
-	t.Helper()
-	if !s.exited() {
-		return false
-	}
-	var tcp, http int
-	fmt.Sscanf(s.TCPAddr[strings.LastIndexByte(s.TCPAddr, ':')+1:], "%d", &tcp)
-	fmt.Sscanf(s.HTTPAddr[strings.LastIndexByte(s.HTTPAddr, ':')+1:], "%d", &http)
-	var err error
-	for range 20 { // the old process's ports may take a moment to be free again
-		if err = s.startOn([]int{tcp, http}); err == nil {
-			return true
+// Restarts reports how many times the supervisor started the server again after its process
+// died by itself.
+func (s *Server) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// supervise waits for the process started after kills Kill calls to end; unless a Kill came
+// first, it starts the server again on the same ports (retrying while the old process's
+// ports are still taken) and notes the restart in the server's log.
+func (s *Server) supervise(kills int, done <-chan struct{}, ports []int) {
+	<-done
+	for attempt := 0; ; attempt++ {
+		s.mu.Lock()
+		current := s.kills == kills
+		s.mu.Unlock()
+		if !current {
+			return
+		}
+		s.logLine(fmt.Sprintf("chserver: the server process ended by itself; restarting it on its data (attempt %d)", attempt+1))
+		err := s.startOn(ports, kills)
+		if err == nil {
+			s.mu.Lock()
+			s.restarts++
+			s.mu.Unlock()
+			return
+		}
+		if errors.Is(err, errSuperseded) || attempt >= 40 {
+			s.logLine("chserver: restart given up: " + err.Error())
+			return
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("revive the ClickHouse server on %s: %v", s.TCPAddr, err)
-	return false
 }
 
-func (s *Server) startOn(ports []int) error {
+// errSuperseded is startOn's answer when a Kill or another start came while it started.
+var errSuperseded = errors.New("chserver: the server was killed or started again meanwhile")
+
+// logLine appends line to the server's log.
+func (s *Server) logLine(line string) {
+	f, err := os.OpenFile(filepath.Join(s.Dir, "chserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = fmt.Fprintln(f, line)
+}
+
+// startOn starts the process on ports. prev is the Kill count a supervisor restarts under (-1
+// for a start of the test's own): when a Kill came meanwhile, the new process is killed and
+// errSuperseded returned.
+func (s *Server) startOn(ports []int, prev int) error {
 	bin, err := build()
 	if err != nil {
 		return err
@@ -225,15 +264,29 @@ func (s *Server) startOn(ports []int) error {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	s.mu.Lock()
+	if prev >= 0 && s.kills != prev {
+		s.mu.Unlock()
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return errSuperseded
+	}
+	kills := s.kills
 	s.cmd, s.done = cmd, done
 	s.TCPAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	s.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	s.mu.Unlock()
 	if err := s.waitReady(done, 90*time.Second); err != nil {
-		s.Kill()
+		s.mu.Lock()
+		if s.cmd == cmd {
+			s.cmd = nil
+		}
+		s.mu.Unlock()
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		<-done
 		b, _ := os.ReadFile(logPath)
 		return fmt.Errorf("%w; log %s ends:\n%s", err, logPath, tail(string(b), 2000))
 	}
+	go s.supervise(kills, done, ports)
 	return nil
 }
 
@@ -278,12 +331,13 @@ func (s *Server) ping(ctx context.Context) error {
 	return nil
 }
 
-// Kill kills the server with SIGKILL, by its pid, and waits for the process to end. It is
-// idempotent; the data directory stays.
+// Kill kills the server with SIGKILL, by its pid, and waits for the process to end; the
+// supervisor does not start it again. It is idempotent; the data directory stays.
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
 	s.cmd = nil
+	s.kills++
 	s.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return

@@ -2,7 +2,9 @@ package chserver_test
 
 import (
 	"context"
+	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,4 +66,38 @@ func TestServerDeduplicatesByToken(t *testing.T) {
 	insert(conn, "b", 1, 2, 3)
 	rows, _ = count(conn)
 	require.Equal(t, uint64(6), rows, "another token is inserted")
+}
+
+// TestServerIsSupervised: when the server process dies by itself (here: SIGKILL from outside,
+// as chDB's abort ends it), it is started again on the same address with its tables, and
+// Restarts counts it; after Kill it stays down.
+func TestServerIsSupervised(t *testing.T) {
+	srv := chserver.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.TCPAddr}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	require.NoError(t, conn.Exec(ctx, "CREATE TABLE t (id UInt64) ENGINE = MergeTree ORDER BY id"))
+	require.NoError(t, conn.Exec(ctx, "INSERT INTO t VALUES (1), (2)"))
+
+	addr, pid := srv.TCPAddr, srv.Pid()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	deadline := time.Now().Add(time.Minute)
+	for srv.Restarts() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Equal(t, 1, srv.Restarts(), "the supervisor restarted the server")
+	require.Equal(t, addr, srv.TCPAddr, "on the same address")
+	require.NotEqual(t, pid, srv.Pid(), "as a new process")
+	var n uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM t").Scan(&n))
+	require.Equal(t, uint64(2), n, "with its data")
+
+	pid = srv.Pid()
+	srv.Kill()
+	require.Error(t, syscall.Kill(pid, 0), "the killed process is gone")
+	_, err = net.DialTimeout("tcp", addr, time.Second)
+	require.Error(t, err, "a killed server stays down")
+	require.Equal(t, 1, srv.Restarts())
 }
