@@ -209,7 +209,10 @@ func (s *Server) supervise(kills int, done <-chan struct{}, ports []int) {
 			s.mu.Unlock()
 			return
 		}
-		if errors.Is(err, errSuperseded) || attempt >= 40 {
+		if errors.Is(err, errSuperseded) {
+			return
+		}
+		if attempt >= 40 {
 			s.logLine("chserver: restart given up: " + err.Error())
 			return
 		}
@@ -266,7 +269,7 @@ func (s *Server) startOn(ports []int, prev int) error {
 	s.mu.Lock()
 	if prev >= 0 && s.kills != prev {
 		s.mu.Unlock()
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill() // by pid; a no-op once the process is reaped
 		<-done
 		return errSuperseded
 	}
@@ -281,7 +284,7 @@ func (s *Server) startOn(ports []int, prev int) error {
 			s.cmd = nil
 		}
 		s.mu.Unlock()
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
 		<-done
 		b, _ := os.ReadFile(logPath)
 		return fmt.Errorf("%w; log %s ends:\n%s", err, logPath, tail(string(b), 2000))
@@ -342,7 +345,7 @@ func (s *Server) Kill() {
 	if cmd == nil || cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Process.Kill() // SIGKILL by pid; a no-op once the process has been reaped (no stray signal to a reused pid)
 	<-done
 }
 
