@@ -518,7 +518,8 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 			return fmt.Errorf("ytstore: write to sink table %s: %w", p, err)
 		}
 		if ok {
-			if err := recoverSDK(func() error { return s.yc.InsertRowBatch(ctx, p, batch, opts) }); err != nil {
+			resend := func() error { return s.yc.InsertRows(ctx, p, rows, opts) }
+			if err := s.insertBatch(ctx, p, batch, opts, resend); err != nil {
 				return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
 			}
 			return nil

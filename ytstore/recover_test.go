@@ -1,13 +1,17 @@
 package ytstore
 
 import (
+	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/ypath"
+	"go.ytsaurus.tech/yt/go/yt"
 )
 
 // TestRecoverSDK: a panic inside an SDK call (the pinned SDK's InsertRowBatch panics on the
@@ -44,4 +48,60 @@ func TestRecoverSDK(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found)
 	assert.Equal(t, uint64(100), token)
+}
+
+// racyClient is the real client with the SDK's InsertRowBatch race forced: the batch is
+// applied, and then the call panics on a nil writer, as the pinned SDK does when the
+// round trip wins its select (recoverSDK).
+type racyClient struct {
+	yt.Client
+	panics atomic.Int64
+}
+
+func (c *racyClient) InsertRowBatch(ctx context.Context, p ypath.Path, b yt.RowBatch, o *yt.InsertRowsOptions) error {
+	if err := c.Client.InsertRowBatch(ctx, p, b, o); err != nil {
+		return err
+	}
+	c.panics.Add(1)
+	var w io.WriteCloser
+	return w.Close()
+}
+
+// TestInsertBatchResendsAfterSDKPanic: when every batch insert of an epoch panics after it
+// was applied, the epoch still commits once, with each row as written: the rows sent
+// again through InsertRows overwrite themselves in the same tablet transaction.
+func TestInsertBatchResendsAfterSDKPanic(t *testing.T) {
+	s, ctx := epochStore(t)
+	racy := &racyClient{Client: s.yc}
+	s.yc = racy
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+
+	require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 100)))
+	require.Positive(t, racy.panics.Load(), "the epoch's writes went through InsertRowBatch")
+	assert.Equal(t, racy.panics.Load(), s.sdkPanics.Load(), "each panicked batch was sent again")
+
+	token, found, err := s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, uint64(100), token)
+	states, err := s.LoadStates(ctx, "c", []uint64{7})
+	require.NoError(t, err)
+	require.Len(t, states, 1)
+	assert.Equal(t, []byte("2"), states[0].State)
+	dup, err := s.LookupDedup(ctx, []DedupKey{
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, true}, dup)
+	outs, err := s.LoadOutputs(ctx, "p1")
+	require.NoError(t, err)
+	assert.Len(t, outs, 1, "the outbox row is there once")
+
+	// The next epoch of the partition commits over the resent rows.
+	require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 101)))
+	token, _, err = s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(101), token)
 }

@@ -49,6 +49,8 @@ type Store struct {
 	// writeGoroutines counts the goroutines epoch commits started for their writes
 	// (writeEpoch), for the tests that keep it to one fewer than the tables written.
 	writeGoroutines atomic.Int64
+	// sdkPanics counts the batch inserts sent again after the SDK panicked (insertBatch).
+	sdkPanics atomic.Int64
 	// txTimestamps records whether the cluster's tablet transaction ids carry their start
 	// timestamps (1 yes, -1 no, 0 not checked yet; CheckTxTimestamps), and whether a check
 	// runs.

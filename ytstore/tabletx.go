@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.ytsaurus.tech/library/go/core/log"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
 )
@@ -63,9 +64,33 @@ func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error
 		return t.insertValues(ctx, table, l.values())
 	}
 	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
-	err = recoverSDK(func() error { return t.s.yc.InsertRowBatch(ctx, t.path(table), batch, opts) })
+	err = t.s.insertBatch(ctx, t.path(table), batch, opts, func() error {
+		return t.s.yc.InsertRows(ctx, t.path(table), l.values(), opts)
+	})
 	if err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
+	}
+	return nil
+}
+
+// insertBatch sends a pre-encoded batch of rows in a tablet transaction. When the SDK panics
+// on it (recoverSDK), the same rows are sent again through resend, InsertRows of the same
+// rows, whose streamed request has no such race. Inserting a row twice in one tablet
+// transaction leaves what inserting it once leaves (an insert overwrites; no aggregate
+// columns are written), so the resend is safe whether or not the first batch was applied.
+// A resend that fails fails the write, and the epoch is not committed.
+//
+// Invariant: a panic inside the SDK's batch insert neither crashes the process nor loses or
+// doubles a row (TestRecoverSDK, TestInsertBatchResendsAfterSDKPanic).
+func (s *Store) insertBatch(ctx context.Context, p ypath.Path, batch yt.RowBatch, opts *yt.InsertRowsOptions, resend func() error) error {
+	err := recoverSDK(func() error { return s.yc.InsertRowBatch(ctx, p, batch, opts) })
+	if !errors.Is(err, errSDKPanic) {
+		return err
+	}
+	s.sdkPanics.Add(1)
+	s.logger.Debug("batch insert sent again after an SDK panic", log.String("table", string(p)), log.Error(err))
+	if rerr := resend(); rerr != nil {
+		return fmt.Errorf("%w; sent again: %w", err, rerr)
 	}
 	return nil
 }
@@ -78,11 +103,7 @@ var errSDKPanic = errors.New("the YTsaurus SDK panicked")
 // finishes before its caller waits for it (its doWrite closes readStarted at once for a row
 // batch, and a select between that and the already closed error channel may take either),
 // and then panics on that nil writer. The batch has been applied to the tablet transaction
-// then, but an error is the safe answer whatever the cause: the epoch's transaction is not
-// committed and the epoch is computed again, so nothing applies twice or is lost.
-//
-// Invariant: a panic inside the SDK fails the epoch's write instead of the process, and the
-// epoch is not committed (TestRecoverSDK).
+// then; insertBatch sends the rows again rather than rely on that.
 func recoverSDK(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
