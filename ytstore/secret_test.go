@@ -63,3 +63,72 @@ func TestTransportSecret(t *testing.T) {
 			!bytes.Equal(rotated.Current, first.Current), bytes.Equal(rotated.Previous, first.Current))
 	}
 }
+
+// TestTransportSecretCreatedWhole: a reader polling the secret while the pipeline is created
+// sees either no secret or a whole one, never a node without its key; and a node an older
+// version left without a key (created empty, the key never written) reads as no secret and
+// is given one by CreatePipeline.
+func TestTransportSecretCreatedWhole(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, "//tmp/secret/whole")
+	stop := make(chan struct{})
+	type seen struct {
+		missing, whole int
+		other          error
+	}
+	res := make(chan seen, 1)
+	go func() {
+		var s seen
+		defer func() { res <- s }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := st.TransportSecret(ctx)
+			switch {
+			case err == nil:
+				s.whole++
+			case errors.Is(err, ErrNotFound):
+				s.missing++
+			default:
+				s.other = err
+				return
+			}
+		}
+	}()
+	if err := st.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Let the reader see the created secret before it stops.
+	for {
+		if _, err := st.TransportSecret(ctx); err == nil {
+			break
+		}
+	}
+	close(stop)
+	s := <-res
+	if s.other != nil {
+		t.Fatalf("a reader during CreatePipeline got %v; want the secret or ErrNotFound", s.other)
+	}
+	t.Logf("reads during creation: %d found nothing, %d found the secret", s.missing, s.whole)
+
+	legacy := openTestStore(t, "//tmp/secret/legacy")
+	if err := legacy.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := legacy.yc.SetNode(ctx, legacy.child(TransportSecretNode), map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := legacy.TransportSecret(ctx); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a node without a key: %v, want ErrNotFound", err)
+	}
+	if err := legacy.CreatePipeline(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := legacy.TransportSecret(ctx)
+	if err != nil || len(keys.Current) != 32 {
+		t.Fatalf("after CreatePipeline over a node without a key: %d-byte key, %v; want 32", len(keys.Current), err)
+	}
+}
