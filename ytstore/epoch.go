@@ -518,8 +518,9 @@ func (s *Store) writeSink(ctx context.Context, tx *tableTx, sw SinkWrite) error 
 			return fmt.Errorf("ytstore: write to sink table %s: %w", p, err)
 		}
 		if ok {
-			resend := func() error { return s.yc.InsertRows(ctx, p, rows, opts) }
-			if err := s.insertBatch(ctx, p, batch, opts, resend); err != nil {
+			// A sink table may be ordered (a queue), where rows sent again would be appended
+			// twice: a panic fails the write instead (insertBatch).
+			if err := s.insertBatch(ctx, p, batch, opts, nil); err != nil {
 				return fmt.Errorf("ytstore: write to sink table %s: %w", p, classify(err))
 			}
 			return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.ytsaurus.tech/yt/go/schema"
 	"go.ytsaurus.tech/yt/go/ypath"
 	"go.ytsaurus.tech/yt/go/yt"
 )
@@ -104,4 +105,48 @@ func TestInsertBatchResendsAfterSDKPanic(t *testing.T) {
 	token, _, err = s.PartitionToken(ctx, "p1")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(101), token)
+}
+
+// TestSinkBatchIntoQueueNotSentAgain: a sync sink's batch into a queue (an ordered table,
+// where rows sent again would be appended twice) that the SDK panics on fails the epoch's
+// write instead of being sent again; the epoch computed again writes each row once.
+func TestSinkBatchIntoQueueNotSentAgain(t *testing.T) {
+	s, ctx := epochStore(t)
+	qs := schema.Schema{Columns: []schema.Column{{Name: "word", Type: schema.TypeString}, {Name: "n", Type: schema.TypeInt64}}}
+	require.NoError(t, s.EnsureUserTable(ctx, UserTable{Path: "//tmp/visits", Kind: UserQueue, Schema: qs}))
+	plain := s.yc
+	racy := &racyClient{Client: plain}
+	s.yc = racy
+	lease, err := s.StartLease(ctx, "job-1", time.Minute)
+	require.NoError(t, err)
+	w := func() *EpochWrite {
+		e := sampleEpoch("p1", lease, 100)
+		e.Sinks = []SinkWrite{{Path: "//tmp/visits", Rows: []map[string]any{{"word": "a", "n": int64(1)}, {"word": "b", "n": int64(2)}}}}
+		return e
+	}
+
+	err = s.CommitEpoch(ctx, w())
+	require.ErrorIs(t, err, errSDKPanic, "the queue's batch is not sent again")
+	_, found, err := s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.False(t, found, "the epoch did not commit")
+	rows, err := s.SelectRows(ctx, "word FROM [//tmp/visits]")
+	require.NoError(t, err)
+	assert.Empty(t, rows, "nothing of the failed epoch is in the queue")
+
+	s.yc = plain
+	require.NoError(t, s.CommitEpoch(ctx, w()), "the epoch computed again commits")
+	rows, err = s.SelectRows(ctx, "word FROM [//tmp/visits]")
+	require.NoError(t, err)
+	assert.Len(t, rows, 2, "each row once")
+}
+
+// TestSortedTables: the tables whose rows insertBatch may send again are the sorted ones;
+// controller_logs, the ordered one, is not among them.
+func TestSortedTables(t *testing.T) {
+	for _, d := range tables() {
+		assert.Equal(t, !d.ordered, sortedTables[d.name], d.name)
+	}
+	assert.False(t, sortedTables[TableControllerLogs])
+	assert.True(t, sortedTables[TableStates])
 }

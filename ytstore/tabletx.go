@@ -64,9 +64,11 @@ func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error
 		return t.insertValues(ctx, table, l.values())
 	}
 	opts := &yt.InsertRowsOptions{TransactionOptions: t.opts()}
-	err = t.s.insertBatch(ctx, t.path(table), batch, opts, func() error {
-		return t.s.yc.InsertRows(ctx, t.path(table), l.values(), opts)
-	})
+	var resend func() error
+	if sortedTables[table] { // every table but controller_logs, which no tableTx writes
+		resend = func() error { return t.s.yc.InsertRows(ctx, t.path(table), l.values(), opts) }
+	}
+	err = t.s.insertBatch(ctx, t.path(table), batch, opts, resend)
 	if err != nil {
 		return fmt.Errorf("ytstore: insert into %s: %w", t.path(table), classify(err))
 	}
@@ -74,17 +76,19 @@ func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error
 }
 
 // insertBatch sends a pre-encoded batch of rows in a tablet transaction. When the SDK panics
-// on it (recoverSDK), the same rows are sent again through resend, InsertRows of the same
-// rows, whose streamed request has no such race. Inserting a row twice in one tablet
-// transaction leaves what inserting it once leaves (an insert overwrites; no aggregate
-// columns are written), so the resend is safe whether or not the first batch was applied.
-// A resend that fails fails the write, and the epoch is not committed.
+// on it (recoverSDK) and resend is not nil, the same rows are sent again through resend,
+// InsertRows of the same rows, whose streamed request has no such race. Only rows of a
+// sorted table may be sent again: inserting a row twice in one tablet transaction leaves what
+// inserting it once leaves there (an insert overwrites; no aggregate columns are written),
+// whether or not the first batch was applied. An ordered table (a queue) would hold the rows
+// twice, so for those resend is nil and the panic fails the write: the epoch's transaction
+// is not committed and the epoch is computed again. A resend that fails fails the write too.
 //
 // Invariant: a panic inside the SDK's batch insert neither crashes the process nor loses or
 // doubles a row (TestRecoverSDK, TestInsertBatchResendsAfterSDKPanic).
 func (s *Store) insertBatch(ctx context.Context, p ypath.Path, batch yt.RowBatch, opts *yt.InsertRowsOptions, resend func() error) error {
 	err := recoverSDK(func() error { return s.yc.InsertRowBatch(ctx, p, batch, opts) })
-	if !errors.Is(err, errSDKPanic) {
+	if !errors.Is(err, errSDKPanic) || resend == nil {
 		return err
 	}
 	s.sdkPanics.Add(1)
@@ -94,6 +98,18 @@ func (s *Store) insertBatch(ctx context.Context, p ypath.Path, batch yt.RowBatch
 	}
 	return nil
 }
+
+// sortedTables names the pipeline's sorted tables (tables): rows of those may be sent again
+// in one tablet transaction (insertBatch).
+var sortedTables = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range tables() {
+		if !d.ordered {
+			m[d.name] = true
+		}
+	}
+	return m
+}()
 
 // errSDKPanic is a panic inside an SDK call, returned as an error (recoverSDK).
 var errSDKPanic = errors.New("the YTsaurus SDK panicked")
