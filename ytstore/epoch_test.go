@@ -45,6 +45,33 @@ func sampleEpoch(partition, lease string, token uint64) *EpochWrite {
 	}
 }
 
+// requireSampleCommitted checks that sampleEpoch of partition p1 committed with token: its
+// token, dedup rows, outbox row, partition states and timer are there (its state row is
+// checked by the callers, whose tables may hold others).
+func requireSampleCommitted(ctx context.Context, t *testing.T, s *Store, token uint64) {
+	t.Helper()
+	stored, found, err := s.PartitionToken(ctx, "p1")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, token, stored)
+	dup, err := s.LookupDedup(ctx, []DedupKey{
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"},
+		{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, true}, dup)
+	outs, err := s.LoadOutputs(ctx, "p1")
+	require.NoError(t, err)
+	require.Len(t, outs, 1, "the outbox row is there once")
+	assert.Equal(t, "o1", outs[0].MessageID)
+	ps, err := s.LoadPartitionStates(ctx, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"offset/lines": []byte("5")}, ps)
+	timers, err := s.LoadTimers(ctx, "c", 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, timers, 1)
+}
+
 func TestCommitEpochAtomic(t *testing.T) {
 	s, ctx := epochStore(t)
 	lease, err := s.StartLease(ctx, "job-1", time.Minute)

@@ -56,26 +56,7 @@ func TestRowBatchTaken(t *testing.T) {
 			lease, err := s.StartLease(ctx, "job-1", time.Minute)
 			require.NoError(t, err)
 			require.NoError(t, s.CommitEpoch(ctx, sampleEpoch("p1", lease, 100)))
-			token, found, err := s.PartitionToken(ctx, "p1")
-			require.NoError(t, err)
-			assert.True(t, found)
-			assert.Equal(t, uint64(100), token)
-			dup, err := s.LookupDedup(ctx, []DedupKey{
-				{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m1"},
-				{ComputationID: "c", Key: []byte("k1"), KeyHash: 7, MessageID: "m2", Compact: true},
-			})
-			require.NoError(t, err)
-			assert.Equal(t, []bool{true, true}, dup)
-			outs, err := s.LoadOutputs(ctx, "p1")
-			require.NoError(t, err)
-			require.Len(t, outs, 1)
-			assert.Equal(t, "o1", outs[0].MessageID)
-			ps, err := s.LoadPartitionStates(ctx, "p1")
-			require.NoError(t, err)
-			assert.Equal(t, map[string][]byte{"offset/lines": []byte("5")}, ps)
-			timers, err := s.LoadTimers(ctx, "c", 0, 0)
-			require.NoError(t, err)
-			assert.Len(t, timers, 1)
+			requireSampleCommitted(ctx, t, s, 100)
 		})
 	}
 }
