@@ -85,7 +85,8 @@ func (t *tableTx) insertList(ctx context.Context, table string, l rowList) error
 // is not committed and the epoch is computed again. A resend that fails fails the write too.
 //
 // Invariant: a panic inside the SDK's batch insert neither crashes the process nor loses or
-// doubles a row (TestRecoverSDK, TestInsertBatchResendsAfterSDKPanic).
+// doubles a row (TestRecoverSDK, TestInsertBatchResendsAfterSDKPanic,
+// TestSinkBatchIntoQueueNotSentAgain).
 func (s *Store) insertBatch(ctx context.Context, p ypath.Path, batch yt.RowBatch, opts *yt.InsertRowsOptions, resend func() error) error {
 	err := recoverSDK(func() error { return s.yc.InsertRowBatch(ctx, p, batch, opts) })
 	if !errors.Is(err, errSDKPanic) || resend == nil {
